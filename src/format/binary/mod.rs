@@ -1,0 +1,7 @@
+//! The HPROF binary format: typed records, an encoder and a parser.
+
+pub mod reader;
+pub mod records;
+pub mod writer;
+
+pub use records::*;

@@ -1,0 +1,9 @@
+//! hprof-rs: a drop-in replacement for the HPROF profiling agent.
+//!
+//! The crate builds a JVMTI agent library (`libhprof_rs.so`, also usable as
+//! `libhprof.so`) and the `hprof-rs` command-line tool. See README.md and
+//! design notes in `docs/`.
+
+pub mod format;
+pub mod options;
+pub mod cli;

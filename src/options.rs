@@ -1,0 +1,1 @@
+//! The HPROF option string -> [`Options`]. (Being implemented.)
