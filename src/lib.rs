@@ -7,3 +7,4 @@
 pub mod format;
 pub mod options;
 pub mod cli;
+pub mod model;

@@ -1,0 +1,87 @@
+//! Loaded classes, numbered from 100000 as HPROF did.
+
+use std::collections::HashMap;
+
+/// Serial number of the first class.
+pub const FIRST_CLASS_SERIAL: u32 = 100_000;
+
+/// One loaded class.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassEntry {
+    pub serial: u32,
+    /// Identifier of the `java.lang.Class` object (its JVMTI tag).
+    pub object_id: u64,
+    /// JVM signature, e.g. `Ljava/lang/String;` or `[I`.
+    pub signature: String,
+    /// Trace of the thread that loaded it (300000 before VM init).
+    pub trace_serial: u32,
+    /// Whether its binary LOAD CLASS record has been written.
+    pub load_written: bool,
+}
+
+/// Classes by the identifier of their class object.
+#[derive(Debug, Default)]
+pub struct ClassTable {
+    entries: Vec<ClassEntry>,
+    by_object: HashMap<u64, usize>,
+}
+
+impl ClassTable {
+    /// The class whose class object has `object_id`, if known.
+    pub fn get(&self, object_id: u64) -> Option<&ClassEntry> {
+        self.by_object.get(&object_id).map(|&i| &self.entries[i])
+    }
+
+    /// Finds or creates the class for `object_id`; returns its serial.
+    pub fn intern(&mut self, object_id: u64, signature: &str, trace_serial: u32) -> u32 {
+        if let Some(&i) = self.by_object.get(&object_id) {
+            return self.entries[i].serial;
+        }
+        let serial = FIRST_CLASS_SERIAL + self.entries.len() as u32;
+        self.by_object.insert(object_id, self.entries.len());
+        self.entries.push(ClassEntry {
+            serial,
+            object_id,
+            signature: signature.to_owned(),
+            trace_serial,
+            load_written: false,
+        });
+        serial
+    }
+
+    /// Classes whose LOAD CLASS record is still to be written, marking them written.
+    pub fn take_unwritten_loads(&mut self) -> Vec<ClassEntry> {
+        let mut out = Vec::new();
+        for entry in self.entries.iter_mut().filter(|e| !e.load_written) {
+            entry.load_written = true;
+            out.push(entry.clone());
+        }
+        out
+    }
+
+    /// Number of classes seen.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when no class has been seen.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serials_start_at_100000_and_are_stable() {
+        let mut classes = ClassTable::default();
+        assert_eq!(classes.intern(0x5000_0001, "Ljava/lang/Object;", 300_000), 100_000);
+        assert_eq!(classes.intern(0x5000_0002, "[I", 300_000), 100_001);
+        assert_eq!(classes.intern(0x5000_0001, "Ljava/lang/Object;", 300_000), 100_000);
+        assert_eq!(classes.get(0x5000_0002).unwrap().signature, "[I");
+        assert_eq!(classes.take_unwritten_loads().len(), 2);
+        assert!(classes.take_unwritten_loads().is_empty());
+    }
+}

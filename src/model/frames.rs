@@ -1,0 +1,141 @@
+//! Stack frames: one entry per (method, bytecode location), resolved to
+//! names and a line number once, when first seen.
+
+use super::ids::IdSpace;
+use std::collections::HashMap;
+
+/// Line number value for "unknown" (no line table, native, `lineno=n`).
+pub const LINE_UNKNOWN: i32 = -1;
+
+/// What identifies a frame: the JVM's method identifier and bytecode index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FrameKey {
+    pub method: u64,
+    pub location: i64,
+}
+
+/// A resolved frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameEntry {
+    /// Binary FRAME identifier.
+    pub id: u64,
+    pub class_serial: u32,
+    /// JVM signature of the declaring class.
+    pub class_signature: String,
+    pub method_name: String,
+    pub method_signature: String,
+    pub source_file: Option<String>,
+    /// Line number, or [`LINE_UNKNOWN`].
+    pub line: i32,
+    /// Whether its binary FRAME record has been written.
+    pub written: bool,
+}
+
+/// The facts a collector resolves about a new frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameFacts {
+    pub class_serial: u32,
+    pub class_signature: String,
+    pub method_name: String,
+    pub method_signature: String,
+    pub source_file: Option<String>,
+    pub line: i32,
+}
+
+/// Frames by key, in creation order.
+#[derive(Debug, Default)]
+pub struct FrameTable {
+    entries: Vec<FrameEntry>,
+    by_key: HashMap<FrameKey, usize>,
+}
+
+impl FrameTable {
+    /// The frame identifier for `key`, calling `resolve` only for a new key.
+    pub fn intern(&mut self, key: FrameKey, resolve: impl FnOnce() -> FrameFacts) -> u64 {
+        if let Some(&i) = self.by_key.get(&key) {
+            return self.entries[i].id;
+        }
+        let facts = resolve();
+        let id = IdSpace::Frame.id(self.entries.len() as u64 + 1);
+        self.by_key.insert(key, self.entries.len());
+        self.entries.push(FrameEntry {
+            id,
+            class_serial: facts.class_serial,
+            class_signature: facts.class_signature,
+            method_name: facts.method_name,
+            method_signature: facts.method_signature,
+            source_file: facts.source_file,
+            line: facts.line,
+            written: false,
+        });
+        id
+    }
+
+    /// The frame with identifier `id`.
+    pub fn get(&self, id: u64) -> Option<&FrameEntry> {
+        let slot = (id & ((1 << 28) - 1)) as usize;
+        self.entries.get(slot.checked_sub(1)?).filter(|e| e.id == id)
+    }
+
+    /// Marks frame `id` written; true if it was not written before.
+    pub fn mark_written(&mut self, id: u64) -> bool {
+        let slot = (id & ((1 << 28) - 1)) as usize;
+        match slot.checked_sub(1).and_then(|i| self.entries.get_mut(i)) {
+            Some(entry) if !entry.written => {
+                entry.written = true;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The line of `location` in a method's line table: the entry with the
+/// largest start location not after it (the table may be unsorted).
+pub fn line_for_location(table: &[(i64, i32)], location: i64) -> i32 {
+    table
+        .iter()
+        .filter(|(start, _)| *start <= location)
+        .max_by_key(|(start, _)| *start)
+        .map_or(LINE_UNKNOWN, |(_, line)| *line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(name: &str) -> FrameFacts {
+        FrameFacts {
+            class_serial: 100_000,
+            class_signature: "LHello;".into(),
+            method_name: name.into(),
+            method_signature: "()V".into(),
+            source_file: Some("Hello.java".into()),
+            line: 7,
+        }
+    }
+
+    #[test]
+    fn resolves_each_key_once() {
+        let mut frames = FrameTable::default();
+        let key = FrameKey { method: 1, location: 4 };
+        let a = frames.intern(key, || facts("main"));
+        let b = frames.intern(key, || panic!("resolved twice"));
+        assert_eq!(a, b);
+        let other = frames.intern(FrameKey { method: 1, location: 8 }, || facts("main"));
+        assert_ne!(a, other);
+        assert_eq!(frames.get(a).unwrap().method_name, "main");
+        assert!(frames.mark_written(a));
+        assert!(!frames.mark_written(a));
+    }
+
+    #[test]
+    fn line_lookup_takes_the_closest_start_before() {
+        let table = [(0, 10), (5, 11), (9, 12)];
+        assert_eq!(line_for_location(&table, 0), 10);
+        assert_eq!(line_for_location(&table, 7), 11);
+        assert_eq!(line_for_location(&table, 100), 12);
+        assert_eq!(line_for_location(&[], 3), LINE_UNKNOWN);
+        assert_eq!(line_for_location(&[(4, 2)], 3), LINE_UNKNOWN);
+    }
+}

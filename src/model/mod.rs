@@ -1,0 +1,37 @@
+//! The profile model: everything the collectors learn, with HPROF's serial
+//! numbers, in plain Rust (no JVM types), so it can be tested without a JVM.
+//!
+//! Each table has the same small shape as in the original agent: find or
+//! create an entry by its key, get back a stable serial or identifier.
+
+pub mod classes;
+pub mod frames;
+pub mod ids;
+pub mod names;
+pub mod threads;
+pub mod traces;
+
+pub use classes::{ClassEntry, ClassTable};
+pub use frames::{FrameEntry, FrameFacts, FrameKey, FrameTable, LINE_UNKNOWN, line_for_location};
+pub use ids::{IdSpace, ObjectIds};
+pub use names::NameTable;
+pub use threads::{ThreadEntry, ThreadTable};
+pub use traces::{TraceEntry, TraceKey, TraceTable};
+
+/// All tables of one profiling run.
+#[derive(Debug, Default)]
+pub struct Model {
+    pub names: NameTable,
+    pub classes: ClassTable,
+    pub frames: FrameTable,
+    pub traces: TraceTable,
+    pub threads: ThreadTable,
+    pub objects: ObjectIds,
+}
+
+impl Model {
+    /// A fresh model: the empty trace 300000 and the unknown thread 200000 exist.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}

@@ -1,0 +1,120 @@
+//! Stack traces, numbered from 300000; 300000 itself is the empty trace.
+
+use std::collections::HashMap;
+
+/// Serial of the empty ("system") trace, which always exists.
+pub const EMPTY_TRACE_SERIAL: u32 = 300_000;
+
+/// What makes two traces the same: their frames (innermost first), the
+/// thread when `thread=y`, and the JVM phase when taken outside the live phase.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct TraceKey {
+    pub frames: Vec<u64>,
+    pub thread_serial: Option<u32>,
+    pub phase: Option<&'static str>,
+}
+
+/// One trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceEntry {
+    pub serial: u32,
+    pub key: TraceKey,
+    /// Printed (ASCII) or written (binary) already: each trace goes out once.
+    pub printed: bool,
+}
+
+/// Traces by key.
+#[derive(Debug)]
+pub struct TraceTable {
+    entries: Vec<TraceEntry>,
+    by_key: HashMap<TraceKey, usize>,
+}
+
+impl Default for TraceTable {
+    fn default() -> Self {
+        let mut table = Self { entries: Vec::new(), by_key: HashMap::new() };
+        table.intern(TraceKey::default());
+        table
+    }
+}
+
+impl TraceTable {
+    /// The serial of the trace with `key`, creating it if new.
+    pub fn intern(&mut self, key: TraceKey) -> u32 {
+        if let Some(&i) = self.by_key.get(&key) {
+            return self.entries[i].serial;
+        }
+        let serial = EMPTY_TRACE_SERIAL + self.entries.len() as u32;
+        self.by_key.insert(key.clone(), self.entries.len());
+        self.entries.push(TraceEntry { serial, key, printed: false });
+        serial
+    }
+
+    /// The trace with `serial`.
+    pub fn get(&self, serial: u32) -> Option<&TraceEntry> {
+        let index = serial.checked_sub(EMPTY_TRACE_SERIAL)? as usize;
+        self.entries.get(index)
+    }
+
+    /// All not yet printed traces in serial order, marking them printed.
+    pub fn take_unprinted(&mut self) -> Vec<TraceEntry> {
+        let mut out = Vec::new();
+        for entry in self.entries.iter_mut().filter(|e| !e.printed) {
+            entry.printed = true;
+            out.push(entry.clone());
+        }
+        out
+    }
+
+    /// The given traces that are not yet printed, in the order given, marking them printed.
+    pub fn take_unprinted_of(&mut self, serials: &[u32]) -> Vec<TraceEntry> {
+        let mut out = Vec::new();
+        for &serial in serials {
+            let Some(index) = serial.checked_sub(EMPTY_TRACE_SERIAL) else { continue };
+            if let Some(entry) = self.entries.get_mut(index as usize) {
+                if !entry.printed {
+                    entry.printed = true;
+                    out.push(entry.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// Number of traces, the empty one included.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Always false: the empty trace exists from the start.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_trace_is_300000_and_keys_decide_identity() {
+        let mut traces = TraceTable::default();
+        assert_eq!(traces.intern(TraceKey::default()), 300_000);
+        let a = TraceKey { frames: vec![1, 2], ..Default::default() };
+        let a_thread = TraceKey { frames: vec![1, 2], thread_serial: Some(200_001), phase: None };
+        assert_eq!(traces.intern(a.clone()), 300_001);
+        assert_eq!(traces.intern(a_thread), 300_002);
+        assert_eq!(traces.intern(a), 300_001);
+    }
+
+    #[test]
+    fn each_trace_is_printed_once() {
+        let mut traces = TraceTable::default();
+        traces.intern(TraceKey { frames: vec![7], ..Default::default() });
+        let first: Vec<u32> = traces.take_unprinted().iter().map(|t| t.serial).collect();
+        assert_eq!(first, vec![300_000, 300_001]);
+        assert!(traces.take_unprinted().is_empty());
+        let s = traces.intern(TraceKey { frames: vec![8], ..Default::default() });
+        assert_eq!(traces.take_unprinted_of(&[s, 300_000]).len(), 1);
+    }
+}
