@@ -8,3 +8,6 @@ pub mod format;
 pub mod options;
 pub mod cli;
 pub mod model;
+pub mod output;
+pub mod emit;
+pub mod agent;

@@ -77,9 +77,15 @@ mod tests {
     #[test]
     fn serials_start_at_100000_and_are_stable() {
         let mut classes = ClassTable::default();
-        assert_eq!(classes.intern(0x5000_0001, "Ljava/lang/Object;", 300_000), 100_000);
+        assert_eq!(
+            classes.intern(0x5000_0001, "Ljava/lang/Object;", 300_000),
+            100_000
+        );
         assert_eq!(classes.intern(0x5000_0002, "[I", 300_000), 100_001);
-        assert_eq!(classes.intern(0x5000_0001, "Ljava/lang/Object;", 300_000), 100_000);
+        assert_eq!(
+            classes.intern(0x5000_0001, "Ljava/lang/Object;", 300_000),
+            100_000
+        );
         assert_eq!(classes.get(0x5000_0002).unwrap().signature, "[I");
         assert_eq!(classes.take_unwritten_loads().len(), 2);
         assert!(classes.take_unwritten_loads().is_empty());

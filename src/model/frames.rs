@@ -74,7 +74,9 @@ impl FrameTable {
     /// The frame with identifier `id`.
     pub fn get(&self, id: u64) -> Option<&FrameEntry> {
         let slot = (id & ((1 << 28) - 1)) as usize;
-        self.entries.get(slot.checked_sub(1)?).filter(|e| e.id == id)
+        self.entries
+            .get(slot.checked_sub(1)?)
+            .filter(|e| e.id == id)
     }
 
     /// Marks frame `id` written; true if it was not written before.
@@ -118,11 +120,20 @@ mod tests {
     #[test]
     fn resolves_each_key_once() {
         let mut frames = FrameTable::default();
-        let key = FrameKey { method: 1, location: 4 };
+        let key = FrameKey {
+            method: 1,
+            location: 4,
+        };
         let a = frames.intern(key, || facts("main"));
         let b = frames.intern(key, || panic!("resolved twice"));
         assert_eq!(a, b);
-        let other = frames.intern(FrameKey { method: 1, location: 8 }, || facts("main"));
+        let other = frames.intern(
+            FrameKey {
+                method: 1,
+                location: 8,
+            },
+            || facts("main"),
+        );
         assert_ne!(a, other);
         assert_eq!(frames.get(a).unwrap().method_name, "main");
         assert!(frames.mark_written(a));

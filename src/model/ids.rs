@@ -23,7 +23,10 @@ const MAX_SLOT: u64 = (1 << 28) - 1;
 impl IdSpace {
     /// The identifier of the `slot`th entry (slots count from 1).
     pub fn id(self, slot: u64) -> u64 {
-        debug_assert!(slot >= 1 && slot <= MAX_SLOT, "identifier slot out of range");
+        debug_assert!(
+            slot >= 1 && slot <= MAX_SLOT,
+            "identifier slot out of range"
+        );
         ((self as u64) << 28) | (slot & MAX_SLOT)
     }
 }
@@ -36,7 +39,9 @@ pub struct ObjectIds {
 
 impl Default for ObjectIds {
     fn default() -> Self {
-        Self { next_slot: AtomicU64::new(1) }
+        Self {
+            next_slot: AtomicU64::new(1),
+        }
     }
 }
 

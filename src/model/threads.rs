@@ -1,5 +1,7 @@
 //! Threads, numbered from 200001; 200000 is the "unknown thread".
 
+use std::collections::HashMap;
+
 /// Serial of the unknown thread, reserved at start-up.
 pub const UNKNOWN_THREAD_SERIAL: u32 = 200_000;
 
@@ -21,6 +23,7 @@ pub struct ThreadEntry {
 #[derive(Debug, Default)]
 pub struct ThreadTable {
     entries: Vec<ThreadEntry>,
+    by_object: HashMap<u64, u32>,
 }
 
 impl ThreadTable {
@@ -34,6 +37,7 @@ impl ThreadTable {
         trace_serial: u32,
     ) -> u32 {
         let serial = UNKNOWN_THREAD_SERIAL + 1 + self.entries.len() as u32;
+        self.by_object.insert(object_id, serial);
         self.entries.push(ThreadEntry {
             serial,
             object_id,
@@ -52,9 +56,28 @@ impl ThreadTable {
         self.entries.get(index)
     }
 
+    /// The serial of the thread whose Thread object has `object_id`.
+    pub fn serial_of_object(&self, object_id: u64) -> Option<u32> {
+        if object_id == 0 {
+            return None;
+        }
+        self.by_object.get(&object_id).copied()
+    }
+
+    /// Sets the trace recorded for the thread's start.
+    pub fn set_trace(&mut self, serial: u32, trace_serial: u32) {
+        if let Some(index) = serial.checked_sub(UNKNOWN_THREAD_SERIAL + 1) {
+            if let Some(entry) = self.entries.get_mut(index as usize) {
+                entry.trace_serial = trace_serial;
+            }
+        }
+    }
+
     /// Marks the thread ended; false if unknown or already ended.
     pub fn end(&mut self, serial: u32) -> bool {
-        let Some(index) = serial.checked_sub(UNKNOWN_THREAD_SERIAL + 1) else { return false };
+        let Some(index) = serial.checked_sub(UNKNOWN_THREAD_SERIAL + 1) else {
+            return false;
+        };
         match self.entries.get_mut(index as usize) {
             Some(entry) if !entry.ended => {
                 entry.ended = true;
@@ -77,10 +100,20 @@ mod tests {
     #[test]
     fn first_thread_is_200001_and_ends_once() {
         let mut threads = ThreadTable::default();
-        let main = threads.add(0x5000_0001, "main".into(), "main".into(), Some("system".into()), 300_000);
+        let main = threads.add(
+            0x5000_0001,
+            "main".into(),
+            "main".into(),
+            Some("system".into()),
+            300_000,
+        );
         assert_eq!(main, 200_001);
         assert_eq!(threads.get(main).unwrap().name, "main");
         assert!(threads.get(UNKNOWN_THREAD_SERIAL).is_none());
+        assert_eq!(threads.serial_of_object(0x5000_0001), Some(main));
+        assert_eq!(threads.serial_of_object(0), None);
+        threads.set_trace(main, 300_004);
+        assert_eq!(threads.get(main).unwrap().trace_serial, 300_004);
         assert!(threads.end(main));
         assert!(!threads.end(main));
     }

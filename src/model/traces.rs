@@ -32,7 +32,10 @@ pub struct TraceTable {
 
 impl Default for TraceTable {
     fn default() -> Self {
-        let mut table = Self { entries: Vec::new(), by_key: HashMap::new() };
+        let mut table = Self {
+            entries: Vec::new(),
+            by_key: HashMap::new(),
+        };
         table.intern(TraceKey::default());
         table
     }
@@ -46,7 +49,11 @@ impl TraceTable {
         }
         let serial = EMPTY_TRACE_SERIAL + self.entries.len() as u32;
         self.by_key.insert(key.clone(), self.entries.len());
-        self.entries.push(TraceEntry { serial, key, printed: false });
+        self.entries.push(TraceEntry {
+            serial,
+            key,
+            printed: false,
+        });
         serial
     }
 
@@ -70,7 +77,9 @@ impl TraceTable {
     pub fn take_unprinted_of(&mut self, serials: &[u32]) -> Vec<TraceEntry> {
         let mut out = Vec::new();
         for &serial in serials {
-            let Some(index) = serial.checked_sub(EMPTY_TRACE_SERIAL) else { continue };
+            let Some(index) = serial.checked_sub(EMPTY_TRACE_SERIAL) else {
+                continue;
+            };
             if let Some(entry) = self.entries.get_mut(index as usize) {
                 if !entry.printed {
                     entry.printed = true;
@@ -100,8 +109,15 @@ mod tests {
     fn empty_trace_is_300000_and_keys_decide_identity() {
         let mut traces = TraceTable::default();
         assert_eq!(traces.intern(TraceKey::default()), 300_000);
-        let a = TraceKey { frames: vec![1, 2], ..Default::default() };
-        let a_thread = TraceKey { frames: vec![1, 2], thread_serial: Some(200_001), phase: None };
+        let a = TraceKey {
+            frames: vec![1, 2],
+            ..Default::default()
+        };
+        let a_thread = TraceKey {
+            frames: vec![1, 2],
+            thread_serial: Some(200_001),
+            phase: None,
+        };
         assert_eq!(traces.intern(a.clone()), 300_001);
         assert_eq!(traces.intern(a_thread), 300_002);
         assert_eq!(traces.intern(a), 300_001);
@@ -110,11 +126,17 @@ mod tests {
     #[test]
     fn each_trace_is_printed_once() {
         let mut traces = TraceTable::default();
-        traces.intern(TraceKey { frames: vec![7], ..Default::default() });
+        traces.intern(TraceKey {
+            frames: vec![7],
+            ..Default::default()
+        });
         let first: Vec<u32> = traces.take_unprinted().iter().map(|t| t.serial).collect();
         assert_eq!(first, vec![300_000, 300_001]);
         assert!(traces.take_unprinted().is_empty());
-        let s = traces.intern(TraceKey { frames: vec![8], ..Default::default() });
+        let s = traces.intern(TraceKey {
+            frames: vec![8],
+            ..Default::default()
+        });
         assert_eq!(traces.take_unprinted_of(&[s, 300_000]).len(), 1);
     }
 }

@@ -1,0 +1,189 @@
+//! Thin helpers over JVMTI and JNI that the collectors share. All unsafe code
+//! that talks to the JVM lives here, each block with its reason.
+
+use jvmti_bindings::prelude::*;
+use jvmti_bindings::sys::jvmti::jvmtiError;
+
+/// The agent's JVMTI environment, usable from any thread attached to the VM
+/// (a `jvmtiEnv*` is not thread-bound, unlike a `JNIEnv*`).
+#[derive(Clone, Copy)]
+pub struct JvmtiHandle(*mut jvmti::jvmtiEnv);
+
+// SAFETY: the JVMTI specification allows a jvmtiEnv to be used from any
+// thread; the pointer stays valid until the environment is disposed, which
+// this agent never does.
+unsafe impl Send for JvmtiHandle {}
+// SAFETY: as above; JVMTI functions are thread-safe.
+unsafe impl Sync for JvmtiHandle {}
+
+impl JvmtiHandle {
+    /// Wraps the environment obtained at load time.
+    pub fn new(env: &Jvmti) -> Self {
+        Self(env.raw())
+    }
+
+    /// The wrapper with the safe(ish) method surface.
+    pub fn env(&self) -> Jvmti {
+        // SAFETY: the pointer came from a live Jvmti at load time and is never disposed.
+        unsafe { Jvmti::from_raw(self.0) }
+    }
+}
+
+/// One raw frame: method identifier and bytecode index.
+pub type RawFrame = (u64, i64);
+
+/// The top `depth` frames of `thread` (innermost first). Empty on any error,
+/// for a thread with no Java frames, or when `depth` is 0.
+pub fn stack_frames(env: &Jvmti, thread: jni::jthread, depth: u32) -> Vec<RawFrame> {
+    if depth == 0 {
+        return Vec::new();
+    }
+    let max = depth.min(i32::MAX as u32) as i32;
+    // SAFETY: `thread` is a live thread reference supplied by the current
+    // callback (or null for the current thread); JVMTI validates it.
+    match unsafe { env.get_stack_trace(thread, 0, max) } {
+        Ok(frames) => frames
+            .iter()
+            .map(|f| (f.method as u64, f.location))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Name, group name and parent group name of a thread.
+pub struct ThreadFacts {
+    pub name: String,
+    pub group: String,
+    pub parent_group: Option<String>,
+}
+
+/// What JVMTI says about `thread`; empty names where it cannot tell.
+pub fn thread_facts(env: &Jvmti, thread: jni::jthread) -> ThreadFacts {
+    // SAFETY: `thread` is a live thread reference from the current callback.
+    let info = unsafe { env.get_thread_info(thread) }.ok();
+    let name = info
+        .as_ref()
+        .and_then(|i| i.name.clone())
+        .unwrap_or_default();
+    let group_ref = info
+        .as_ref()
+        .map_or(std::ptr::null_mut(), |i| i.thread_group);
+    let (group, parent_ref) = group_facts(env, group_ref);
+    let parent_group = if parent_ref.is_null() {
+        None
+    } else {
+        Some(group_facts(env, parent_ref).0)
+    };
+    ThreadFacts {
+        name,
+        group,
+        parent_group,
+    }
+}
+
+fn group_facts(env: &Jvmti, group: jni::jobject) -> (String, jni::jobject) {
+    if group.is_null() {
+        return (String::new(), std::ptr::null_mut());
+    }
+    // SAFETY: `group` is a non-null thread group reference JVMTI just returned.
+    match unsafe { env.get_thread_group_info(group) } {
+        Ok(info) => (info.name.unwrap_or_default(), info.parent),
+        Err(_) => (String::new(), std::ptr::null_mut()),
+    }
+}
+
+/// The JVMTI tag of `object` (0 = untagged or error).
+pub fn tag_of(env: &Jvmti, object: jni::jobject) -> u64 {
+    if object.is_null() {
+        return 0;
+    }
+    // SAFETY: `object` is a non-null live reference from the current callback.
+    unsafe { env.get_tag(object) }.map_or(0, |t| t as u64)
+}
+
+/// Tags `object` with `tag`.
+pub fn set_tag(env: &Jvmti, object: jni::jobject, tag: u64) -> Result<(), jvmtiError> {
+    if object.is_null() {
+        return Err(jvmtiError::NULL_POINTER);
+    }
+    // SAFETY: `object` is a non-null live reference from the current callback.
+    unsafe { env.set_tag(object, tag as jni::jlong) }
+}
+
+/// The JVM signature of a class, e.g. `Ljava/lang/String;`.
+pub fn class_signature(env: &Jvmti, class: jni::jclass) -> Option<String> {
+    // SAFETY: `class` is a live class reference from the current callback.
+    unsafe { env.get_class_signature(class) }
+        .ok()
+        .map(|(sig, _)| sig)
+}
+
+/// The source file attribute of a class, if it has one.
+pub fn source_file(env: &Jvmti, class: jni::jclass) -> Option<String> {
+    // SAFETY: `class` is a live class reference from the current callback.
+    unsafe { env.get_source_file_name(class) }.ok()
+}
+
+/// Name and signature of a method.
+pub fn method_name(env: &Jvmti, method: u64) -> Option<(String, String)> {
+    // SAFETY: `method` is a jmethodID taken from a stack trace of a loaded
+    // class; JVMTI reports an error (not a crash) for a stale one.
+    unsafe { env.get_method_name(method as jni::jmethodID) }
+        .ok()
+        .map(|(name, sig, _)| (name, sig))
+}
+
+/// The class declaring a method (a local reference).
+pub fn declaring_class(env: &Jvmti, method: u64) -> Option<jni::jclass> {
+    // SAFETY: as in `method_name`.
+    unsafe { env.get_method_declaring_class(method as jni::jmethodID) }.ok()
+}
+
+/// A method's line table as (start location, line) pairs; empty when absent.
+pub fn line_table(env: &Jvmti, method: u64) -> Vec<(i64, i32)> {
+    // SAFETY: as in `method_name`.
+    match unsafe { env.get_line_number_table(method as jni::jmethodID) } {
+        Ok(table) => table
+            .iter()
+            .map(|e| (e.start_location, e.line_number))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Every class currently loaded (local references).
+pub fn loaded_classes(env: &Jvmti) -> Vec<jni::jclass> {
+    env.get_loaded_classes().unwrap_or_default()
+}
+
+/// Frees a local reference made in a long-running callback.
+pub fn delete_local(jni: Option<&JniEnv>, object: jni::jobject) {
+    if let (Some(jni), false) = (jni, object.is_null()) {
+        // SAFETY: `object` is a local reference created on this thread in this callback.
+        unsafe { jni.delete_local_ref(object) };
+    }
+}
+
+/// `Runtime.getRuntime().maxMemory()`, or None if it cannot be called.
+pub fn max_heap_bytes(jni: &JniEnv) -> Option<i64> {
+    let runtime_class = jni.find_class("java/lang/Runtime")?;
+    // SAFETY: the class, method identifiers and signatures match
+    // java.lang.Runtime's public API, present in every JDK; exceptions are
+    // checked and cleared before returning.
+    unsafe {
+        let get_runtime =
+            jni.get_static_method_id(runtime_class, "getRuntime", "()Ljava/lang/Runtime;")?;
+        let max_memory = jni.get_method_id(runtime_class, "maxMemory", "()J")?;
+        let runtime = jni.call_static_object_method(runtime_class, get_runtime, &[]);
+        let result = if runtime.is_null() {
+            None
+        } else {
+            Some(jni.call_long_method(runtime, max_memory, &[]))
+        };
+        if jni.exception_check() {
+            jni.exception_clear();
+            return None;
+        }
+        result
+    }
+}

@@ -1,0 +1,138 @@
+//! The JVMTI agent: entry points, capabilities, event wiring. The work of
+//! each event is done by [`profiler::Profiler`] and the collectors it uses.
+
+pub mod classes;
+pub mod jvm;
+pub mod profiler;
+pub mod traces;
+
+use crate::options::{self, Parsed};
+use crate::output::{OutputWriter, Sink};
+use jvmti_bindings::prelude::*;
+use profiler::Profiler;
+use std::io::Write;
+use std::sync::OnceLock;
+
+/// The one profiling run of this process.
+static PROFILER: OnceLock<Profiler> = OnceLock::new();
+
+/// The agent type the JVM's entry points dispatch to.
+#[derive(Default)]
+pub struct HprofAgent;
+
+export_agent!(HprofAgent);
+
+/// Prints an HPROF-style error and ends the process, as the original did for
+/// bad options and unusable output (the JVM has not started yet).
+fn fail_at_load(message: &str) -> ! {
+    eprintln!("HPROF ERROR: {message}");
+    std::process::exit(1);
+}
+
+impl Agent for HprofAgent {
+    fn on_load(&self, context: AgentLoadContext<'_>) -> jni::jint {
+        let cmdline = context.options_lossy();
+        let env_options = std::env::var("_JAVA_HPROF_OPTIONS").ok();
+        let options = match options::parse(cmdline.as_deref(), env_options.as_deref()) {
+            Ok(Parsed::Help) => {
+                let mut stdout = std::io::stdout();
+                let _ = stdout.write_all(options::help_text().as_bytes());
+                let _ = stdout.flush();
+                std::process::exit(0);
+            }
+            Ok(Parsed::Options(options)) => options,
+            Err(error) => {
+                eprintln!("{}", error.message());
+                std::process::exit(1);
+            }
+        };
+        if PROFILER.get().is_some() {
+            fail_at_load(
+                "Cannot load this JVM TI agent twice, check your java command line for duplicate hprof options.",
+            );
+        }
+        let jvmti = match context.vm().jvmti() {
+            Ok(env) => env,
+            Err(code) => fail_at_load(&format!("Unable to access JVMTI (GetEnv returned {code})")),
+        };
+        let sink = Sink::open(&options, std::process::id()).unwrap_or_else(|e| fail_at_load(&e.0));
+        let writer = OutputWriter::start(sink).unwrap_or_else(|e| {
+            fail_at_load(&format!("cannot start the output writer thread: {e}"))
+        });
+        if let Err(message) = setup_jvmti(&jvmti) {
+            fail_at_load(&message);
+        }
+        let _ = PROFILER.set(Profiler::new(options, &jvmti, writer));
+        jni::JNI_OK
+    }
+
+    fn on_attach(&self, _context: AgentLoadContext<'_>) -> jni::jint {
+        eprintln!(
+            "HPROF ERROR: attaching to a running JVM is not supported yet; \
+             start the JVM with -agentpath:<path>/libhprof_rs.so=<options> instead"
+        );
+        jni::JNI_ERR
+    }
+
+    fn callback_panicked(&self, event: &'static str) {
+        eprintln!("HPROF ERROR: internal error in the {event} callback; the program continues");
+    }
+
+    fn vm_init(&self, context: CallbackContext<'_>, event: ThreadEvent) {
+        if let Some(profiler) = PROFILER.get() {
+            let jni = context.jni().map(|j| &**j);
+            profiler.vm_init(jni, event.thread());
+        }
+    }
+
+    fn thread_start(&self, _context: CallbackContext<'_>, event: ThreadEvent) {
+        if let Some(profiler) = PROFILER.get() {
+            profiler.thread_started(event.thread());
+        }
+    }
+
+    fn thread_end(&self, _context: CallbackContext<'_>, event: ThreadEvent) {
+        if let Some(profiler) = PROFILER.get() {
+            profiler.thread_ended(event.thread());
+        }
+    }
+
+    fn class_load(&self, _context: CallbackContext<'_>, event: ClassEvent) {
+        if let Some(profiler) = PROFILER.get() {
+            profiler.class_loaded(event.thread(), event.class());
+        }
+    }
+
+    fn data_dump_request(&self, _context: CallbackContext<'_>) {
+        if let Some(profiler) = PROFILER.get() {
+            profiler.data_dump_request();
+        }
+    }
+
+    fn vm_death(&self, _context: CallbackContext<'_>) {
+        if let Some(profiler) = PROFILER.get() {
+            profiler.vm_death();
+        }
+    }
+}
+
+/// Capabilities and callbacks at load time. Only what the options need is
+/// requested: merely holding some capabilities slows compiled code.
+fn setup_jvmti(jvmti: &Jvmti) -> Result<(), String> {
+    let potential = jvmti
+        .get_potential_capabilities()
+        .map_err(|e| format!("{e:?}"))?;
+    jvmti
+        .add_capabilities_with(|caps| {
+            caps.set_can_tag_objects(true);
+            caps.set_can_get_source_file_name(potential.can_get_source_file_name());
+            caps.set_can_get_line_numbers(potential.can_get_line_numbers());
+        })
+        .map_err(|e| format!("Unable to get necessary JVMTI capabilities. ({e:?})"))?;
+    jvmti
+        .set_default_agent_callbacks()
+        .map_err(|e| format!("Unable to set JVMTI event callbacks. ({e:?})"))?;
+    jvmti
+        .enable_events_global(&[jvmti::JVMTI_EVENT_VM_INIT, jvmti::JVMTI_EVENT_VM_DEATH])
+        .map_err(|e| format!("Unable to enable JVMTI events. ({e:?})"))
+}

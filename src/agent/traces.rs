@@ -1,0 +1,88 @@
+//! Turning raw JVM stack frames into model traces: frames are resolved to
+//! names and lines once per (method, location), then keyed by `depth`,
+//! `thread=y` and `lineno`.
+
+use super::jvm::{self, RawFrame};
+use crate::model::traces::EMPTY_TRACE_SERIAL;
+use crate::model::{
+    ClassTable, FrameFacts, FrameKey, LINE_UNKNOWN, Model, ObjectIds, TraceKey, line_for_location,
+};
+use jvmti_bindings::prelude::*;
+
+/// How traces are keyed in this run.
+#[derive(Debug, Clone, Copy)]
+pub struct TracePolicy {
+    pub depth: u32,
+    /// `thread=y`: the thread serial is part of the key.
+    pub per_thread: bool,
+    /// `lineno=y`: frames keep their bytecode location and line.
+    pub line_numbers: bool,
+}
+
+impl TracePolicy {
+    /// The serial of the trace made of `frames` (innermost first) on `thread_serial`.
+    pub fn intern(
+        &self,
+        env: &Jvmti,
+        model: &mut Model,
+        frames: &[RawFrame],
+        thread_serial: u32,
+    ) -> u32 {
+        let mut ids = Vec::with_capacity(frames.len());
+        for &(method, location) in frames.iter().take(self.depth as usize) {
+            // Without line numbers the location is dropped from the key, so
+            // calls from different lines of one method share a frame.
+            let location = if self.line_numbers { location } else { -1 };
+            let key = FrameKey { method, location };
+            let (classes, objects) = (&mut model.classes, &model.objects);
+            ids.push(model.frames.intern(key, || {
+                resolve_frame(env, classes, objects, method, location)
+            }));
+        }
+        let key = TraceKey {
+            frames: ids,
+            thread_serial: self.per_thread.then_some(thread_serial),
+            phase: None,
+        };
+        model.traces.intern(key)
+    }
+}
+
+fn resolve_frame(
+    env: &Jvmti,
+    classes: &mut ClassTable,
+    objects: &ObjectIds,
+    method: u64,
+    location: i64,
+) -> FrameFacts {
+    let (method_name, method_signature) =
+        jvm::method_name(env, method).unwrap_or_else(|| ("<Unknown Method>".into(), "()V".into()));
+    let class = jvm::declaring_class(env, method).unwrap_or(std::ptr::null_mut());
+    let (class_serial, class_signature, source_file) = if class.is_null() {
+        (0, "Unknown_class".to_owned(), None)
+    } else {
+        let signature = jvm::class_signature(env, class).unwrap_or_default();
+        let serial = super::classes::intern_class(
+            env,
+            classes,
+            objects,
+            class,
+            &signature,
+            EMPTY_TRACE_SERIAL,
+        );
+        (serial, signature, jvm::source_file(env, class))
+    };
+    let line = if location < 0 {
+        LINE_UNKNOWN
+    } else {
+        line_for_location(&jvm::line_table(env, method), location)
+    };
+    FrameFacts {
+        class_serial,
+        class_signature,
+        method_name,
+        method_signature,
+        source_file,
+        line,
+    }
+}

@@ -1,0 +1,106 @@
+//! `hprof-rs run`: start a command with the agent loaded through
+//! JAVA_TOOL_OPTIONS, so any launcher that starts a JVM picks it up.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// File name of the agent library on this platform.
+const AGENT_FILE: &str = "libhprof_rs.so";
+
+/// Runs `command` with the agent; returns its exit code.
+pub fn run(options: &str, agent: Option<PathBuf>, command: &[String]) -> i32 {
+    let Some(agent) = agent.or_else(find_agent) else {
+        eprintln!(
+            "hprof-rs: cannot find {AGENT_FILE}; build it with scripts/build-agent.sh, \
+             or name it with --agent or HPROF_RS_AGENT"
+        );
+        return 2;
+    };
+    let Some((program, args)) = command.split_first() else {
+        eprintln!("hprof-rs: no command given after --");
+        return 2;
+    };
+    let tool_options = java_tool_options(
+        &agent,
+        options,
+        std::env::var("JAVA_TOOL_OPTIONS").ok().as_deref(),
+    );
+    match Command::new(program)
+        .args(args)
+        .env("JAVA_TOOL_OPTIONS", tool_options)
+        .status()
+    {
+        Ok(status) => exit_code(status),
+        Err(error) => {
+            eprintln!("hprof-rs: cannot run {program}: {error}");
+            127
+        }
+    }
+}
+
+/// The exit code to pass on: the child's, or 128 + signal like a shell.
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// JAVA_TOOL_OPTIONS with our `-agentpath` added in front of what was there.
+/// The JVM splits this variable at white space unless quoted, so a path or
+/// option string with spaces is put in double quotes.
+fn java_tool_options(agent: &Path, options: &str, existing: Option<&str>) -> String {
+    let mut flag = format!("-agentpath:{}", agent.display());
+    if !options.is_empty() {
+        flag.push('=');
+        flag.push_str(options);
+    }
+    if flag.contains(char::is_whitespace) {
+        flag = format!("\"{flag}\"");
+    }
+    match existing {
+        Some(existing) if !existing.trim().is_empty() => format!("{flag} {existing}"),
+        _ => flag,
+    }
+}
+
+/// The agent library: `HPROF_RS_AGENT`, else next to this executable (the
+/// cargo build output), else `../lib` beside it (an installed layout).
+fn find_agent() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("HPROF_RS_AGENT") {
+        return Some(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    let candidates = [
+        dir.join(AGENT_FILE),
+        dir.join("../lib").join(AGENT_FILE),
+        dir.join("..").join(AGENT_FILE),
+    ];
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .and_then(|p| p.canonicalize().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_flag_goes_first_and_is_quoted_when_needed() {
+        let agent = Path::new("/opt/hprof/libhprof_rs.so");
+        assert_eq!(
+            java_tool_options(agent, "", None),
+            "-agentpath:/opt/hprof/libhprof_rs.so"
+        );
+        assert_eq!(
+            java_tool_options(agent, "cpu=samples", Some("-Xmx1g")),
+            "-agentpath:/opt/hprof/libhprof_rs.so=cpu=samples -Xmx1g"
+        );
+        assert_eq!(
+            java_tool_options(Path::new("/my dir/libhprof_rs.so"), "heap=sites", None),
+            "\"-agentpath:/my dir/libhprof_rs.so=heap=sites\""
+        );
+    }
+}

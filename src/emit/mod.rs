@@ -1,0 +1,313 @@
+//! From the model to bytes: builds the typed sections/records of the chosen
+//! format for each thing the agent reports, and encodes them.
+//!
+//! This is the glue between the model (what we know) and the formats (how it
+//! is spelled); it holds the per-run output state (format, id size, clock)
+//! and writes each string, frame and trace once, just before first use.
+
+use crate::format::ascii::{self, LineInfo, Section, TraceFrame, TraceSection};
+use crate::format::binary::{self, FileHeader, Record, RecordBody, Version};
+use crate::format::names::signature_to_name;
+use crate::model::{LINE_UNKNOWN, Model, TraceEntry};
+use std::time::Instant;
+
+/// Output format of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    Ascii,
+    Binary,
+}
+
+/// Turns model facts into output bytes.
+#[derive(Debug)]
+pub struct Emitter {
+    style: Style,
+    id_size: u32,
+    started: Instant,
+}
+
+/// What the file header announces.
+#[derive(Debug, Clone)]
+pub struct HeaderFacts {
+    /// Binary only: 1.0.2 when the heap may be dumped in segments.
+    pub version: Version,
+    /// ctime of now, for the ASCII header.
+    pub created: String,
+    /// Milliseconds since 1970, for the binary header.
+    pub timestamp_ms: u64,
+    /// Binary CONTROL SETTINGS flags: 0x1 allocation traces, 0x2 cpu sampling.
+    pub control_flags: u32,
+    /// Binary CONTROL SETTINGS: the trace depth.
+    pub depth: u16,
+}
+
+/// The prelude printed under the ASCII header line: a short guide to the
+/// sections that follow (our own words; the original's text is not copied).
+pub const ASCII_PRELUDE: &str = "\
+This file was written by hprof-rs, a drop-in replacement for the HPROF agent.
+It uses the layout of HPROF's ASCII output (JAVA PROFILE 1.0.1).
+
+Sections that may follow the dashed line:
+
+THREAD START / THREAD END  a thread began or finished. \"id\" is the thread's
+                           serial number; \"obj\" identifies its Thread object.
+TRACE                      a stack trace, innermost frame first, with its serial
+                           number. Other sections refer to traces by serial;
+                           TRACE 300000 is the empty trace.
+HEAP DUMP                  every object on the heap (heap=dump): roots (ROOT),
+                           classes (CLS), instances (OBJ) and arrays (ARR).
+SITES                      allocation sites (heap=sites): live and allocated
+                           bytes and objects per class and allocating trace.
+CPU SAMPLES                where running threads were seen (cpu=samples).
+CPU TIME                   method calls and time per trace (cpu=times).
+MONITOR TIME / DUMP        lock contention and monitor owners (monitor=y).
+
+A dump is written when the program ends (doe=y) and each time the process
+receives SIGQUIT (kill -3).
+";
+
+impl Emitter {
+    /// An emitter for `style`; binary identifiers are `id_size` bytes.
+    pub fn new(style: Style, id_size: u32) -> Self {
+        Self {
+            style,
+            id_size,
+            started: Instant::now(),
+        }
+    }
+
+    /// The output style.
+    pub fn style(&self) -> Style {
+        self.style
+    }
+
+    /// Record time stamp: microseconds since the agent started, wrapping at 32 bits.
+    fn now(&self) -> u32 {
+        self.started.elapsed().as_micros() as u32
+    }
+
+    fn record(&self, body: RecordBody, out: &mut Vec<u8>) {
+        binary::writer::encode_record(
+            &Record {
+                time: self.now(),
+                body,
+            },
+            self.id_size,
+            out,
+        );
+    }
+
+    /// The name identifier of `text`, writing its UTF8 record first if new.
+    fn name(&self, model: &mut Model, text: &str, out: &mut Vec<u8>) -> u64 {
+        let id = model.names.intern(text);
+        if model.names.mark_written(id) {
+            self.record(
+                RecordBody::Utf8 {
+                    id,
+                    text: text.as_bytes().to_vec(),
+                },
+                out,
+            );
+        }
+        id
+    }
+
+    /// The file header (and, in binary, the CONTROL SETTINGS record).
+    pub fn file_header(&self, facts: &HeaderFacts) -> Vec<u8> {
+        let mut out = Vec::new();
+        match self.style {
+            Style::Ascii => ascii::writer::write_section(
+                &Section::Header {
+                    version: Version::V101.header_text().to_owned(),
+                    created: facts.created.clone(),
+                    prelude: ASCII_PRELUDE.to_owned(),
+                },
+                &mut out,
+            ),
+            Style::Binary => {
+                let header = FileHeader {
+                    version: facts.version,
+                    id_size: self.id_size,
+                    timestamp_ms: facts.timestamp_ms,
+                };
+                binary::writer::encode_header(&header, &mut out);
+                let body = RecordBody::ControlSettings {
+                    flags: facts.control_flags,
+                    depth: facts.depth,
+                };
+                self.record(body, &mut out);
+            }
+        }
+        out
+    }
+
+    /// THREAD START line / START THREAD record for thread `serial`.
+    pub fn thread_start(&self, model: &mut Model, serial: u32) -> Vec<u8> {
+        let mut out = Vec::new();
+        let Some(thread) = model.threads.get(serial).cloned() else {
+            return out;
+        };
+        match self.style {
+            Style::Ascii => ascii::writer::write_section(
+                &Section::ThreadStart {
+                    object_id: thread.object_id,
+                    thread_serial: serial,
+                    name: thread.name,
+                    group: thread.group,
+                },
+                &mut out,
+            ),
+            Style::Binary => {
+                let name_id = self.name(model, &thread.name, &mut out);
+                let group_name_id = self.name(model, &thread.group, &mut out);
+                let parent_group_name_id = match &thread.parent_group {
+                    Some(parent) => self.name(model, parent, &mut out),
+                    None => 0,
+                };
+                let body = RecordBody::StartThread {
+                    thread_serial: serial,
+                    thread_id: thread.object_id,
+                    trace_serial: thread.trace_serial,
+                    name_id,
+                    group_name_id,
+                    parent_group_name_id,
+                };
+                self.record(body, &mut out);
+            }
+        }
+        out
+    }
+
+    /// THREAD END line / END THREAD record.
+    pub fn thread_end(&self, serial: u32) -> Vec<u8> {
+        let mut out = Vec::new();
+        match self.style {
+            Style::Ascii => ascii::writer::write_section(
+                &Section::ThreadEnd {
+                    thread_serial: serial,
+                },
+                &mut out,
+            ),
+            Style::Binary => self.record(
+                RecordBody::EndThread {
+                    thread_serial: serial,
+                },
+                &mut out,
+            ),
+        }
+        out
+    }
+
+    /// Binary LOAD CLASS records for classes not yet announced (nothing in ASCII,
+    /// which has no class records outside heap dumps).
+    pub fn class_loads(&self, model: &mut Model) -> Vec<u8> {
+        let mut out = Vec::new();
+        if self.style == Style::Ascii {
+            return out;
+        }
+        for class in model.classes.take_unwritten_loads() {
+            let name_id = self.name(model, &signature_to_name(&class.signature), &mut out);
+            let body = RecordBody::LoadClass {
+                class_serial: class.serial,
+                class_id: class.object_id,
+                trace_serial: class.trace_serial,
+                name_id,
+            };
+            self.record(body, &mut out);
+        }
+        out
+    }
+
+    /// Every trace not printed yet, in serial order (what heap dumps and SITES
+    /// print first).
+    pub fn unprinted_traces(&self, model: &mut Model) -> Vec<u8> {
+        let traces = model.traces.take_unprinted();
+        self.traces(model, &traces)
+    }
+
+    /// The given traces that are not printed yet, in the order given (what the
+    /// CPU sections print first).
+    pub fn unprinted_traces_of(&self, model: &mut Model, serials: &[u32]) -> Vec<u8> {
+        let traces = model.traces.take_unprinted_of(serials);
+        self.traces(model, &traces)
+    }
+
+    fn traces(&self, model: &mut Model, traces: &[TraceEntry]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for trace in traces {
+            match self.style {
+                Style::Ascii => {
+                    let section = Section::Trace(ascii_trace(model, trace));
+                    ascii::writer::write_section(&section, &mut out);
+                }
+                Style::Binary => {
+                    for &frame_id in &trace.key.frames {
+                        self.frame_record(model, frame_id, &mut out);
+                    }
+                    let body = RecordBody::Trace {
+                        trace_serial: trace.serial,
+                        thread_serial: trace.key.thread_serial.unwrap_or(0),
+                        frame_ids: trace.key.frames.clone(),
+                    };
+                    self.record(body, &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    /// Writes the FRAME record of `frame_id` (and its strings) if not yet written.
+    fn frame_record(&self, model: &mut Model, frame_id: u64, out: &mut Vec<u8>) {
+        if !model.frames.mark_written(frame_id) {
+            return;
+        }
+        let Some(frame) = model.frames.get(frame_id).cloned() else {
+            return;
+        };
+        let method_name_id = self.name(model, &frame.method_name, out);
+        let signature_id = self.name(model, &frame.method_signature, out);
+        let source_file_id = match &frame.source_file {
+            Some(file) => self.name(model, file, out),
+            None => 0,
+        };
+        let body = RecordBody::Frame {
+            frame_id,
+            method_name_id,
+            signature_id,
+            source_file_id,
+            class_serial: frame.class_serial,
+            line: frame.line,
+        };
+        self.record(body, out);
+    }
+}
+
+/// The ASCII form of a trace: dotted class names, `<Unknown Source>` and
+/// `Unknown line` where the facts are missing.
+fn ascii_trace(model: &Model, trace: &TraceEntry) -> TraceSection {
+    let frames = trace
+        .key
+        .frames
+        .iter()
+        .filter_map(|&id| model.frames.get(id))
+        .map(|frame| TraceFrame {
+            class_name: signature_to_name(&frame.class_signature),
+            method_name: frame.method_name.clone(),
+            source_file: frame
+                .source_file
+                .clone()
+                .unwrap_or_else(|| "<Unknown Source>".into()),
+            line: if frame.line == LINE_UNKNOWN || frame.line <= 0 {
+                LineInfo::Unknown
+            } else {
+                LineInfo::Line(frame.line as u32)
+            },
+        })
+        .collect();
+    TraceSection {
+        serial: trace.serial,
+        thread_serial: trace.key.thread_serial,
+        phase: trace.key.phase.map(str::to_owned),
+        frames,
+    }
+}

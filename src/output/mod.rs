@@ -1,0 +1,10 @@
+//! Sinks: where the bytes go (a file or a socket), how the file is named, and
+//! the one writer thread that does all output I/O.
+
+pub mod naming;
+pub mod sink;
+pub mod writer;
+
+pub use naming::unique_file_name;
+pub use sink::{OpenError, Sink};
+pub use writer::OutputWriter;

@@ -1,0 +1,117 @@
+//! The writer thread: the only place that does output I/O, so collectors and
+//! JVM callbacks never block on a slow disk or socket longer than a channel send.
+
+use super::sink::Sink;
+use crossbeam_channel::{Receiver, Sender, bounded};
+use parking_lot::Mutex;
+use std::io::Write;
+use std::thread::JoinHandle;
+
+enum Message {
+    Bytes(Vec<u8>),
+    /// Flush, then acknowledge.
+    Flush(Sender<()>),
+    /// Flush, close the sink, acknowledge and stop.
+    Close(Sender<()>),
+}
+
+/// Messages queued before a sender waits for the writer to catch up.
+const QUEUE_DEPTH: usize = 4096;
+
+/// Handle to the writer thread.
+pub struct OutputWriter {
+    queue: Sender<Message>,
+    thread: Mutex<Option<JoinHandle<Sink>>>,
+}
+
+impl OutputWriter {
+    /// Starts the writer thread on `sink`.
+    pub fn start(sink: Sink) -> std::io::Result<Self> {
+        let (queue, inbox) = bounded(QUEUE_DEPTH);
+        let thread = std::thread::Builder::new()
+            .name("hprof-rs writer".into())
+            .spawn(move || run(sink, inbox))?;
+        Ok(Self {
+            queue,
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Queues bytes for output (after everything queued before them).
+    pub fn write(&self, bytes: Vec<u8>) {
+        if !bytes.is_empty() {
+            let _ = self.queue.send(Message::Bytes(bytes));
+        }
+    }
+
+    /// Waits until everything queued so far is written and flushed.
+    pub fn flush(&self) {
+        let (done, wait) = bounded(1);
+        if self.queue.send(Message::Flush(done)).is_ok() {
+            let _ = wait.recv();
+        }
+    }
+
+    /// Writes everything queued, closes the destination and stops the thread.
+    /// Returns the sink (useful for tests of in-memory output). Later calls do nothing.
+    pub fn close(&self) -> Option<Sink> {
+        let handle = self.thread.lock().take()?;
+        let (done, wait) = bounded(1);
+        if self.queue.send(Message::Close(done)).is_ok() {
+            let _ = wait.recv();
+        }
+        handle.join().ok()
+    }
+}
+
+fn run(mut sink: Sink, inbox: Receiver<Message>) -> Sink {
+    // After the first failure, output stops (reported once) but the program
+    // goes on: a full disk must not take the profiled application down.
+    let mut failed = false;
+    for message in inbox {
+        let (result, ack, stop) = match message {
+            Message::Bytes(bytes) => (unless(failed, || sink.write_all(&bytes)), None, false),
+            Message::Flush(done) => (unless(failed, || sink.flush()), Some(done), false),
+            Message::Close(done) => (unless(failed, || sink.finish()), Some(done), true),
+        };
+        if let Err(error) = result {
+            eprintln!(
+                "HPROF ERROR: System write failed: {error}; no more output to {} [writer.rs]",
+                sink.describe()
+            );
+            failed = true;
+        }
+        if let Some(done) = ack {
+            let _ = done.send(());
+        }
+        if stop {
+            break;
+        }
+    }
+    sink
+}
+
+/// Runs `io` unless output has already failed.
+fn unless(failed: bool, io: impl FnOnce() -> std::io::Result<()>) -> std::io::Result<()> {
+    if failed { Ok(()) } else { io() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_arrive_in_order_and_close_returns_the_sink() {
+        let writer = OutputWriter::start(Sink::Memory(Vec::new())).unwrap();
+        writer.write(b"JAVA ".to_vec());
+        writer.flush();
+        writer.write(b"PROFILE".to_vec());
+        let Some(Sink::Memory(bytes)) = writer.close() else {
+            panic!("no sink back")
+        };
+        assert_eq!(bytes, b"JAVA PROFILE");
+        assert!(writer.close().is_none(), "second close does nothing");
+        writer.write(b"late".to_vec()); // must not panic after close
+        writer.flush(); // must not hang after close
+    }
+}
