@@ -19,7 +19,13 @@ fn ascii_file(dir: &Path) -> PathBuf {
 }
 
 /// Runs fixture `main` with `jvm_args` on `jdk` in `dir`.
-fn run_fixture(jdk: &Jdk, dir: &Path, jvm_args: &[&std::ffi::OsStr], main: &str, args: &[&str]) -> Output {
+fn run_fixture(
+    jdk: &Jdk,
+    dir: &Path,
+    jvm_args: &[&std::ffi::OsStr],
+    main: &str,
+    args: &[&str],
+) -> Output {
     let mut cmd = common::java_command(jdk, dir);
     cmd.args(jvm_args).arg(main).args(args);
     common::run(&mut cmd)
@@ -39,7 +45,11 @@ fn parse_binary(path: &Path) -> binary::reader::BinaryFile {
 
 /// `hprof-rs print <file>` must accept the file.
 fn assert_print_accepts(path: &Path) -> String {
-    let out = common::run(Command::new(env!("CARGO_BIN_EXE_hprof-rs")).arg("print").arg(path));
+    let out = common::run(
+        Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
+            .arg("print")
+            .arg(path),
+    );
     common::assert_success(&out, &format!("hprof-rs print {}", path.display()));
     common::stdout_text(&out)
 }
@@ -47,29 +57,55 @@ fn assert_print_accepts(path: &Path) -> String {
 /// Checks the first line against
 /// `JAVA PROFILE \d.\d.\d, created \w+ \w+ +\d+ \d{2}:\d{2}:\d{2} \d{4}`.
 fn assert_header_line(line: &str) {
-    let rest = line.strip_prefix("JAVA PROFILE ").unwrap_or_else(|| panic!("bad header {line:?}"));
-    let (version, created) = rest.split_once(", created ").unwrap_or_else(|| panic!("bad header {line:?}"));
+    let rest = line
+        .strip_prefix("JAVA PROFILE ")
+        .unwrap_or_else(|| panic!("bad header {line:?}"));
+    let (version, created) = rest
+        .split_once(", created ")
+        .unwrap_or_else(|| panic!("bad header {line:?}"));
     let digits: Vec<&str> = version.split('.').collect();
-    assert!(digits.len() == 3 && digits.iter().all(|d| d.len() == 1 && d.chars().all(|c| c.is_ascii_digit())));
+    assert!(
+        digits.len() == 3
+            && digits
+                .iter()
+                .all(|d| d.len() == 1 && d.chars().all(|c| c.is_ascii_digit()))
+    );
     let words: Vec<&str> = created.split_whitespace().collect();
     assert_eq!(words.len(), 5, "ctime has five fields: {line:?}");
-    assert!(words[0].chars().all(char::is_alphanumeric) && words[1].chars().all(char::is_alphanumeric));
-    assert!(words[2].parse::<u32>().is_ok() && words[4].len() == 4 && words[4].parse::<u32>().is_ok());
+    assert!(
+        words[0].chars().all(char::is_alphanumeric) && words[1].chars().all(char::is_alphanumeric)
+    );
+    assert!(
+        words[2].parse::<u32>().is_ok() && words[4].len() == 4 && words[4].parse::<u32>().is_ok()
+    );
     let clock: Vec<&str> = words[3].split(':').collect();
-    assert!(clock.len() == 3 && clock.iter().all(|p| p.len() == 2 && p.parse::<u32>().is_ok()), "{line:?}");
+    assert!(
+        clock.len() == 3
+            && clock
+                .iter()
+                .all(|p| p.len() == 2 && p.parse::<u32>().is_ok()),
+        "{line:?}"
+    );
 }
 
 /// A default ASCII run wrote a complete profile with `main`'s THREAD START.
 fn assert_complete_ascii_with_main(path: &Path) {
-    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let text =
+        fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     assert_header_line(text.lines().next().unwrap_or_default());
     let sections = parse_ascii(path);
     let main_started = sections
         .iter()
         .any(|s| matches!(s, Section::ThreadStart { name, thread_serial, .. } if name == "main" && *thread_serial == 200_001));
-    assert!(main_started, "no THREAD START for main (id = 200001) in {}:\n{text}", path.display());
     assert!(
-        sections.iter().any(|s| matches!(s, Section::Trace(t) if t.serial == 300_000 && t.frames.is_empty())),
+        main_started,
+        "no THREAD START for main (id = 200001) in {}:\n{text}",
+        path.display()
+    );
+    assert!(
+        sections
+            .iter()
+            .any(|s| matches!(s, Section::Trace(t) if t.serial == 300_000 && t.frames.is_empty())),
         "the empty trace 300000 was not printed at the exit dump"
     );
     assert_print_accepts(path);
@@ -79,7 +115,13 @@ fn assert_complete_ascii_with_main(path: &Path) {
 fn help_prints_the_option_table_and_exits_0() {
     for jdk in common::jdks() {
         let dir = common::scratch_dir(&format!("help-{}", jdk.label));
-        let out = run_fixture(&jdk, &dir, &[common::agentpath_arg("help").as_os_str()], "Hello", &[]);
+        let out = run_fixture(
+            &jdk,
+            &dir,
+            &[common::agentpath_arg("help").as_os_str()],
+            "Hello",
+            &[],
+        );
         common::assert_exit_code(&out, 0, &format!("help on {}", jdk.label));
         let text = common::stdout_text(&out);
         for row in [
@@ -88,26 +130,52 @@ fn help_prints_the_option_table_and_exits_0() {
             "depth=<size>           stack trace depth              4",
             "cutoff=<value>         output cutoff point            0.0001",
         ] {
-            assert!(text.contains(row), "{}: help lacks {row:?}:\n{text}", jdk.label);
+            assert!(
+                text.contains(row),
+                "{}: help lacks {row:?}:\n{text}",
+                jdk.label
+            );
         }
-        assert!(!text.contains("Hello, hprof"), "the program must not run after help");
+        assert!(
+            !text.contains("Hello, hprof"),
+            "the program must not run after help"
+        );
     }
 }
 
 #[test]
 fn option_errors_print_hprof_messages_and_exit_1() {
     let cases = [
-        ("bogus=1", "HPROF ERROR: hprof option error: Unknown option: bogus (bogus=1)"),
-        ("format=b,cpu=times", "cpu=times|old is not supported with format=b"),
-        ("format=b,monitor=y", "monitor=y is not supported with format=b"),
+        (
+            "bogus=1",
+            "HPROF ERROR: hprof option error: Unknown option: bogus (bogus=1)",
+        ),
+        (
+            "format=b,cpu=times",
+            "cpu=times|old is not supported with format=b",
+        ),
+        (
+            "format=b,monitor=y",
+            "monitor=y is not supported with format=b",
+        ),
     ];
     for jdk in common::jdks() {
         let dir = common::scratch_dir(&format!("option-errors-{}", jdk.label));
         for (options, expected) in cases {
-            let out = run_fixture(&jdk, &dir, &[common::agentpath_arg(options).as_os_str()], "Hello", &[]);
+            let out = run_fixture(
+                &jdk,
+                &dir,
+                &[common::agentpath_arg(options).as_os_str()],
+                "Hello",
+                &[],
+            );
             common::assert_exit_code(&out, 1, &format!("{options} on {}", jdk.label));
             let stderr = common::stderr_text(&out);
-            assert!(stderr.contains(expected), "{}: {options}: expected {expected:?} in:\n{stderr}", jdk.label);
+            assert!(
+                stderr.contains(expected),
+                "{}: {options}: expected {expected:?} in:\n{stderr}",
+                jdk.label
+            );
             assert!(!common::stdout_text(&out).contains("Hello, hprof"));
         }
     }
@@ -117,12 +185,20 @@ fn option_errors_print_hprof_messages_and_exit_1() {
 fn loads_by_agentpath_agentlib_xrun_and_java_tool_options() {
     for jdk in common::jdks() {
         let ways: [(&str, Vec<String>, Option<String>); 6] = [
-            ("agentpath", vec![common::agentpath_arg("").to_string_lossy().into_owned()], None),
+            (
+                "agentpath",
+                vec![common::agentpath_arg("").to_string_lossy().into_owned()],
+                None,
+            ),
             ("agentlib-hprof_rs", vec!["-agentlib:hprof_rs".into()], None),
             ("xrun-hprof_rs", vec!["-Xrunhprof_rs:depth=4".into()], None),
             ("agentlib-hprof", vec!["-agentlib:hprof".into()], None),
             ("xrun-hprof", vec!["-Xrunhprof:depth=4".into()], None),
-            ("java-tool-options", vec![], Some(common::agentpath_arg("").to_string_lossy().into_owned())),
+            (
+                "java-tool-options",
+                vec![],
+                Some(common::agentpath_arg("").to_string_lossy().into_owned()),
+            ),
         ];
         for (way, args, tool_options) in ways {
             let dir = common::scratch_dir(&format!("load-{way}-{}", jdk.label));
@@ -144,17 +220,28 @@ fn loads_by_agentpath_agentlib_xrun_and_java_tool_options() {
 fn binary_output_is_parsed_by_our_reader_hprof_slurp_and_print() {
     for jdk in common::jdks() {
         let dir = common::scratch_dir(&format!("binary-{}", jdk.label));
-        let out = run_fixture(&jdk, &dir, &[common::agentpath_arg("format=b").as_os_str()], "Threads", &[]);
+        let out = run_fixture(
+            &jdk,
+            &dir,
+            &[common::agentpath_arg("format=b").as_os_str()],
+            "Threads",
+            &[],
+        );
         common::assert_success(&out, &format!("format=b on {}", jdk.label));
         let path = dir.join("java.hprof");
         let file = parse_binary(&path);
         assert_eq!(file.header.id_size, 4);
-        assert!(matches!(file.records.first().map(|r| &r.body), Some(RecordBody::ControlSettings { depth: 4, .. })));
+        assert!(matches!(
+            file.records.first().map(|r| &r.body),
+            Some(RecordBody::ControlSettings { depth: 4, .. })
+        ));
         let names: std::collections::HashMap<u64, String> = file
             .records
             .iter()
             .filter_map(|r| match &r.body {
-                RecordBody::Utf8 { id, text } => Some((*id, String::from_utf8_lossy(text).into_owned())),
+                RecordBody::Utf8 { id, text } => {
+                    Some((*id, String::from_utf8_lossy(text).into_owned()))
+                }
                 _ => None,
             })
             .collect();
@@ -167,10 +254,22 @@ fn binary_output_is_parsed_by_our_reader_hprof_slurp_and_print() {
             })
             .collect();
         for name in ["main", "worker-1", "worker-2", "worker-3"] {
-            assert!(started.contains(&name), "{}: no START THREAD for {name}: {started:?}", jdk.label);
+            assert!(
+                started.contains(&name),
+                "{}: no START THREAD for {name}: {started:?}",
+                jdk.label
+            );
         }
-        let loads = file.records.iter().filter(|r| matches!(r.body, RecordBody::LoadClass { .. })).count();
-        assert!(loads > 300, "{}: only {loads} LOAD CLASS records", jdk.label);
+        let loads = file
+            .records
+            .iter()
+            .filter(|r| matches!(r.body, RecordBody::LoadClass { .. }))
+            .count();
+        assert!(
+            loads > 300,
+            "{}: only {loads} LOAD CLASS records",
+            jdk.label
+        );
         assert!(assert_print_accepts(&path).contains("START THREAD"));
         if let Some(slurp) = common::slurp_binary() {
             let out = common::run(Command::new(slurp).arg("--inputFile").arg(&path));
@@ -190,7 +289,11 @@ fn force_n_picks_a_pid_name_when_the_file_exists() {
         let pid = child.pid();
         let out = child.wait_timeout(Duration::from_secs(120));
         common::assert_success(&out, &format!("force=n on {}", jdk.label));
-        assert_eq!(fs::read_to_string(ascii_file(&dir)).unwrap(), "keep me\n", "the old file was touched");
+        assert_eq!(
+            fs::read_to_string(ascii_file(&dir)).unwrap(),
+            "keep me\n",
+            "the old file was touched"
+        );
         assert_complete_ascii_with_main(&dir.join(format!("java.hprof.{pid}.txt")));
     }
 }
@@ -204,14 +307,30 @@ fn unusable_destinations_fail_with_a_message_and_exit_1() {
     for jdk in common::jdks() {
         let dir = common::scratch_dir(&format!("bad-destination-{}", jdk.label));
         let cases = [
-            ("file=/nonexistent/dir/x".to_owned(), "can't create profile file: /nonexistent/dir/x"),
-            (format!("net=127.0.0.1:{closed_port}"), "can't connect to 127.0.0.1"),
+            (
+                "file=/nonexistent/dir/x".to_owned(),
+                "can't create profile file: /nonexistent/dir/x",
+            ),
+            (
+                format!("net=127.0.0.1:{closed_port}"),
+                "can't connect to 127.0.0.1",
+            ),
         ];
         for (options, expected) in &cases {
-            let out = run_fixture(&jdk, &dir, &[common::agentpath_arg(options).as_os_str()], "Hello", &[]);
+            let out = run_fixture(
+                &jdk,
+                &dir,
+                &[common::agentpath_arg(options).as_os_str()],
+                "Hello",
+                &[],
+            );
             common::assert_exit_code(&out, 1, &format!("{options} on {}", jdk.label));
             let stderr = common::stderr_text(&out);
-            assert!(stderr.contains(&format!("HPROF ERROR: {expected}")), "{}: {options}:\n{stderr}", jdk.label);
+            assert!(
+                stderr.contains(&format!("HPROF ERROR: {expected}")),
+                "{}: {options}:\n{stderr}",
+                jdk.label
+            );
         }
     }
 }
@@ -229,13 +348,22 @@ fn net_streams_what_the_file_would_get() {
             bytes
         });
         let options = format!("net=127.0.0.1:{port}");
-        let out = run_fixture(&jdk, &dir, &[common::agentpath_arg(&options).as_os_str()], "Hello", &[]);
+        let out = run_fixture(
+            &jdk,
+            &dir,
+            &[common::agentpath_arg(&options).as_os_str()],
+            "Hello",
+            &[],
+        );
         common::assert_success(&out, &format!("{options} on {}", jdk.label));
         let bytes = receiver.join().unwrap();
         let received = dir.join("received.txt");
         fs::write(&received, &bytes).unwrap();
         assert_complete_ascii_with_main(&received);
-        assert!(!ascii_file(&dir).exists(), "net= must not also write a file");
+        assert!(
+            !ascii_file(&dir).exists(),
+            "net= must not also write a file"
+        );
     }
 }
 
@@ -246,7 +374,13 @@ fn every_exit_path_leaves_a_complete_file_and_keeps_the_exit_code() {
             for format in ["a", "b"] {
                 let dir = common::scratch_dir(&format!("exit-{main}-{format}-{}", jdk.label));
                 let options = format!("format={format}");
-                let out = run_fixture(&jdk, &dir, &[common::agentpath_arg(&options).as_os_str()], main, &[]);
+                let out = run_fixture(
+                    &jdk,
+                    &dir,
+                    &[common::agentpath_arg(&options).as_os_str()],
+                    main,
+                    &[],
+                );
                 common::assert_exit_code(&out, code, &format!("{main} {options} on {}", jdk.label));
                 if format == "a" {
                     assert_complete_ascii_with_main(&ascii_file(&dir));
@@ -264,7 +398,13 @@ fn every_exit_path_leaves_a_complete_file_and_keeps_the_exit_code() {
         child.wait_for_line("READY", Duration::from_secs(60));
         child.signal(libc::SIGTERM);
         let out = child.wait_timeout(Duration::from_secs(60));
-        assert_eq!(out.status.code(), Some(143), "SIGTERM on {}: {}", jdk.label, common::describe(&out));
+        assert_eq!(
+            out.status.code(),
+            Some(143),
+            "SIGTERM on {}: {}",
+            jdk.label,
+            common::describe(&out)
+        );
         assert_complete_ascii_with_main(&ascii_file(&dir));
     }
 }
@@ -281,13 +421,23 @@ fn sigquit_appends_a_dump_and_the_program_finishes() {
         // The dump is flushed before the program goes on: wait for it to show.
         let path = ascii_file(&dir);
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while !fs::read_to_string(&path).unwrap_or_default().contains("TRACE 300000:") {
-            assert!(std::time::Instant::now() < deadline, "{}: no dump after SIGQUIT", jdk.label);
+        while !fs::read_to_string(&path)
+            .unwrap_or_default()
+            .contains("TRACE 300000:")
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{}: no dump after SIGQUIT",
+                jdk.label
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         let out = child.wait_timeout(Duration::from_secs(60));
         common::assert_success(&out, &format!("Sleeper with SIGQUIT on {}", jdk.label));
-        assert!(common::stdout_text(&out).contains("DONE"), "the program did not finish");
+        assert!(
+            common::stdout_text(&out).contains("DONE"),
+            "the program did not finish"
+        );
         assert_complete_ascii_with_main(&path);
     }
 }
@@ -295,11 +445,58 @@ fn sigquit_appends_a_dump_and_the_program_finishes() {
 #[test]
 fn javac_runs_under_the_agent_like_the_manual_example() {
     let dir = common::scratch_dir("javac-hello");
-    fs::write(dir.join("Hello.java"), "class Hello { public static void main(String[] a) { } }\n").unwrap();
+    fs::write(
+        dir.join("Hello.java"),
+        "class Hello { public static void main(String[] a) { } }\n",
+    )
+    .unwrap();
     let mut cmd = Command::new(common::javac());
-    cmd.current_dir(&dir).arg(format!("-J{}", common::agentpath_arg("").to_string_lossy())).arg("Hello.java");
+    cmd.current_dir(&dir)
+        .arg(format!("-J{}", common::agentpath_arg("").to_string_lossy()))
+        .arg("Hello.java");
     let out = common::run(&mut cmd);
     common::assert_success(&out, "javac -J-agentpath");
-    assert!(dir.join("Hello.class").is_file(), "javac did not compile under the agent");
+    assert!(
+        dir.join("Hello.class").is_file(),
+        "javac did not compile under the agent"
+    );
     assert_complete_ascii_with_main(&ascii_file(&dir));
+}
+
+#[test]
+fn a_panic_in_a_callback_is_contained_and_reported() {
+    for jdk in common::jdks() {
+        let dir = common::scratch_dir(&format!("panic-{}", jdk.label));
+        // X=0x100 is the hidden test switch that panics in every ThreadStart callback.
+        let out = run_fixture(
+            &jdk,
+            &dir,
+            &[common::agentpath_arg("X=0x100").as_os_str()],
+            "Threads",
+            &[],
+        );
+        common::assert_success(
+            &out,
+            &format!("Threads with a panicking callback on {}", jdk.label),
+        );
+        let stdout = common::stdout_text(&out);
+        assert!(
+            stdout.contains("worker-3 result=899997"),
+            "{}: the program's results changed:\n{stdout}",
+            jdk.label
+        );
+        let stderr = common::stderr_text(&out);
+        assert!(
+            stderr.contains("HPROF ERROR: internal error: deliberate panic"),
+            "{}:\n{stderr}",
+            jdk.label
+        );
+        assert!(
+            stderr.contains("ThreadStart"),
+            "{}: the callback is not named:\n{stderr}",
+            jdk.label
+        );
+        // The file is still complete: header, main thread (from VM init), exit dump.
+        assert_complete_ascii_with_main(&ascii_file(&dir));
+    }
 }

@@ -16,6 +16,11 @@ use std::sync::OnceLock;
 /// The one profiling run of this process.
 static PROFILER: OnceLock<Profiler> = OnceLock::new();
 
+/// Bit of the hidden `X=` option that makes the ThreadStart callback panic:
+/// a test aid proving that a panic is contained and reported, never
+/// unwound into the JVM.
+pub const X_PANIC_IN_THREAD_START: i64 = 0x100;
+
 /// The agent type the JVM's entry points dispatch to.
 #[derive(Default)]
 pub struct HprofAgent;
@@ -62,6 +67,7 @@ impl Agent for HprofAgent {
         if let Err(message) = setup_jvmti(&jvmti) {
             fail_at_load(&message);
         }
+        install_panic_report();
         let _ = PROFILER.set(Profiler::new(options, &jvmti, writer));
         jni::JNI_OK
     }
@@ -87,6 +93,9 @@ impl Agent for HprofAgent {
 
     fn thread_start(&self, _context: CallbackContext<'_>, event: ThreadEvent) {
         if let Some(profiler) = PROFILER.get() {
+            if profiler.options.experiment & X_PANIC_IN_THREAD_START != 0 {
+                panic!("deliberate panic requested by X=0x100");
+            }
             profiler.thread_started(event.thread());
         }
     }
@@ -135,4 +144,22 @@ fn setup_jvmti(jvmti: &Jvmti) -> Result<(), String> {
     jvmti
         .enable_events_global(&[jvmti::JVMTI_EVENT_VM_INIT, jvmti::JVMTI_EVENT_VM_DEATH])
         .map_err(|e| format!("Unable to enable JVMTI events. ({e:?})"))
+}
+
+/// Panics inside the agent are caught at the callback boundary; this makes
+/// the report say where it came from, in HPROF's error style.
+fn install_panic_report() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map(|l| format!(" [{}:{}]", l.file(), l.line()))
+            .unwrap_or_default();
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown cause".into());
+        eprintln!("HPROF ERROR: internal error: {message}{location}");
+    }));
 }
