@@ -2,6 +2,7 @@
 
 pub mod reader;
 pub mod records;
+pub mod tags;
 pub mod writer;
 
 pub use records::*;

@@ -228,3 +228,130 @@ pub enum HeapRecord {
     /// 0x23
     PrimitiveArrayDump { array_id: u64, trace_serial: u32, elements: PrimitiveArray },
 }
+
+impl BasicType {
+    /// The type for a "basic type" byte of the file, `None` for any other byte.
+    pub fn from_u8(byte: u8) -> Option<BasicType> {
+        Some(match byte {
+            2 => BasicType::Object,
+            4 => BasicType::Boolean,
+            5 => BasicType::Char,
+            6 => BasicType::Float,
+            7 => BasicType::Double,
+            8 => BasicType::Byte,
+            9 => BasicType::Short,
+            10 => BasicType::Int,
+            11 => BasicType::Long,
+            _ => return None,
+        })
+    }
+
+    /// Bytes one value of this type takes in the file.
+    pub fn size(self, id_size: u32) -> usize {
+        match self {
+            BasicType::Object => id_size as usize,
+            BasicType::Boolean | BasicType::Byte => 1,
+            BasicType::Char | BasicType::Short => 2,
+            BasicType::Float | BasicType::Int => 4,
+            BasicType::Double | BasicType::Long => 8,
+        }
+    }
+}
+
+impl Value {
+    /// The basic type this value is written with.
+    pub fn basic_type(&self) -> BasicType {
+        match self {
+            Value::Object(_) => BasicType::Object,
+            Value::Boolean(_) => BasicType::Boolean,
+            Value::Char(_) => BasicType::Char,
+            Value::Float(_) => BasicType::Float,
+            Value::Double(_) => BasicType::Double,
+            Value::Byte(_) => BasicType::Byte,
+            Value::Short(_) => BasicType::Short,
+            Value::Int(_) => BasicType::Int,
+            Value::Long(_) => BasicType::Long,
+        }
+    }
+}
+
+impl PrimitiveArray {
+    /// The element type byte written in PRIMITIVE ARRAY DUMP.
+    pub fn element_type(&self) -> BasicType {
+        match self {
+            PrimitiveArray::Boolean(_) => BasicType::Boolean,
+            PrimitiveArray::Char(_) => BasicType::Char,
+            PrimitiveArray::Float(_) => BasicType::Float,
+            PrimitiveArray::Double(_) => BasicType::Double,
+            PrimitiveArray::Byte(_) => BasicType::Byte,
+            PrimitiveArray::Short(_) => BasicType::Short,
+            PrimitiveArray::Int(_) => BasicType::Int,
+            PrimitiveArray::Long(_) => BasicType::Long,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            PrimitiveArray::Boolean(v) => v.len(),
+            PrimitiveArray::Char(v) => v.len(),
+            PrimitiveArray::Float(v) => v.len(),
+            PrimitiveArray::Double(v) => v.len(),
+            PrimitiveArray::Byte(v) => v.len(),
+            PrimitiveArray::Short(v) => v.len(),
+            PrimitiveArray::Int(v) => v.len(),
+            PrimitiveArray::Long(v) => v.len(),
+        }
+    }
+
+    /// True when the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl RecordBody {
+    /// The tag byte this body is written under.
+    pub fn tag(&self) -> u8 {
+        use super::tags::*;
+        match self {
+            RecordBody::Utf8 { .. } => UTF8,
+            RecordBody::LoadClass { .. } => LOAD_CLASS,
+            RecordBody::UnloadClass { .. } => UNLOAD_CLASS,
+            RecordBody::Frame { .. } => FRAME,
+            RecordBody::Trace { .. } => TRACE,
+            RecordBody::AllocSites { .. } => ALLOC_SITES,
+            RecordBody::HeapSummary { .. } => HEAP_SUMMARY,
+            RecordBody::StartThread { .. } => START_THREAD,
+            RecordBody::EndThread { .. } => END_THREAD,
+            RecordBody::HeapDump(_) => HEAP_DUMP,
+            RecordBody::HeapDumpSegment(_) => HEAP_DUMP_SEGMENT,
+            RecordBody::HeapDumpEnd => HEAP_DUMP_END,
+            RecordBody::CpuSamples { .. } => CPU_SAMPLES,
+            RecordBody::ControlSettings { .. } => CONTROL_SETTINGS,
+            RecordBody::Unknown { tag, .. } => *tag,
+        }
+    }
+}
+
+impl HeapRecord {
+    /// The sub-record tag byte this record is written under.
+    pub fn tag(&self) -> u8 {
+        use super::tags::heap::*;
+        match self {
+            HeapRecord::RootUnknown { .. } => ROOT_UNKNOWN,
+            HeapRecord::RootJniGlobal { .. } => ROOT_JNI_GLOBAL,
+            HeapRecord::RootJniLocal { .. } => ROOT_JNI_LOCAL,
+            HeapRecord::RootJavaFrame { .. } => ROOT_JAVA_FRAME,
+            HeapRecord::RootNativeStack { .. } => ROOT_NATIVE_STACK,
+            HeapRecord::RootStickyClass { .. } => ROOT_STICKY_CLASS,
+            HeapRecord::RootThreadBlock { .. } => ROOT_THREAD_BLOCK,
+            HeapRecord::RootMonitorUsed { .. } => ROOT_MONITOR_USED,
+            HeapRecord::RootThreadObject { .. } => ROOT_THREAD_OBJ,
+            HeapRecord::ClassDump { .. } => CLASS_DUMP,
+            HeapRecord::InstanceDump { .. } => INSTANCE_DUMP,
+            HeapRecord::ObjectArrayDump { .. } => OBJ_ARRAY_DUMP,
+            HeapRecord::PrimitiveArrayDump { .. } => PRIM_ARRAY_DUMP,
+        }
+    }
+}
