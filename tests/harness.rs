@@ -1,0 +1,266 @@
+//! Tests of the test harness itself (no agent): the JDK matrix runs the Java
+//! fixtures with the expected output and exit codes, and the process helpers
+//! (line waiting, signals, timeouts) work.
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+fn matrix() -> Vec<Jdk> {
+    let jdks = jdks();
+    assert!(
+        !jdks.is_empty(),
+        "no JDK found: install Debian's openjdk-17 or run scripts/setup.sh"
+    );
+    jdks
+}
+
+/// The first JDK of the matrix (11 when the cache is installed).
+fn any_jdk() -> Jdk {
+    matrix().remove(0)
+}
+
+#[test]
+fn matrix_has_every_required_jdk() {
+    let jdks = matrix();
+    let labels: Vec<&str> = jdks.iter().map(|j| j.label.as_str()).collect();
+    eprintln!("JDK matrix: {labels:?}");
+    if let Some(required) = required_jdks() {
+        for major in required {
+            assert!(
+                jdks.iter().any(|j| j.major == major),
+                "JDK {major} missing from {labels:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn java_version_matches_the_folder_major() {
+    for jdk in matrix() {
+        let reported = java_major_version(&jdk);
+        assert_eq!(
+            reported,
+            jdk.major,
+            "{} ({}) reports major {reported}",
+            jdk.label,
+            jdk.java.display()
+        );
+        assert!(
+            jdk.home().join("lib").is_dir(),
+            "{}: no lib/ in its home",
+            jdk.label
+        );
+    }
+}
+
+/// Runs fixture `class` on every JDK of the matrix, asserts its exit code, and
+/// returns each JDK's label with the output.
+fn run_on_every_jdk(class: &str, exit_code: i32) -> Vec<(String, std::process::Output)> {
+    let dir = scratch_dir(&format!("harness-{class}"));
+    matrix()
+        .into_iter()
+        .map(|jdk| {
+            let out = run(java_command(&jdk, &dir).arg(class));
+            assert_exit_code(&out, exit_code, &format!("{}: {class}", jdk.label));
+            (jdk.label, out)
+        })
+        .collect()
+}
+
+#[test]
+fn hello_prints_on_every_jdk() {
+    for (label, out) in run_on_every_jdk("Hello", 0) {
+        assert_eq!(
+            stdout_text(&out),
+            "Hello, hprof\n",
+            "{label}\n{}",
+            describe(&out)
+        );
+    }
+}
+
+#[test]
+fn exit_code_is_3_on_every_jdk() {
+    for (label, out) in run_on_every_jdk("ExitCode", 3) {
+        assert_eq!(
+            stdout_text(&out),
+            "exiting with 3\n",
+            "{label}\n{}",
+            describe(&out)
+        );
+    }
+}
+
+#[test]
+fn uncaught_exception_exits_1_on_every_jdk() {
+    for (label, out) in run_on_every_jdk("Uncaught", 1) {
+        let stderr = stderr_text(&out);
+        assert!(
+            stderr.contains("java.lang.IllegalStateException: boom")
+                && stderr.contains("at Uncaught.main(Uncaught.java:"),
+            "{label}: no stack trace with line numbers\n{}",
+            describe(&out)
+        );
+    }
+}
+
+#[test]
+fn java_command_clears_java_options_from_the_environment() {
+    let dir = scratch_dir("harness-clean-env");
+    let jdk = any_jdk();
+    let mut cmd = java_command(&jdk, &dir);
+    // java_command removed these; a test that wants them sets them again.
+    let removed: Vec<String> = cmd
+        .get_envs()
+        .filter(|(_, value)| value.is_none())
+        .map(|(key, _)| key.to_string_lossy().into_owned())
+        .collect();
+    for var in [
+        "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS",
+        "JDK_JAVA_OPTIONS",
+        "_JAVA_HPROF_OPTIONS",
+    ] {
+        assert!(
+            removed.iter().any(|r| r == var),
+            "{var} not cleared: {removed:?}"
+        );
+    }
+    cmd.env("JAVA_TOOL_OPTIONS", "-Dharness.probe=1")
+        .arg("Hello");
+    let out = run(&mut cmd);
+    assert_success(&out, "Hello with JAVA_TOOL_OPTIONS");
+    assert!(
+        stderr_text(&out).contains("Picked up JAVA_TOOL_OPTIONS"),
+        "{}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn threads_and_busy_fixtures_are_deterministic() {
+    let dir = scratch_dir("harness-threads-busy");
+    let jdk = any_jdk();
+    let out = run(java_command(&jdk, &dir).arg("Threads"));
+    assert_success(&out, "Threads");
+    assert_eq!(
+        stdout_text(&out),
+        "worker-1 result=299995\nworker-2 result=599994\nworker-3 result=899997\n",
+        "{}",
+        describe(&out)
+    );
+    let out = run(java_command(&jdk, &dir).args(["Busy", "200"]));
+    assert_success(&out, "Busy 200");
+    let stdout = stdout_text(&out);
+    let mut lines = stdout.lines();
+    assert_eq!(
+        lines.next(),
+        Some("checksum=7084100374204060903"),
+        "{}",
+        describe(&out)
+    );
+    let calls: u64 = lines
+        .next()
+        .and_then(|l| l.strip_prefix("calls="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no calls=<n> line\n{}", describe(&out)));
+    assert!(calls > 0);
+}
+
+#[test]
+fn sleeper_prints_ready_then_done() {
+    let dir = scratch_dir("harness-sleeper-done");
+    let jdk = any_jdk();
+    let mut java = Spawned::spawn(java_command(&jdk, &dir).args(["Sleeper", "1"]));
+    java.wait_for_line("READY", Duration::from_secs(60));
+    let out = java.wait_timeout(Duration::from_secs(60));
+    assert_success(&out, "Sleeper 1");
+    assert_eq!(stdout_text(&out), "READY\nDONE\n", "{}", describe(&out));
+}
+
+#[test]
+fn sigterm_stops_the_sleeper_with_143() {
+    let dir = scratch_dir("harness-sleeper-sigterm");
+    let jdk = any_jdk();
+    let mut java = Spawned::spawn(java_command(&jdk, &dir).args(["Sleeper", "60"]));
+    java.wait_for_line("READY", Duration::from_secs(60));
+    java.signal(libc::SIGTERM);
+    let out = java.wait_timeout(Duration::from_secs(30));
+    // The JVM runs its shutdown hooks and exits with 128 + SIGTERM.
+    assert_exit_code(&out, 143, "Sleeper after SIGTERM");
+    assert!(!stdout_text(&out).contains("DONE"), "{}", describe(&out));
+}
+
+#[test]
+fn sigquit_prints_a_thread_dump_and_the_sleeper_goes_on() {
+    let dir = scratch_dir("harness-sleeper-sigquit");
+    let jdk = any_jdk();
+    let mut java = Spawned::spawn(java_command(&jdk, &dir).args(["Sleeper", "2"]));
+    java.wait_for_line("READY", Duration::from_secs(60));
+    java.signal(libc::SIGQUIT);
+    let out = java.wait_timeout(Duration::from_secs(60));
+    assert_success(&out, "Sleeper after SIGQUIT");
+    assert!(
+        stdout_text(&out).contains("Sleeper.main"),
+        "{}",
+        describe(&out)
+    );
+    assert!(stdout_text(&out).ends_with("DONE\n"), "{}", describe(&out));
+}
+
+#[test]
+#[should_panic(expected = "timed out after")]
+fn a_hung_jvm_fails_instead_of_hanging() {
+    let dir = scratch_dir("harness-timeout");
+    let jdk = any_jdk();
+    run_timeout(
+        java_command(&jdk, &dir).args(["Sleeper", "60"]),
+        Duration::from_secs(3),
+    );
+}
+
+#[test]
+fn scratch_dir_is_fresh_and_empty() {
+    let dir = scratch_dir("harness-scratch");
+    std::fs::write(dir.join("leftover"), b"x").unwrap();
+    let again = scratch_dir("harness-scratch");
+    assert_eq!(dir, again);
+    assert_eq!(std::fs::read_dir(&again).unwrap().count(), 0);
+}
+
+#[test]
+fn fixtures_are_compiled_for_java_11() {
+    let classes = fixtures_classpath();
+    for name in [
+        "Hello", "ExitCode", "Uncaught", "Sleeper", "Threads", "Busy",
+    ] {
+        let class = classes.join(format!("{name}.class"));
+        let bytes = std::fs::read(&class).unwrap_or_else(|e| panic!("{}: {e}", class.display()));
+        assert_eq!(&bytes[..4], &[0xCA, 0xFE, 0xBA, 0xBE], "{name}.class magic");
+        let major = u16::from_be_bytes([bytes[6], bytes[7]]);
+        assert_eq!(
+            major, 55,
+            "{name}.class is not Java 11 (class file major 55)"
+        );
+    }
+}
+
+#[test]
+fn independent_readers_run() {
+    if let Some(slurp) = slurp_binary() {
+        let out = run(std::process::Command::new(slurp).arg("--version"));
+        assert_success(&out, "hprof-slurp --version");
+        assert!(
+            stdout_text(&out).starts_with("hprof-slurp "),
+            "{}",
+            describe(&out)
+        );
+    }
+    if let Some(collapse) = stackcollapse_hprof() {
+        let out = run(std::process::Command::new(collapse).arg("--help"));
+        assert_success(&out, "stackcollapse-hprof --help");
+        assert!(stdout_text(&out).contains("FILE"), "{}", describe(&out));
+    }
+}
