@@ -267,15 +267,7 @@ fn site_row(text: &str) -> Option<SiteRow> {
     })
 }
 
-/// The `%4u %5.2f%% %5.2f%% %7u %5u` columns that CPU and MONITOR TIME rows share.
-struct RankColumns {
-    rank: u64,
-    self_percent: f64,
-    accum_percent: f64,
-    count: u64,
-    trace_serial: u32,
-}
-
+/// The leading columns of a CPU or MONITOR TIME row, and the text after them.
 fn rank_columns(text: &str) -> Option<(RankColumns, &str)> {
     let ([rank, self_pct, accum, count, trace], rest) = columns(text)?;
     let cols = RankColumns {
@@ -314,14 +306,8 @@ fn cpu_header(text: &str) -> Option<(&str, CpuTitle, u64, &str)> {
 
 fn cpu_row(text: &str) -> Option<CpuRow> {
     let (cols, method) = rank_columns(text)?;
-    Some(CpuRow {
-        rank: cols.rank,
-        self_percent: cols.self_percent,
-        accum_percent: cols.accum_percent,
-        count: cols.count,
-        trace_serial: cols.trace_serial,
-        method: (method != "<empty trace>").then(|| method.to_string()),
-    })
+    let method = (method != "<empty trace>").then(|| method.to_string());
+    Some(CpuRow::from_columns(cols, method))
 }
 
 /// The `cpu=old` table has no end line: its rows are the lines that start
@@ -488,14 +474,10 @@ fn parse_monitor_time(begin: &Line, lines: &mut Lines) -> Result<Section, ParseE
 
 fn monitor_time_row(text: &str) -> Option<MonitorTimeRow> {
     let (cols, monitor) = rank_columns(text)?;
-    Some(MonitorTimeRow {
-        rank: cols.rank,
-        self_percent: cols.self_percent,
-        accum_percent: cols.accum_percent,
-        count: cols.count,
-        trace_serial: cols.trace_serial,
-        monitor: monitor.strip_suffix(" (Java)")?.to_string(),
-    })
+    Some(MonitorTimeRow::from_columns(
+        cols,
+        monitor.strip_suffix(" (Java)")?.to_string(),
+    ))
 }
 
 fn parse_heap_dump(begin: &Line, lines: &mut Lines) -> Result<Section, ParseError> {

@@ -86,6 +86,31 @@ pub struct CpuRow {
     pub method: Option<String>,
 }
 
+/// The leading columns that CPU rows and MONITOR TIME rows share
+/// (`%4u %5.2f%% %5.2f%% %7u %5u`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RankColumns {
+    pub rank: u64,
+    pub self_percent: f64,
+    pub accum_percent: f64,
+    pub count: u64,
+    pub trace_serial: u32,
+}
+
+impl CpuRow {
+    /// The shared leading columns of this row.
+    pub fn columns(&self) -> RankColumns {
+        let CpuRow { rank, self_percent, accum_percent, count, trace_serial, .. } = *self;
+        RankColumns { rank, self_percent, accum_percent, count, trace_serial }
+    }
+
+    /// A row from its leading columns and its method (`None` = `<empty trace>`).
+    pub fn from_columns(columns: RankColumns, method: Option<String>) -> Self {
+        let RankColumns { rank, self_percent, accum_percent, count, trace_serial } = columns;
+        CpuRow { rank, self_percent, accum_percent, count, trace_serial, method }
+    }
+}
+
 /// `CPU SAMPLES BEGIN (total = N) <ctime>` ... `CPU SAMPLES END`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CpuSection {
@@ -136,6 +161,20 @@ pub struct MonitorTimeRow {
     pub trace_serial: u32,
     /// Dotted class name of the monitor; printed with ` (Java)` after it.
     pub monitor: String,
+}
+
+impl MonitorTimeRow {
+    /// The shared leading columns of this row.
+    pub fn columns(&self) -> RankColumns {
+        let MonitorTimeRow { rank, self_percent, accum_percent, count, trace_serial, .. } = *self;
+        RankColumns { rank, self_percent, accum_percent, count, trace_serial }
+    }
+
+    /// A row from its leading columns and the monitor's class name.
+    pub fn from_columns(columns: RankColumns, monitor: String) -> Self {
+        let RankColumns { rank, self_percent, accum_percent, count, trace_serial } = columns;
+        MonitorTimeRow { rank, self_percent, accum_percent, count, trace_serial, monitor }
+    }
 }
 
 /// A root line inside HEAP DUMP.

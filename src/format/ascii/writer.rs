@@ -218,14 +218,7 @@ fn write_cpu(cpu: &CpuSection, out: &mut Vec<u8>) {
         put!(out, "{CPU_TITLES}\n");
     }
     for row in &cpu.rows {
-        write_rank_columns(
-            row.rank,
-            row.self_percent,
-            row.accum_percent,
-            row.count,
-            row.trace_serial,
-            out,
-        );
+        write_rank_columns(&row.columns(), out);
         match &row.method {
             Some(method) => put!(out, " {method}\n"),
             None => out.extend_from_slice(b" <empty trace>\n"),
@@ -235,19 +228,18 @@ fn write_cpu(cpu: &CpuSection, out: &mut Vec<u8>) {
 }
 
 /// The `%4u %5.2f%% %5.2f%% %7u %5u` columns shared by CPU and MONITOR TIME rows.
-fn write_rank_columns(
-    rank: u64,
-    self_pct: f64,
-    accum_pct: f64,
-    count: u64,
-    trace: u32,
-    out: &mut Vec<u8>,
-) {
+fn write_rank_columns(cols: &RankColumns, out: &mut Vec<u8>) {
+    let RankColumns {
+        rank,
+        self_percent,
+        accum_percent,
+        count,
+        trace_serial,
+    } = *cols;
+    let (self_percent, accum_percent) = (Percent(self_percent), Percent(accum_percent));
     put!(
         out,
-        "{rank:4} {}% {}% {count:7} {trace:5}",
-        Percent(self_pct),
-        Percent(accum_pct)
+        "{rank:4} {self_percent}% {accum_percent}% {count:7} {trace_serial:5}"
     );
 }
 
@@ -309,14 +301,7 @@ fn write_monitor_time(total_ms: u64, created: &str, rows: &[MonitorTimeRow], out
         put!(out, "{MONITOR_TIME_TITLES}\n");
     }
     for row in rows {
-        write_rank_columns(
-            row.rank,
-            row.self_percent,
-            row.accum_percent,
-            row.count,
-            row.trace_serial,
-            out,
-        );
+        write_rank_columns(&row.columns(), out);
         put!(out, " {} (Java)\n", row.monitor);
     }
     out.extend_from_slice(b"MONITOR TIME END\n");
