@@ -18,6 +18,7 @@ pub(crate) struct Lines<'a> {
 }
 
 impl<'a> Lines<'a> {
+    /// Lines of `input`, from its first byte.
     pub fn new(input: &'a [u8]) -> Self {
         Lines {
             input,

@@ -90,10 +90,15 @@ pub struct CpuRow {
 /// (`%4u %5.2f%% %5.2f%% %7u %5u`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RankColumns {
+    /// 1-based rank.
     pub rank: u64,
+    /// This row's share, as printed.
     pub self_percent: f64,
+    /// Running sum of the shares down to this row.
     pub accum_percent: f64,
+    /// Samples, calls or contended entries.
     pub count: u64,
+    /// Trace the row belongs to.
     pub trace_serial: u32,
 }
 

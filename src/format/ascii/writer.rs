@@ -47,7 +47,7 @@ impl fmt::Display for Percent {
     }
 }
 
-/// A thread reference in monitor lines: ` thread N`, or `<unknown thread>` for serial 0.
+/// A thread reference in monitor lines: `thread N`, or `<unknown thread>` for serial 0.
 struct ThreadRef(u32);
 
 impl fmt::Display for ThreadRef {
