@@ -4,10 +4,10 @@
 //! `libhprof.so`) and the `hprof-rs` command-line tool. See README.md and
 //! design notes in `docs/`.
 
-pub mod format;
-pub mod options;
-pub mod cli;
-pub mod model;
-pub mod output;
-pub mod emit;
 pub mod agent;
+pub mod cli;
+pub mod emit;
+pub mod format;
+pub mod model;
+pub mod options;
+pub mod output;

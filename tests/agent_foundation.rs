@@ -272,8 +272,42 @@ fn binary_output_is_parsed_by_our_reader_hprof_slurp_and_print() {
         );
         assert!(assert_print_accepts(&path).contains("START THREAD"));
         if let Some(slurp) = common::slurp_binary() {
-            let out = common::run(Command::new(slurp).arg("--inputFile").arg(&path));
+            let out = common::run(Command::new(slurp).arg(&path));
             common::assert_success(&out, &format!("hprof-slurp on {}", jdk.label));
+            let summary = common::stdout_text(&out);
+            let count = |body: fn(&RecordBody) -> bool| {
+                file.records.iter().filter(|r| body(&r.body)).count()
+            };
+            let expected = [
+                (
+                    "Start threads",
+                    count(|b| matches!(b, RecordBody::StartThread { .. })),
+                ),
+                (
+                    "End threads",
+                    count(|b| matches!(b, RecordBody::EndThread { .. })),
+                ),
+                (
+                    "Classes loaded",
+                    count(|b| matches!(b, RecordBody::LoadClass { .. })),
+                ),
+                (
+                    "Stack traces",
+                    count(|b| matches!(b, RecordBody::Trace { .. })),
+                ),
+                (
+                    "Stack frames",
+                    count(|b| matches!(b, RecordBody::Frame { .. })),
+                ),
+            ];
+            for (label, n) in expected {
+                let line = format!("{label}: {n}");
+                assert!(
+                    summary.lines().any(|l| l.trim() == line),
+                    "{}: hprof-slurp disagrees, expected {line:?}:\n{summary}",
+                    jdk.label
+                );
+            }
         }
     }
 }

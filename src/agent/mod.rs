@@ -1,10 +1,10 @@
 //! The JVMTI agent: entry points, capabilities, event wiring. The work of
 //! each event is done by [`profiler::Profiler`] and the collectors it uses.
 
-pub mod classes;
-pub mod jvm;
-pub mod profiler;
-pub mod traces;
+mod classes;
+mod jvm;
+mod profiler;
+mod traces;
 
 use crate::options::{self, Parsed};
 use crate::output::{OutputWriter, Sink};

@@ -24,7 +24,7 @@ impl IdSpace {
     /// The identifier of the `slot`th entry (slots count from 1).
     pub fn id(self, slot: u64) -> u64 {
         debug_assert!(
-            slot >= 1 && slot <= MAX_SLOT,
+            (1..=MAX_SLOT).contains(&slot),
             "identifier slot out of range"
         );
         ((self as u64) << 28) | (slot & MAX_SLOT)

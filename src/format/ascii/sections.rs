@@ -105,14 +105,40 @@ pub struct RankColumns {
 impl CpuRow {
     /// The shared leading columns of this row.
     pub fn columns(&self) -> RankColumns {
-        let CpuRow { rank, self_percent, accum_percent, count, trace_serial, .. } = *self;
-        RankColumns { rank, self_percent, accum_percent, count, trace_serial }
+        let CpuRow {
+            rank,
+            self_percent,
+            accum_percent,
+            count,
+            trace_serial,
+            ..
+        } = *self;
+        RankColumns {
+            rank,
+            self_percent,
+            accum_percent,
+            count,
+            trace_serial,
+        }
     }
 
     /// A row from its leading columns and its method (`None` = `<empty trace>`).
     pub fn from_columns(columns: RankColumns, method: Option<String>) -> Self {
-        let RankColumns { rank, self_percent, accum_percent, count, trace_serial } = columns;
-        CpuRow { rank, self_percent, accum_percent, count, trace_serial, method }
+        let RankColumns {
+            rank,
+            self_percent,
+            accum_percent,
+            count,
+            trace_serial,
+        } = columns;
+        CpuRow {
+            rank,
+            self_percent,
+            accum_percent,
+            count,
+            trace_serial,
+            method,
+        }
     }
 }
 
@@ -171,14 +197,40 @@ pub struct MonitorTimeRow {
 impl MonitorTimeRow {
     /// The shared leading columns of this row.
     pub fn columns(&self) -> RankColumns {
-        let MonitorTimeRow { rank, self_percent, accum_percent, count, trace_serial, .. } = *self;
-        RankColumns { rank, self_percent, accum_percent, count, trace_serial }
+        let MonitorTimeRow {
+            rank,
+            self_percent,
+            accum_percent,
+            count,
+            trace_serial,
+            ..
+        } = *self;
+        RankColumns {
+            rank,
+            self_percent,
+            accum_percent,
+            count,
+            trace_serial,
+        }
     }
 
     /// A row from its leading columns and the monitor's class name.
     pub fn from_columns(columns: RankColumns, monitor: String) -> Self {
-        let RankColumns { rank, self_percent, accum_percent, count, trace_serial } = columns;
-        MonitorTimeRow { rank, self_percent, accum_percent, count, trace_serial, monitor }
+        let RankColumns {
+            rank,
+            self_percent,
+            accum_percent,
+            count,
+            trace_serial,
+        } = columns;
+        MonitorTimeRow {
+            rank,
+            self_percent,
+            accum_percent,
+            count,
+            trace_serial,
+            monitor,
+        }
     }
 }
 
@@ -186,15 +238,31 @@ impl MonitorTimeRow {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HeapRoot {
     /// `ROOT %x (kind=<thread>, id=%u, trace=%u)`
-    Thread { object_id: u64, thread_serial: u32, trace_serial: u32 },
+    Thread {
+        object_id: u64,
+        thread_serial: u32,
+        trace_serial: u32,
+    },
     /// `ROOT %x (kind=<thread block>, thread=%u)`
     ThreadBlock { object_id: u64, thread_serial: u32 },
     /// `ROOT %x (kind=<JNI global ref>, id=%x, trace=%u)`
-    JniGlobal { object_id: u64, ref_id: u64, trace_serial: u32 },
+    JniGlobal {
+        object_id: u64,
+        ref_id: u64,
+        trace_serial: u32,
+    },
     /// `ROOT %x (kind=<JNI local ref>, thread=%u, frame=%d)`
-    JniLocal { object_id: u64, thread_serial: u32, frame: i32 },
+    JniLocal {
+        object_id: u64,
+        thread_serial: u32,
+        frame: i32,
+    },
     /// `ROOT %x (kind=<Java stack>, thread=%u, frame=%d)`
-    JavaStack { object_id: u64, thread_serial: u32, frame: i32 },
+    JavaStack {
+        object_id: u64,
+        thread_serial: u32,
+        frame: i32,
+    },
     /// `ROOT %x (kind=<native stack>, thread=%u)`
     NativeStack { object_id: u64, thread_serial: u32 },
     /// `ROOT %x (kind=<system class>, name=%s)`
@@ -267,23 +335,49 @@ pub struct HeapDumpSection {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Section {
     /// `JAVA PROFILE 1.0.1, created <ctime>`, the prelude text, `--------`.
-    Header { version: String, created: String, prelude: String },
+    Header {
+        version: String,
+        created: String,
+        prelude: String,
+    },
     /// `THREAD START (obj=%x, id = %d, name="%s", group="%s")`
-    ThreadStart { object_id: u64, thread_serial: u32, name: String, group: String },
+    ThreadStart {
+        object_id: u64,
+        thread_serial: u32,
+        name: String,
+        group: String,
+    },
     /// `THREAD END (id = %d)`
-    ThreadEnd { thread_serial: u32 },
+    ThreadEnd {
+        thread_serial: u32,
+    },
     Trace(TraceSection),
     Sites(SitesSection),
     Cpu(CpuSection),
     /// The `cpu=old` table, headed by `count callee caller time`.
     OldProf(Vec<OldProfRow>),
     /// `WAIT: MONITOR %s, timeout=%d, thread %d`
-    MonitorWait { signature: String, timeout_ms: i64, thread_serial: u32 },
+    MonitorWait {
+        signature: String,
+        timeout_ms: i64,
+        thread_serial: u32,
+    },
     /// `WAITED: MONITOR %s, time_waited=%d, thread %d`
-    MonitorWaited { signature: String, waited_ms: i64, thread_serial: u32 },
+    MonitorWaited {
+        signature: String,
+        waited_ms: i64,
+        thread_serial: u32,
+    },
     /// `MONITOR DUMP BEGIN` ... `MONITOR DUMP END`
-    MonitorDump { threads: Vec<MonitorThread>, monitors: Vec<MonitorInfo> },
+    MonitorDump {
+        threads: Vec<MonitorThread>,
+        monitors: Vec<MonitorInfo>,
+    },
     /// `MONITOR TIME BEGIN (total = %u ms) <ctime>` ... `MONITOR TIME END`
-    MonitorTime { total_ms: u64, created: String, rows: Vec<MonitorTimeRow> },
+    MonitorTime {
+        total_ms: u64,
+        created: String,
+        rows: Vec<MonitorTimeRow>,
+    },
     HeapDump(HeapDumpSection),
 }

@@ -94,7 +94,12 @@ pub enum RecordBody {
     /// 0x01
     Utf8 { id: u64, text: Vec<u8> },
     /// 0x02
-    LoadClass { class_serial: u32, class_id: u64, trace_serial: u32, name_id: u64 },
+    LoadClass {
+        class_serial: u32,
+        class_id: u64,
+        trace_serial: u32,
+        name_id: u64,
+    },
     /// 0x03
     UnloadClass { class_serial: u32 },
     /// 0x04; `line` > 0 is a line number, -1 unknown, -2 compiled, -3 native.
@@ -107,7 +112,11 @@ pub enum RecordBody {
         line: i32,
     },
     /// 0x05
-    Trace { trace_serial: u32, thread_serial: u32, frame_ids: Vec<u64> },
+    Trace {
+        trace_serial: u32,
+        thread_serial: u32,
+        frame_ids: Vec<u64>,
+    },
     /// 0x06; `cutoff` is kept as the raw 4 bytes of the file.
     AllocSites {
         flags: u16,
@@ -190,11 +199,22 @@ pub enum HeapRecord {
     /// 0xFF
     RootUnknown { object_id: u64 },
     /// 0x01
-    RootJniGlobal { object_id: u64, jni_global_ref_id: u64 },
+    RootJniGlobal {
+        object_id: u64,
+        jni_global_ref_id: u64,
+    },
     /// 0x02
-    RootJniLocal { object_id: u64, thread_serial: u32, frame_depth: u32 },
+    RootJniLocal {
+        object_id: u64,
+        thread_serial: u32,
+        frame_depth: u32,
+    },
     /// 0x03
-    RootJavaFrame { object_id: u64, thread_serial: u32, frame_depth: u32 },
+    RootJavaFrame {
+        object_id: u64,
+        thread_serial: u32,
+        frame_depth: u32,
+    },
     /// 0x04
     RootNativeStack { object_id: u64, thread_serial: u32 },
     /// 0x05
@@ -204,7 +224,11 @@ pub enum HeapRecord {
     /// 0x07
     RootMonitorUsed { object_id: u64 },
     /// 0x08
-    RootThreadObject { object_id: u64, thread_serial: u32, trace_serial: u32 },
+    RootThreadObject {
+        object_id: u64,
+        thread_serial: u32,
+        trace_serial: u32,
+    },
     /// 0x20
     ClassDump {
         class_id: u64,
@@ -222,11 +246,25 @@ pub enum HeapRecord {
     },
     /// 0x21; `values` is the raw field bytes (this class's fields first, then
     /// the superclasses'), decoded with the CLASS DUMP descriptors.
-    InstanceDump { object_id: u64, trace_serial: u32, class_id: u64, values: Vec<u8> },
+    InstanceDump {
+        object_id: u64,
+        trace_serial: u32,
+        class_id: u64,
+        values: Vec<u8>,
+    },
     /// 0x22
-    ObjectArrayDump { array_id: u64, trace_serial: u32, array_class_id: u64, elements: Vec<u64> },
+    ObjectArrayDump {
+        array_id: u64,
+        trace_serial: u32,
+        array_class_id: u64,
+        elements: Vec<u64>,
+    },
     /// 0x23
-    PrimitiveArrayDump { array_id: u64, trace_serial: u32, elements: PrimitiveArray },
+    PrimitiveArrayDump {
+        array_id: u64,
+        trace_serial: u32,
+        elements: PrimitiveArray,
+    },
 }
 
 impl BasicType {
