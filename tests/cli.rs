@@ -1,0 +1,87 @@
+//! The `hprof-rs` tool: `run` starts a JVM command with the agent, `print`
+//! decodes what the agent wrote and rejects malformed files with the offset.
+
+mod common;
+
+use std::fs;
+use std::process::Command;
+
+fn hprof_rs() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hprof-rs"));
+    cmd.env("HPROF_RS_AGENT", common::agent_lib());
+    cmd
+}
+
+#[test]
+fn run_profiles_a_java_command_and_passes_its_exit_code_on() {
+    for jdk in common::jdks() {
+        let dir = common::scratch_dir(&format!("cli-run-{}", jdk.label));
+        let classes = common::fixtures_classpath();
+        let mut cmd = hprof_rs();
+        cmd.current_dir(&dir)
+            .env_remove("JAVA_TOOL_OPTIONS")
+            .args(["run", "format=b", "--"]);
+        cmd.arg(&jdk.java).arg("-cp").arg(&classes).arg("ExitCode");
+        let out = common::run(&mut cmd);
+        common::assert_exit_code(&out, 3, &format!("hprof-rs run on {}", jdk.label));
+        let printed = common::run(hprof_rs().arg("print").arg(dir.join("java.hprof")));
+        common::assert_success(&printed, "hprof-rs print of the run's file");
+        let text = common::stdout_text(&printed);
+        assert!(text.starts_with("JAVA PROFILE 1.0."), "{text}");
+        assert!(
+            text.contains("START THREAD serial=200001"),
+            "{}: no main thread:\n{text}",
+            jdk.label
+        );
+    }
+}
+
+#[test]
+fn print_reports_the_byte_offset_of_malformed_input() {
+    let jdk = common::jdks().into_iter().next().expect("at least one JDK");
+    let dir = common::scratch_dir("cli-print-malformed");
+    let mut cmd = common::java_command(&jdk, &dir);
+    cmd.arg(common::agentpath_arg("format=b")).arg("Hello");
+    common::assert_success(&common::run(&mut cmd), "format=b run");
+    let good = fs::read(dir.join("java.hprof")).unwrap();
+
+    // Cut the file in the middle of its third record: the error names that record's offset.
+    let header_len = 19 + 4 + 8;
+    let first_len =
+        u32::from_be_bytes(good[header_len + 5..header_len + 9].try_into().unwrap()) as usize;
+    let second = header_len + 9 + first_len;
+    let second_len = u32::from_be_bytes(good[second + 5..second + 9].try_into().unwrap()) as usize;
+    let third = second + 9 + second_len;
+    let cut = dir.join("cut.hprof");
+    fs::write(&cut, &good[..third + 12]).unwrap();
+    let out = common::run(hprof_rs().arg("print").arg(&cut));
+    common::assert_exit_code(&out, 2, "print of a truncated binary file");
+    let stderr = common::stderr_text(&out);
+    assert!(
+        stderr.contains(&format!("malformed at byte offset {third}")),
+        "{stderr}"
+    );
+
+    // An ASCII file whose header has no end line.
+    let text = dir.join("bad.txt");
+    fs::write(
+        &text,
+        "JAVA PROFILE 1.0.1, created Sun Nov 22 00:45:31 2026\n\nno separator\n",
+    )
+    .unwrap();
+    let out = common::run(hprof_rs().arg("print").arg(&text));
+    common::assert_exit_code(&out, 2, "print of a malformed ASCII file");
+    assert!(
+        common::stderr_text(&out).contains("malformed at byte offset"),
+        "{}",
+        common::describe(&out)
+    );
+
+    // A SITES block cut short.
+    let good_text = "JAVA PROFILE 1.0.1, created Sun Nov 22 00:45:31 2026\n\nprelude\n--------\n\n";
+    let sites =
+        format!("{good_text}SITES BEGIN (ordered by live bytes) Sun Nov 22 00:45:31 2026\n");
+    fs::write(&text, &sites).unwrap();
+    let out = common::run(hprof_rs().arg("print").arg(&text));
+    common::assert_exit_code(&out, 2, "print of an unterminated SITES block");
+}
