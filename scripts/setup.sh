@@ -131,7 +131,7 @@ slurp_version() { "$slurp" --version 2>/dev/null || true; }
 if [[ -x "$slurp" && "$(slurp_version)" == "hprof-slurp $HPROF_SLURP_VERSION" ]]; then
     log "hprof-slurp $HPROF_SLURP_VERSION present in .cache/cargo/bin"
 else
-    log "cargo install --locked --root .cache/cargo hprof-slurp --version $HPROF_SLURP_VERSION (takes a few minutes)"
+    log "cargo install --locked --root .cache/cargo hprof-slurp --version $HPROF_SLURP_VERSION (a minute or two)"
     # A target dir of its own, so a CARGO_TARGET_DIR set for the project is not disturbed.
     CARGO_TARGET_DIR="$CACHE/cargo/build" cargo install --locked --force \
         --root "$CACHE/cargo" hprof-slurp --version "$HPROF_SLURP_VERSION"
