@@ -21,15 +21,18 @@ step "scripts/build-agent.sh"
 bash scripts/build-agent.sh
 
 export HPROF_RS_REQUIRE_JDKS="${HPROF_RS_REQUIRE_JDKS:-11,17,21,25}"
+# cargo test's output is also kept here, to total its "test result:" lines at the end.
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
 if [[ $# -eq 0 ]]; then
-    step "cargo test --release --all-targets (HPROF_RS_REQUIRE_JDKS=$HPROF_RS_REQUIRE_JDKS)"
-    cargo test --release --all-targets
     step "cargo test --release --doc"
-    cargo test --release --doc
+    cargo test --release --doc 2>&1 | tee -a "$log"
+    step "cargo test --release --all-targets (HPROF_RS_REQUIRE_JDKS=$HPROF_RS_REQUIRE_JDKS)"
+    cargo test --release --all-targets 2>&1 | tee -a "$log"
 else
     # Extra args select what to run, e.g. `--test harness`; --all-targets would override them.
     step "cargo test --release $* (HPROF_RS_REQUIRE_JDKS=$HPROF_RS_REQUIRE_JDKS)"
-    cargo test --release "$@"
+    cargo test --release "$@" 2>&1 | tee -a "$log"
 fi
 
 step "cargo clippy --all-targets -- -D warnings"
@@ -39,3 +42,11 @@ step "cargo fmt --check"
 cargo fmt --check
 
 step "all checks passed in $((SECONDS - start))s"
+# One closing line for the whole run: "tests: N passed, N failed".
+awk '/^test result:/ {
+        for (i = 2; i <= NF; i++) {
+            if ($i ~ /^passed;?$/) passed += $(i - 1)
+            if ($i ~ /^failed;?$/) failed += $(i - 1)
+        }
+    }
+    END { printf "tests: %d passed, %d failed\n", passed, failed }' "$log"
