@@ -4,6 +4,8 @@
 //! every exit path.
 
 mod common;
+#[path = "support/jvm_hprof_check.rs"]
+mod jvm_hprof_check;
 
 use common::{Jdk, Spawned};
 use hprof_rs::format::ascii::{self, Section};
@@ -271,6 +273,21 @@ fn binary_output_is_parsed_by_our_reader_hprof_slurp_and_print() {
             jdk.label
         );
         assert!(assert_print_accepts(&path).contains("START THREAD"));
+        let bytes = fs::read(&path).unwrap();
+        let counts = jvm_hprof_check::parse_hprof_fully(&bytes)
+            .unwrap_or_else(|e| panic!("{}: jvm-hprof rejects the file: {e}", jdk.label));
+        assert_eq!(counts.id_size, 4);
+        assert!(
+            counts.label.starts_with("JAVA PROFILE 1.0."),
+            "{}",
+            counts.label
+        );
+        assert_eq!(
+            counts.records.values().sum::<u64>() as usize,
+            file.records.len(),
+            "{}: record counts differ",
+            jdk.label
+        );
         if let Some(slurp) = common::slurp_binary() {
             let out = common::run(Command::new(slurp).arg(&path));
             common::assert_success(&out, &format!("hprof-slurp on {}", jdk.label));

@@ -93,13 +93,16 @@ impl FrameTable {
 }
 
 /// The line of `location` in a method's line table: the entry with the
-/// largest start location not after it (the table may be unsorted).
+/// largest start location not after it (the table may be unsorted). A line
+/// of 0 or less is no line number at all (readers such as jvm-hprof reject 0).
 pub fn line_for_location(table: &[(i64, i32)], location: i64) -> i32 {
     table
         .iter()
         .filter(|(start, _)| *start <= location)
         .max_by_key(|(start, _)| *start)
-        .map_or(LINE_UNKNOWN, |(_, line)| *line)
+        .map(|(_, line)| *line)
+        .filter(|line| *line > 0)
+        .unwrap_or(LINE_UNKNOWN)
 }
 
 #[cfg(test)]
@@ -148,5 +151,6 @@ mod tests {
         assert_eq!(line_for_location(&table, 100), 12);
         assert_eq!(line_for_location(&[], 3), LINE_UNKNOWN);
         assert_eq!(line_for_location(&[(4, 2)], 3), LINE_UNKNOWN);
+        assert_eq!(line_for_location(&[(0, 0)], 3), LINE_UNKNOWN);
     }
 }
