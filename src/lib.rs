@@ -5,6 +5,7 @@
 //! design notes in `docs/`.
 
 pub mod agent;
+pub mod bci;
 pub mod cli;
 pub mod emit;
 pub mod format;

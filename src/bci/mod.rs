@@ -1,0 +1,2 @@
+//! Class-file rewriting for `cpu=times`/`cpu=old`: pure, bytes in, bytes out.
+//! (Being implemented.)
