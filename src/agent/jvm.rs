@@ -187,3 +187,60 @@ pub fn max_heap_bytes(jni: &JniEnv) -> Option<i64> {
         result
     }
 }
+
+/// The top frames of `thread` written into `buffer` (innermost first);
+/// returns how many. This is the allocation hot path's variant of
+/// [`stack_frames`]: it calls JVMTI straight through its function table,
+/// with no allocation.
+pub fn stack_frames_into(
+    env: &Jvmti,
+    thread: jni::jthread,
+    buffer: &mut [jvmti::jvmtiFrameInfo],
+) -> usize {
+    if buffer.is_empty() {
+        return 0;
+    }
+    let max = buffer.len().min(i32::MAX as usize) as jni::jint;
+    let mut count: jni::jint = 0;
+    let raw = env.raw();
+    // SAFETY: `raw` is a live jvmtiEnv; its first word is the JVMTI function
+    // table, which GetStackTrace is part of from JVMTI 1.0 on. `buffer` has
+    // room for `max` frames and `count` is a valid out-pointer; `thread` is a
+    // live thread reference from the current callback.
+    let error = unsafe {
+        let table = *(raw as *const *const jvmti::jvmtiInterface_1_);
+        match (*table).GetStackTrace {
+            Some(get_stack_trace) => {
+                get_stack_trace(raw, thread, 0, max, buffer.as_mut_ptr(), &mut count)
+            }
+            None => return 0,
+        }
+    };
+    if error != jvmtiError::NONE {
+        return 0;
+    }
+    (count.max(0) as usize).min(buffer.len())
+}
+
+/// The value this agent stored for `thread` with [`set_thread_value`] (0 if none).
+pub fn thread_value(env: &Jvmti, thread: jni::jthread) -> u64 {
+    // SAFETY: `thread` is a live thread reference (or null for the current thread).
+    unsafe { env.get_thread_local_storage(thread) }.map_or(0, |p| p as u64)
+}
+
+/// Stores a number in the agent's thread-local slot of `thread`.
+pub fn set_thread_value(env: &Jvmti, thread: jni::jthread, value: u64) {
+    // SAFETY: as above; the stored pointer is only ever read back as a number.
+    let _ =
+        unsafe { env.set_thread_local_storage(thread, value as usize as *const std::ffi::c_void) };
+}
+
+/// Loads a class by JNI name (e.g. `java/lang/Class`) from the current thread.
+pub fn find_class(jni: &JniEnv, name: &str) -> Option<jni::jclass> {
+    let class = jni.find_class(name);
+    if jni.exception_check() {
+        jni.exception_clear();
+        return None;
+    }
+    class
+}

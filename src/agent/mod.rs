@@ -1,9 +1,11 @@
 //! The JVMTI agent: entry points, capabilities, event wiring. The work of
 //! each event is done by [`profiler::Profiler`] and the collectors it uses.
 
+mod alloc;
 mod classes;
 mod jvm;
 mod profiler;
+mod site_cache;
 mod traces;
 
 use crate::options::{self, Parsed};
@@ -64,7 +66,7 @@ impl Agent for HprofAgent {
         let writer = OutputWriter::start(sink).unwrap_or_else(|e| {
             fail_at_load(&format!("cannot start the output writer thread: {e}"))
         });
-        if let Err(message) = setup_jvmti(&jvmti) {
+        if let Err(message) = setup_jvmti(&jvmti, &options) {
             fail_at_load(&message);
         }
         install_panic_report();
@@ -112,6 +114,18 @@ impl Agent for HprofAgent {
         }
     }
 
+    fn sampled_object_alloc(&self, _context: CallbackContext<'_>, event: ObjectAllocationEvent) {
+        if let Some(profiler) = PROFILER.get() {
+            profiler.object_allocated(event.thread(), event.object(), event.class(), event.size());
+        }
+    }
+
+    fn object_free(&self, _context: CallbackContext<'_>, event: ObjectFreeEvent) {
+        if let Some(profiler) = PROFILER.get() {
+            profiler.object_freed(event.tag() as u64);
+        }
+    }
+
     fn data_dump_request(&self, _context: CallbackContext<'_>) {
         if let Some(profiler) = PROFILER.get() {
             profiler.data_dump_request();
@@ -127,7 +141,7 @@ impl Agent for HprofAgent {
 
 /// Capabilities and callbacks at load time. Only what the options need is
 /// requested: merely holding some capabilities slows compiled code.
-fn setup_jvmti(jvmti: &Jvmti) -> Result<(), String> {
+fn setup_jvmti(jvmti: &Jvmti, options: &options::Options) -> Result<(), String> {
     let potential = jvmti
         .get_potential_capabilities()
         .map_err(|e| format!("{e:?}"))?;
@@ -136,8 +150,22 @@ fn setup_jvmti(jvmti: &Jvmti) -> Result<(), String> {
             caps.set_can_tag_objects(true);
             caps.set_can_get_source_file_name(potential.can_get_source_file_name());
             caps.set_can_get_line_numbers(potential.can_get_line_numbers());
+            if options.alloc_tracking() {
+                caps.set_can_generate_sampled_object_alloc_events(true);
+                caps.set_can_generate_object_free_events(true);
+            }
         })
         .map_err(|e| format!("Unable to get necessary JVMTI capabilities. ({e:?})"))?;
+    if options.alloc_tracking() {
+        // Set at load time, before the first thread-local allocation buffer
+        // exists: set later, each thread's current buffer would still run to
+        // its old sample point (about 512 KiB) before every allocation is
+        // reported. 0 reports every allocation; the JVMTI call takes an int.
+        let interval = options.alloc_interval.min(i32::MAX as u64) as i32;
+        jvmti
+            .set_heap_sampling_interval(interval)
+            .map_err(|e| format!("Unable to set the allocation sampling interval. ({e:?})"))?;
+    }
     jvmti
         .set_default_agent_callbacks()
         .map_err(|e| format!("Unable to set JVMTI event callbacks. ({e:?})"))?;

@@ -1,19 +1,24 @@
 //! The state of one profiling run and what happens at each lifecycle event:
 //! VM init (header, threads and classes so far), thread start/end, class
-//! load, dumps (SIGQUIT or VM death) and the final flush.
+//! load, allocations and frees, dumps (SIGQUIT or VM death) and the final
+//! flush.
 
+use super::alloc::AllocationCounts;
+use super::classes::intern_class;
 use super::jvm::{self, JvmtiHandle};
+use super::site_cache;
 use super::traces::TracePolicy;
+use crate::emit::sites::SiteSnapshot;
 use crate::emit::{Emitter, HeaderFacts, Style};
 use crate::format::ascii::time::ctime_now;
 use crate::format::binary::Version;
-use crate::model::Model;
 use crate::model::traces::EMPTY_TRACE_SERIAL;
+use crate::model::{Model, SiteKey};
 use crate::options::{Format, Options};
 use crate::output::OutputWriter;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Max heap size from which binary files are 1.0.2 (segmented heap dumps),
@@ -23,6 +28,43 @@ const SEGMENTED_HEAP_THRESHOLD: i64 = 2_000_000_000;
 /// Binary identifiers are 4 bytes, like the original agent's.
 pub const ID_SIZE: u32 = 4;
 
+/// Frames an allocation's key holds without a heap buffer.
+const INLINE_FRAMES: usize = 64;
+
+thread_local! {
+    /// Set while [`prime_exact_sampling`] runs on this thread; the first
+    /// reported allocation clears it and is not counted.
+    static PRIMING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Makes the JVM report every allocation of the main thread from now on.
+///
+/// The main thread exists before the agent loads, so its heap sampler
+/// already picked its next sample point (about 512 KiB ahead) with the
+/// default interval; until it gets there its allocations are not reported.
+/// Allocating throw-away arrays until one is reported moves it past that
+/// point; from then on the interval of 0 applies to it too. Threads created
+/// later start with the interval of 0.
+fn prime_exact_sampling(jni: &JniEnv) {
+    const CHUNK: i32 = 64 * 1024;
+    const MAX_CHUNKS: usize = 1024;
+    PRIMING.with(|p| p.set(true));
+    for _ in 0..MAX_CHUNKS {
+        match jni.new_byte_array(CHUNK) {
+            Some(array) => jvm::delete_local(Some(jni), array),
+            None => {
+                jni.exception_clear();
+                break;
+            }
+        }
+        if !PRIMING.with(|p| p.get()) {
+            return;
+        }
+    }
+    PRIMING.with(|p| p.set(false));
+    eprintln!("HPROF ERROR: could not make the JVM report every allocation of the main thread");
+}
+
 /// One profiling run.
 pub struct Profiler {
     pub options: Options,
@@ -31,6 +73,10 @@ pub struct Profiler {
     emitter: Emitter,
     model: Mutex<Model>,
     writer: OutputWriter,
+    /// Allocation counts (heap=sites/dump), outside the model lock.
+    allocations: Option<AllocationCounts>,
+    /// Tag of `java.lang.Class`'s class object: its instances are class objects.
+    class_class_tag: AtomicU64,
     /// Set at VM init; events before it are ignored.
     live: AtomicBool,
     /// Set at VM death; events after it are ignored.
@@ -51,6 +97,9 @@ impl Profiler {
             per_thread: options.thread,
             line_numbers: options.lineno,
         };
+        let allocations = options
+            .alloc_tracking()
+            .then(|| AllocationCounts::new(options.alloc_interval));
         Self {
             options,
             jvmti: JvmtiHandle::new(jvmti),
@@ -58,6 +107,8 @@ impl Profiler {
             emitter: Emitter::new(style, ID_SIZE),
             model: Mutex::new(Model::new()),
             writer,
+            allocations,
+            class_class_tag: AtomicU64::new(0),
             live: AtomicBool::new(false),
             dead: AtomicBool::new(false),
             dumping: Mutex::new(()),
@@ -97,18 +148,26 @@ impl Profiler {
         let mut guard = self.model.lock();
         let model = &mut *guard;
         for &class in &classes {
-            if let Some(signature) = jvm::class_signature(&env, class) {
-                let (classes, objects) = (&mut model.classes, &model.objects);
-                super::classes::intern_class(
-                    &env,
-                    classes,
-                    objects,
-                    class,
-                    &signature,
-                    EMPTY_TRACE_SERIAL,
-                );
-            }
+            intern_class(
+                &env,
+                &mut model.classes,
+                &model.objects,
+                class,
+                EMPTY_TRACE_SERIAL,
+            );
             jvm::delete_local(jni, class);
+        }
+        if let Some(class_class) = jni.and_then(|jni| jvm::find_class(jni, "java/lang/Class")) {
+            if let Some(known) = intern_class(
+                &env,
+                &mut model.classes,
+                &model.objects,
+                class_class,
+                EMPTY_TRACE_SERIAL,
+            ) {
+                self.class_class_tag
+                    .store(known.object_id, Ordering::Relaxed);
+            }
         }
         self.writer.write(self.emitter.class_loads(model));
         drop(guard);
@@ -117,6 +176,9 @@ impl Profiler {
         self.thread_started(main_thread);
         self.writer.flush();
         self.enable_live_events(&env);
+        if let (Some(jni), Some(0)) = (jni, self.allocations.as_ref().map(|a| a.interval)) {
+            prime_exact_sampling(jni);
+        }
     }
 
     /// Events wanted once the VM is live: only those the options need.
@@ -129,6 +191,11 @@ impl Profiler {
         if self.emitter.style() == Style::Binary {
             events.push(jvmti::JVMTI_EVENT_CLASS_LOAD);
         }
+        if self.allocations.is_some() {
+            // The sampling interval was set at load time (see setup_jvmti).
+            events.push(jvmti::JVMTI_EVENT_OBJECT_FREE);
+            events.push(jvmti::JVMTI_EVENT_SAMPLED_OBJECT_ALLOC);
+        }
         if let Err(error) = env.enable_events_global(&events) {
             eprintln!(
                 "HPROF ERROR: Unable to enable JVMTI events ({error:?}); some output may be missing"
@@ -136,15 +203,16 @@ impl Profiler {
         }
     }
 
-    /// The serial of `thread`, registering it (without a THREAD START) if new.
+    /// The serial of `thread`, registering it (without a THREAD START) if
+    /// new. Threads are known by a number in their JVMTI thread-local slot,
+    /// so object tags stay free for allocation accounting.
     fn thread_serial(&self, env: &Jvmti, model: &mut Model, thread: jni::jthread) -> (u32, bool) {
-        let tag = jvm::tag_of(env, thread);
-        if let Some(serial) = model.threads.serial_of_object(tag) {
-            return (serial, false);
+        let stored = jvm::thread_value(env, thread);
+        if stored != 0 {
+            return (stored as u32, false);
         }
         let facts = jvm::thread_facts(env, thread);
         let object_id = model.objects.next();
-        let _ = jvm::set_tag(env, thread, object_id);
         let serial = model.threads.add(
             object_id,
             facts.name,
@@ -152,6 +220,7 @@ impl Profiler {
             facts.parent_group,
             EMPTY_TRACE_SERIAL,
         );
+        jvm::set_thread_value(env, thread, u64::from(serial));
         (serial, true)
     }
 
@@ -196,19 +265,149 @@ impl Profiler {
             return;
         }
         let env = self.jvmti.env();
-        let Some(signature) = jvm::class_signature(&env, class) else {
-            return;
-        };
         let frames = jvm::stack_frames(&env, thread, self.traces.depth);
         let mut guard = self.model.lock();
         let model = &mut *guard;
         let (thread_serial, _) = self.thread_serial(&env, model, thread);
         let trace = self.traces.intern(&env, model, &frames, thread_serial);
-        let (classes, objects) = (&mut model.classes, &model.objects);
-        super::classes::intern_class(&env, classes, objects, class, &signature, trace);
+        intern_class(&env, &mut model.classes, &model.objects, class, trace);
         let bytes = self.emitter.class_loads(model);
         drop(guard);
         self.writer.write(bytes);
+    }
+
+    /// SampledObjectAlloc: count the object at its site and tag it.
+    pub fn object_allocated(
+        &self,
+        thread: jni::jthread,
+        object: jni::jobject,
+        class: jni::jclass,
+        size: i64,
+    ) {
+        let Some(allocations) = &self.allocations else {
+            return;
+        };
+        if !self.accepting_events() || object.is_null() || PRIMING.with(|p| p.replace(false)) {
+            return;
+        }
+        let env = self.jvmti.env();
+        let depth = self.traces.depth as usize;
+        let mut inline = [jvmti::jvmtiFrameInfo::default(); INLINE_FRAMES];
+        let mut heap;
+        let buffer: &mut [jvmti::jvmtiFrameInfo] = if depth <= INLINE_FRAMES {
+            &mut inline[..depth]
+        } else {
+            heap = vec![jvmti::jvmtiFrameInfo::default(); depth];
+            &mut heap
+        };
+        let count = jvm::stack_frames_into(&env, thread, buffer);
+        let frames = &buffer[..count];
+
+        let class_tag = jvm::tag_of(&env, class);
+        let thread_serial = if self.traces.per_thread {
+            jvm::thread_value(&env, thread)
+        } else {
+            0
+        };
+        let mut key = Vec::with_capacity(2 + 2 * frames.len());
+        key.extend([class_tag, thread_serial]);
+        for frame in frames {
+            key.extend([frame.method as u64, frame.location as u64]);
+        }
+        let site = match site_cache::lookup(&key) {
+            Some(site) if class_tag != 0 => site,
+            _ => match self.intern_site(&env, thread, class, frames) {
+                Some((site, final_class_tag)) => {
+                    key[0] = final_class_tag;
+                    site_cache::remember(&key, site);
+                    site
+                }
+                None => return,
+            },
+        };
+
+        let size = size.max(0) as u64;
+        let is_class_object =
+            class_tag != 0 && class_tag == self.class_class_tag.load(Ordering::Relaxed);
+        let tag = if is_class_object {
+            // Class objects need an identifier of their own for the class
+            // table; the counts remember where this one was counted.
+            let id = self.model.lock().objects.next();
+            allocations.allocated_with_id(site, size, id);
+            id
+        } else {
+            allocations.allocated(site, size)
+        };
+        let _ = jvm::set_tag(&env, object, tag);
+    }
+
+    /// The site of an allocation not in this thread's cache, and the tag of
+    /// the allocated class.
+    fn intern_site(
+        &self,
+        env: &Jvmti,
+        thread: jni::jthread,
+        class: jni::jclass,
+        frames: &[jvmti::jvmtiFrameInfo],
+    ) -> Option<(u32, u64)> {
+        let raw: Vec<jvm::RawFrame> = frames
+            .iter()
+            .map(|f| (f.method as u64, f.location))
+            .collect();
+        let mut guard = self.model.lock();
+        let model = &mut *guard;
+        let (thread_serial, _) = self.thread_serial(env, model, thread);
+        let known = intern_class(
+            env,
+            &mut model.classes,
+            &model.objects,
+            class,
+            EMPTY_TRACE_SERIAL,
+        )?;
+        let trace_serial = self.traces.intern(env, model, &raw, thread_serial);
+        let site = model.sites.intern(SiteKey {
+            class_serial: known.serial,
+            trace_serial,
+        })?;
+        Some((site, known.object_id))
+    }
+
+    /// ObjectFree: an object tagged by this agent was collected.
+    pub fn object_freed(&self, tag: u64) {
+        if let Some(allocations) = &self.allocations {
+            allocations.freed(tag);
+        }
+    }
+
+    /// Makes the JVM deliver the ObjectFree events of objects it has already
+    /// collected, so a dump right after a GC shows them as freed. (Newer JVMs
+    /// post them lazily; a tag-map query posts the pending ones first.)
+    fn deliver_pending_frees(&self) {
+        if self.allocations.is_some() {
+            let env = self.jvmti.env();
+            let _ = env.get_objects_with_tags(&[i64::MAX]);
+        }
+    }
+
+    /// The sites as they stand, for a dump.
+    fn site_snapshot(&self, model: &Model) -> Vec<SiteSnapshot> {
+        let Some(allocations) = &self.allocations else {
+            return Vec::new();
+        };
+        model
+            .sites
+            .iter()
+            .map(|(index, key)| SiteSnapshot {
+                class_serial: key.class_serial,
+                trace_serial: key.trace_serial,
+                class_signature: model
+                    .classes
+                    .by_serial(key.class_serial)
+                    .map(|c| c.signature.clone())
+                    .unwrap_or_default(),
+                stats: allocations.sites.stats(index),
+            })
+            .collect()
     }
 
     /// A full dump (SIGQUIT or VM death): every section the enabled
@@ -217,12 +416,30 @@ impl Profiler {
         let Some(_guard) = self.dumping.try_lock() else {
             return;
         };
+        let mut parts = Vec::new();
+        if self.options.heap_sites {
+            parts.push(" allocation sites ...");
+        }
+        if self.options.verbose && !parts.is_empty() {
+            eprint!("Dumping{}", parts.concat());
+        }
+        self.deliver_pending_frees();
         let mut model = self.model.lock();
         let mut bytes = self.emitter.class_loads(&mut model);
         bytes.extend(self.emitter.unprinted_traces(&mut model));
+        if self.options.heap_sites {
+            let sites = self.site_snapshot(&model);
+            bytes.extend(
+                self.emitter
+                    .sites(&mut model, &sites, self.options.cutoff, ctime_now()),
+            );
+        }
         drop(model);
         self.writer.write(bytes);
         self.writer.flush();
+        if self.options.verbose && !parts.is_empty() {
+            eprintln!(" done.");
+        }
     }
 
     /// SIGQUIT / DataDumpRequest.

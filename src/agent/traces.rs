@@ -58,19 +58,20 @@ fn resolve_frame(
     let (method_name, method_signature) =
         jvm::method_name(env, method).unwrap_or_else(|| ("<Unknown Method>".into(), "()V".into()));
     let class = jvm::declaring_class(env, method).unwrap_or(std::ptr::null_mut());
-    let (class_serial, class_signature, source_file) = if class.is_null() {
-        (0, "Unknown_class".to_owned(), None)
+    let known = if class.is_null() {
+        None
     } else {
-        let signature = jvm::class_signature(env, class).unwrap_or_default();
-        let serial = super::classes::intern_class(
-            env,
-            classes,
-            objects,
-            class,
-            &signature,
-            EMPTY_TRACE_SERIAL,
-        );
-        (serial, signature, jvm::source_file(env, class))
+        super::classes::intern_class(env, classes, objects, class, EMPTY_TRACE_SERIAL)
+    };
+    let (class_serial, class_signature, source_file) = match known {
+        Some(known) => {
+            let signature = classes
+                .by_serial(known.serial)
+                .map(|c| c.signature.clone())
+                .unwrap_or_default();
+            (known.serial, signature, jvm::source_file(env, class))
+        }
+        None => (0, "Unknown_class".to_owned(), None),
     };
     let line = if location < 0 {
         LINE_UNKNOWN

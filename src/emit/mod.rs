@@ -5,6 +5,8 @@
 //! is spelled); it holds the per-run output state (format, id size, clock)
 //! and writes each string, frame and trace once, just before first use.
 
+pub mod sites;
+
 use crate::format::ascii::{self, LineInfo, Section, TraceFrame, TraceSection};
 use crate::format::binary::{self, FileHeader, Record, RecordBody, Version};
 use crate::format::names::signature_to_name;
@@ -214,6 +216,32 @@ impl Emitter {
                 name_id,
             };
             self.record(body, &mut out);
+        }
+        out
+    }
+
+    /// The allocation sites: every unprinted trace first (ASCII and binary
+    /// alike, as HPROF did), then the SITES section, or the ALLOC SITES and
+    /// HEAP SUMMARY records with the LOAD CLASS records they refer to.
+    pub fn sites(
+        &self,
+        model: &mut Model,
+        sites: &[sites::SiteSnapshot],
+        cutoff: f64,
+        created: String,
+    ) -> Vec<u8> {
+        let mut out = self.class_loads(model);
+        out.extend(self.unprinted_traces(model));
+        match self.style {
+            Style::Ascii => {
+                let section = Section::Sites(sites::ascii_section(sites, cutoff, created));
+                ascii::writer::write_section(&section, &mut out);
+            }
+            Style::Binary => {
+                for body in sites::binary_records(sites, cutoff) {
+                    self.record(body, &mut out);
+                }
+            }
         }
         out
     }

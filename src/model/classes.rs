@@ -32,6 +32,12 @@ impl ClassTable {
         self.by_object.get(&object_id).map(|&i| &self.entries[i])
     }
 
+    /// The class with serial number `serial`.
+    pub fn by_serial(&self, serial: u32) -> Option<&ClassEntry> {
+        let index = serial.checked_sub(FIRST_CLASS_SERIAL)? as usize;
+        self.entries.get(index)
+    }
+
     /// Finds or creates the class for `object_id`; returns its serial.
     pub fn intern(&mut self, object_id: u64, signature: &str, trace_serial: u32) -> u32 {
         if let Some(&i) = self.by_object.get(&object_id) {
@@ -87,6 +93,8 @@ mod tests {
             100_000
         );
         assert_eq!(classes.get(0x5000_0002).unwrap().signature, "[I");
+        assert_eq!(classes.by_serial(100_001).unwrap().object_id, 0x5000_0002);
+        assert!(classes.by_serial(99_999).is_none());
         assert_eq!(classes.take_unwritten_loads().len(), 2);
         assert!(classes.take_unwritten_loads().is_empty());
     }

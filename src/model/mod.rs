@@ -8,6 +8,7 @@ pub mod classes;
 pub mod frames;
 pub mod ids;
 pub mod names;
+pub mod sites;
 pub mod threads;
 pub mod traces;
 
@@ -15,6 +16,7 @@ pub use classes::{ClassEntry, ClassTable};
 pub use frames::{FrameEntry, FrameFacts, FrameKey, FrameTable, LINE_UNKNOWN, line_for_location};
 pub use ids::{IdSpace, ObjectIds};
 pub use names::NameTable;
+pub use sites::{SiteCounters, SiteKey, SiteStats, SiteTable};
 pub use threads::{ThreadEntry, ThreadTable};
 pub use traces::{TraceEntry, TraceKey, TraceTable};
 
@@ -27,6 +29,7 @@ pub struct Model {
     pub traces: TraceTable,
     pub threads: ThreadTable,
     pub objects: ObjectIds,
+    pub sites: SiteTable,
 }
 
 impl Model {

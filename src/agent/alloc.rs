@@ -1,0 +1,146 @@
+//! The allocation collector (heap=sites, heap=dump): every Java object the
+//! program allocates is reported by JVMTI's SampledObjectAlloc event (with a
+//! sampling interval of 0 for exact counts, or `alloc_interval` bytes), counted
+//! at its site, and tagged so that ObjectFree can move it from live to freed.
+//!
+//! Object tags: an allocation tag carries the site and the size, so a free
+//! needs no lookup. Class objects and threads carry small identifiers
+//! instead (see `classes.rs`), so the top bit tells the two apart.
+
+use crate::model::SiteCounters;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+
+/// Top bit of every allocation tag.
+const ALLOCATION_TAG: u64 = 1 << 63;
+/// Bits of the site index in an allocation tag (above the 32 size bits).
+const SITE_BITS: u32 = 31;
+
+/// True for tags made by [`allocation_tag`].
+pub fn is_allocation_tag(tag: u64) -> bool {
+    tag & ALLOCATION_TAG != 0
+}
+
+/// The tag of an object of `size` bytes allocated at `site`: the size is
+/// kept in 8-byte units (every Java object size is a multiple of 8), up to
+/// 32 GiB, which is larger than any array.
+pub fn allocation_tag(site: u32, size: u64) -> u64 {
+    let units = (size / 8).min(u32::MAX as u64);
+    ALLOCATION_TAG | (u64::from(site & ((1 << SITE_BITS) - 1)) << 32) | units
+}
+
+/// The site and size in bytes carried by an allocation tag.
+pub fn decode_allocation_tag(tag: u64) -> (u32, u64) {
+    (
+        ((tag >> 32) as u32) & ((1 << SITE_BITS) - 1),
+        (tag & 0xFFFF_FFFF) * 8,
+    )
+}
+
+/// How one sampled object is counted. With exact tracking every object
+/// counts once; with a sampling interval of `interval` bytes an object of
+/// `size` bytes is sampled with probability `1 - exp(-size/interval)`, so it
+/// stands for `1/p` objects and `size/p` bytes (an unbiased estimate).
+pub fn weight(size: u64, interval: u64) -> (u64, u64) {
+    if interval == 0 || size == 0 {
+        return (size, 1);
+    }
+    let p = -(-(size as f64) / interval as f64).exp_m1();
+    let objects = 1.0 / p;
+    (
+        (size as f64 * objects).round() as u64,
+        objects.round().max(1.0) as u64,
+    )
+}
+
+/// Counts and frees; shared by all threads.
+#[derive(Default)]
+pub struct AllocationCounts {
+    pub sites: SiteCounters,
+    /// Sampling interval in bytes; 0 = exact.
+    pub interval: u64,
+    /// Objects that got an identifier tag instead of an allocation tag
+    /// (class objects), with where they were counted: id -> (site, size).
+    identified: Mutex<HashMap<u64, (u32, u64)>>,
+}
+
+impl AllocationCounts {
+    /// Counting with sampling interval `interval` (0 = every allocation).
+    pub fn new(interval: u64) -> Self {
+        Self {
+            interval,
+            ..Self::default()
+        }
+    }
+
+    /// Counts an object of `size` bytes at `site`; returns its tag.
+    pub fn allocated(&self, site: u32, size: u64) -> u64 {
+        let (bytes, objects) = weight(size, self.interval);
+        self.sites.allocated(site, bytes, objects);
+        allocation_tag(site, size)
+    }
+
+    /// Counts an object that carries identifier `object_id` instead of an
+    /// allocation tag (so that its free can still be counted).
+    pub fn allocated_with_id(&self, site: u32, size: u64, object_id: u64) {
+        let (bytes, objects) = weight(size, self.interval);
+        self.sites.allocated(site, bytes, objects);
+        self.identified.lock().insert(object_id, (site, size));
+    }
+
+    /// ObjectFree: moves the object from live to freed at its site.
+    pub fn freed(&self, tag: u64) {
+        let (site, size) = if is_allocation_tag(tag) {
+            decode_allocation_tag(tag)
+        } else {
+            match self.identified.lock().remove(&tag) {
+                Some(found) => found,
+                None => return,
+            }
+        };
+        let (bytes, objects) = weight(size, self.interval);
+        self.sites.freed(site, bytes, objects);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_carry_site_and_size() {
+        let tag = allocation_tag(12345, 40);
+        assert!(is_allocation_tag(tag));
+        assert_eq!(decode_allocation_tag(tag), (12345, 40));
+        assert!(!is_allocation_tag(0x5000_0001));
+        let big = allocation_tag((1 << 26) - 1, 16 * 1024 * 1024 * 1024);
+        assert_eq!(
+            decode_allocation_tag(big),
+            ((1 << 26) - 1, 16 * 1024 * 1024 * 1024)
+        );
+    }
+
+    #[test]
+    fn exact_weights_count_once_and_sampled_weights_scale_up() {
+        assert_eq!(weight(24, 0), (24, 1));
+        // A small object sampled at 512 KiB stands for many like it.
+        let (bytes, objects) = weight(16, 512 * 1024);
+        assert_eq!(objects, 32768);
+        assert!((bytes as f64 - 16.0 * 32768.0).abs() < 16.0 * 2.0);
+        // An object much larger than the interval is always sampled: weight 1.
+        assert_eq!(weight(64 * 1024 * 1024, 512 * 1024), (64 * 1024 * 1024, 1));
+    }
+
+    #[test]
+    fn frees_undo_allocations_by_tag_or_identifier() {
+        let counts = AllocationCounts::new(0);
+        let tag = counts.allocated(3, 48);
+        counts.allocated_with_id(3, 16, 0x5000_0009);
+        counts.freed(tag);
+        counts.freed(0x5000_0009);
+        counts.freed(0x5000_0009); // a second free of the same id is ignored
+        let stats = counts.sites.stats(3);
+        assert_eq!((stats.live_bytes, stats.live_objects), (0, 0));
+        assert_eq!((stats.allocated_bytes, stats.allocated_objects), (64, 2));
+    }
+}

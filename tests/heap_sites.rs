@@ -1,0 +1,515 @@
+//! heap=sites on real JVMs: exact allocation and live counts per site, trace
+//! keying (thread=y, depth), cutoff, binary ALLOC SITES, and the sampled mode.
+
+mod common;
+
+use common::Jdk;
+use hprof_rs::format::ascii::{self, Section, SiteRow, TraceSection};
+use hprof_rs::format::binary::{self, RecordBody};
+use std::collections::HashMap;
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+/// Object sizes with compressed class pointers (every heap here is below 32 GB).
+const ITEM_BYTES: u64 = 24;
+const INT16_BYTES: u64 = 80;
+const REFLECTED_BYTES: u64 = 16;
+
+/// What an ASCII run wrote: the last SITES block and every trace by serial.
+struct AsciiSites {
+    rows: Vec<SiteRow>,
+    traces: HashMap<u32, TraceSection>,
+}
+
+impl AsciiSites {
+    fn read(path: &Path) -> AsciiSites {
+        let bytes =
+            fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        let sections = ascii::reader::parse(&bytes)
+            .unwrap_or_else(|e| panic!("{} is malformed: {e}", path.display()));
+        let mut rows = None;
+        let mut traces = HashMap::new();
+        for section in sections {
+            match section {
+                Section::Sites(sites) => rows = Some(sites.rows),
+                Section::Trace(trace) => {
+                    traces.insert(trace.serial, trace);
+                }
+                _ => {}
+            }
+        }
+        let rows = rows.unwrap_or_else(|| panic!("no SITES block in {}", path.display()));
+        AsciiSites { rows, traces }
+    }
+
+    /// Rows of `class`.
+    fn of_class(&self, class: &str) -> Vec<&SiteRow> {
+        self.rows.iter().filter(|r| r.class_name == class).collect()
+    }
+
+    /// Rows of `class` whose trace has a frame in `method` (`Class.method`).
+    fn of_class_via(&self, class: &str, method: &str) -> Vec<&SiteRow> {
+        self.of_class(class)
+            .into_iter()
+            .filter(|r| self.frames(r.trace_serial).iter().any(|f| f == method))
+            .collect()
+    }
+
+    /// `Class.method` of each frame of a trace, innermost first.
+    fn frames(&self, serial: u32) -> Vec<String> {
+        let trace = self
+            .traces
+            .get(&serial)
+            .unwrap_or_else(|| panic!("TRACE {serial} was not printed"));
+        trace
+            .frames
+            .iter()
+            .map(|f| format!("{}.{}", f.class_name, f.method_name))
+            .collect()
+    }
+}
+
+/// Runs `main args` with the agent's `options` on `jdk`, returns the ASCII sites.
+fn sites_of(jdk: &Jdk, test: &str, options: &str, main: &str, args: &[&str]) -> AsciiSites {
+    let dir = common::scratch_dir(&format!("{test}-{}", jdk.label));
+    let mut cmd = common::java_command(jdk, &dir);
+    cmd.arg(common::agentpath_arg(options)).arg(main).args(args);
+    let out = common::run(&mut cmd);
+    common::assert_success(&out, &format!("{main} with {options} on {}", jdk.label));
+    AsciiSites::read(&dir.join("java.hprof.txt"))
+}
+
+/// One row: exactly the given counts, and bytes = size x objects.
+fn assert_row(row: &SiteRow, size: u64, allocated: u64, live: u64, what: &str) {
+    assert_eq!(
+        (row.allocated_objects, row.live_objects),
+        (allocated, live),
+        "{what}: alloc'ed/live objects"
+    );
+    assert_eq!(
+        (row.allocated_bytes, row.live_bytes),
+        (allocated * size, live * size),
+        "{what}: bytes must be {size} x objects"
+    );
+}
+
+/// The sum of several rows: (allocated objects, live objects, allocated bytes, live bytes).
+fn sum(rows: &[&SiteRow]) -> (u64, u64, u64, u64) {
+    rows.iter().fold((0, 0, 0, 0), |t, r| {
+        (
+            t.0 + r.allocated_objects,
+            t.1 + r.live_objects,
+            t.2 + r.allocated_bytes,
+            t.3 + r.live_bytes,
+        )
+    })
+}
+
+#[test]
+fn exact_counts_at_known_sites_on_every_jdk() {
+    for jdk in common::jdks() {
+        let sites = sites_of(
+            &jdk,
+            "sites-exact",
+            "heap=sites,cutoff=0",
+            "AllocSites",
+            &[],
+        );
+        let label = &jdk.label;
+
+        let items = sites.of_class("AllocSites$Item");
+        assert_eq!(items.len(), 1, "{label}: Item is allocated at one site");
+        assert_row(
+            items[0],
+            ITEM_BYTES,
+            10_000,
+            4_000,
+            &format!("{label}: Item"),
+        );
+        assert_eq!(
+            sites.frames(items[0].trace_serial)[..2],
+            ["AllocSites.makeItem", "AllocSites.main"]
+        );
+
+        let arrays = sites.of_class_via("int[]", "AllocSites.makeArray");
+        assert_eq!(arrays.len(), 1, "{label}: int[16] is allocated at one site");
+        assert_row(
+            arrays[0],
+            INT16_BYTES,
+            10_000,
+            4_000,
+            &format!("{label}: int[16]"),
+        );
+
+        // Reflection may switch accessors (native, then generated) after a
+        // few calls: the rows of the class add up to the known counts.
+        let reflected = sites.of_class("AllocSites$Reflected");
+        assert!(!reflected.is_empty(), "{label}: no Reflected rows");
+        let (allocated, live, allocated_bytes, live_bytes) = sum(&reflected);
+        assert_eq!(
+            (allocated, live),
+            (10_000, 4_000),
+            "{label}: objects made by reflection"
+        );
+        assert_eq!(
+            (allocated_bytes, live_bytes),
+            (10_000 * REFLECTED_BYTES, 4_000 * REFLECTED_BYTES)
+        );
+
+        // clone() and Array.newInstance allocate in the VM, without a `new`
+        // in the program: they are counted all the same.
+        let clones = sites.of_class_via("AllocSites$Cloned", "AllocSites$Cloned.copy");
+        assert_eq!(clones.len(), 1, "{label}: one clone site");
+        assert_row(
+            clones[0],
+            REFLECTED_BYTES,
+            1_000,
+            1_000,
+            &format!("{label}: clones"),
+        );
+        let reflect_arrays = sites.of_class_via("long[]", "AllocSites.makeReflectArray");
+        assert_eq!(
+            reflect_arrays.len(),
+            1,
+            "{label}: one Array.newInstance site"
+        );
+        assert_row(
+            reflect_arrays[0],
+            48,
+            1_000,
+            1_000,
+            &format!("{label}: Array.newInstance"),
+        );
+
+        // Ranks, order and percentages are consistent.
+        for (i, pair) in sites.rows.windows(2).enumerate() {
+            assert!(
+                pair[0].live_bytes >= pair[1].live_bytes,
+                "{label}: rows {i} and {} out of order",
+                i + 1
+            );
+            assert_eq!(pair[1].rank, pair[0].rank + 1);
+        }
+        let last = sites.rows.last().unwrap();
+        assert!(
+            (last.accum_percent - 100.0).abs() < 0.02,
+            "{label}: cutoff=0 rows add up to 100%"
+        );
+    }
+}
+
+#[test]
+fn thread_y_splits_a_site_by_thread_and_depth_changes_traces() {
+    for jdk in common::jdks() {
+        let label = &jdk.label;
+        let merged = sites_of(
+            &jdk,
+            "sites-thread-n",
+            "heap=sites,cutoff=0",
+            "AllocThreads",
+            &[],
+        );
+        let shared = merged.of_class("AllocThreads$Shared");
+        assert_eq!(
+            shared.len(),
+            1,
+            "{label}: without thread=y both threads share one trace"
+        );
+        assert_row(shared[0], 16, 10_000, 10_000, &format!("{label}: Shared"));
+
+        let split = sites_of(
+            &jdk,
+            "sites-thread-y",
+            "heap=sites,cutoff=0,thread=y",
+            "AllocThreads",
+            &[],
+        );
+        let shared = split.of_class("AllocThreads$Shared");
+        assert_eq!(
+            shared.len(),
+            2,
+            "{label}: thread=y gives one trace per thread"
+        );
+        for row in &shared {
+            assert_row(
+                row,
+                16,
+                5_000,
+                5_000,
+                &format!("{label}: Shared per thread"),
+            );
+            let trace = &split.traces[&row.trace_serial];
+            assert!(
+                trace.thread_serial.is_some(),
+                "{label}: TRACE {} has no (thread=...)",
+                row.trace_serial
+            );
+        }
+        assert_ne!(shared[0].trace_serial, shared[1].trace_serial);
+        assert_ne!(
+            split.traces[&shared[0].trace_serial].thread_serial,
+            split.traces[&shared[1].trace_serial].thread_serial
+        );
+
+        // depth=1: both callers of makeDeep share the one-frame trace.
+        let shallow = sites_of(
+            &jdk,
+            "sites-depth-1",
+            "heap=sites,cutoff=0,depth=1",
+            "AllocThreads",
+            &[],
+        );
+        let deep = shallow.of_class("AllocThreads$Deep");
+        assert_eq!(deep.len(), 1, "{label}: depth=1 merges the two callers");
+        assert_row(
+            deep[0],
+            16,
+            6_000,
+            6_000,
+            &format!("{label}: Deep at depth 1"),
+        );
+        assert_eq!(
+            shallow.frames(deep[0].trace_serial),
+            ["AllocThreads.makeDeep"]
+        );
+
+        // depth=8: two traces, each naming its caller, and at most 8 frames.
+        let long = sites_of(
+            &jdk,
+            "sites-depth-8",
+            "heap=sites,cutoff=0,depth=8",
+            "AllocThreads",
+            &[],
+        );
+        let deep = long.of_class("AllocThreads$Deep");
+        assert_eq!(deep.len(), 2, "{label}: depth=8 keeps the callers apart");
+        let mut callers: Vec<String> = deep
+            .iter()
+            .map(|row| {
+                assert_row(row, 16, 3_000, 3_000, &format!("{label}: Deep at depth 8"));
+                let frames = long.frames(row.trace_serial);
+                assert_eq!(frames[0], "AllocThreads.makeDeep");
+                assert_eq!(frames.last().unwrap(), "AllocThreads.main");
+                frames[1].clone()
+            })
+            .collect();
+        callers.sort();
+        assert_eq!(callers, ["AllocThreads.viaLeft", "AllocThreads.viaRight"]);
+        assert!(long.traces.values().all(|t| t.frames.len() <= 8));
+    }
+}
+
+#[test]
+fn cutoff_drops_the_rows_below_it() {
+    let jdk = common::jdks().into_iter().next().expect("a JDK");
+    let all = sites_of(
+        &jdk,
+        "sites-cutoff-0",
+        "heap=sites,cutoff=0",
+        "AllocSites",
+        &[],
+    );
+    let cut = sites_of(
+        &jdk,
+        "sites-cutoff-5",
+        "heap=sites,cutoff=0.05",
+        "AllocSites",
+        &[],
+    );
+    assert!(!cut.rows.is_empty());
+    assert!(
+        cut.rows.len() < all.rows.len(),
+        "cutoff=0.05 kept every row"
+    );
+    assert!(
+        cut.rows.iter().all(|r| r.self_percent >= 5.0),
+        "a row below 5% survived cutoff=0.05"
+    );
+    assert!(cut.of_class("AllocSites$Item").len() == 1 && !cut.of_class("int[]").is_empty());
+    // The default (0.0001) drops the rows of zero live bytes that cutoff=0 shows.
+    let default = sites_of(
+        &jdk,
+        "sites-cutoff-default",
+        "heap=sites",
+        "AllocSites",
+        &[],
+    );
+    assert!(default.rows.iter().all(|r| r.live_bytes > 0));
+    assert!(
+        all.rows.iter().any(|r| r.live_bytes == 0),
+        "expected some fully freed sites with cutoff=0"
+    );
+}
+
+#[test]
+fn javac_under_heap_sites_text_and_binary() {
+    let dir = common::scratch_dir("sites-javac");
+    fs::write(
+        dir.join("Hello.java"),
+        "class Hello { public static void main(String[] a) { System.out.println(\"hi\"); } }\n",
+    )
+    .unwrap();
+    for options in ["heap=sites", "heap=sites,format=b"] {
+        let mut cmd = Command::new(common::javac());
+        cmd.current_dir(&dir)
+            .arg(format!(
+                "-J{}",
+                common::agentpath_arg(options).to_string_lossy()
+            ))
+            .arg("Hello.java");
+        common::assert_success(
+            &common::run(&mut cmd),
+            &format!("javac -J-agentpath:...={options}"),
+        );
+    }
+    assert!(dir.join("Hello.class").is_file());
+
+    let text = AsciiSites::read(&dir.join("java.hprof.txt"));
+    assert!(
+        text.rows.len() >= 20,
+        "javac allocates at many sites: {} rows",
+        text.rows.len()
+    );
+    let total_allocated: u64 = text.rows.iter().map(|r| r.allocated_bytes).sum();
+    assert!(
+        total_allocated > 1_000_000,
+        "javac allocates more than 1 MB: {total_allocated}"
+    );
+    assert!(
+        text.rows.iter().any(|r| r.class_name == "byte[]"),
+        "no byte[] row"
+    );
+    assert!(
+        text.rows
+            .iter()
+            .any(|r| r.class_name.starts_with("com.sun.tools.javac.")),
+        "no javac class"
+    );
+
+    let path = dir.join("java.hprof");
+    let file = binary::reader::parse(&fs::read(&path).unwrap()).expect("binary output parses");
+    let mut alloc_sites = 0;
+    let mut summaries = 0;
+    for record in &file.records {
+        match &record.body {
+            RecordBody::AllocSites {
+                sites,
+                total_live_bytes,
+                total_allocated_bytes,
+                ..
+            } => {
+                alloc_sites += 1;
+                assert!(sites.len() >= 20);
+                let live: u64 = sites.iter().map(|s| u64::from(s.live_bytes)).sum();
+                assert!(
+                    live <= u64::from(*total_live_bytes),
+                    "rows exceed the live total"
+                );
+                assert!(*total_allocated_bytes > 1_000_000);
+            }
+            RecordBody::HeapSummary { .. } => summaries += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(
+        (alloc_sites, summaries),
+        (1, 1),
+        "one ALLOC SITES and one HEAP SUMMARY at the exit dump"
+    );
+    if let Some(slurp) = common::slurp_binary() {
+        let out = common::run(Command::new(slurp).arg(&path));
+        common::assert_success(&out, "hprof-slurp on javac's heap=sites file");
+        let summary = common::stdout_text(&out);
+        for line in ["Allocation sites: 1", "Heap summaries: 1"] {
+            assert!(
+                summary.lines().any(|l| l.trim() == line),
+                "hprof-slurp: expected {line:?}:\n{summary}"
+            );
+        }
+    }
+}
+
+#[test]
+fn binary_alloc_sites_carry_the_exact_counts() {
+    for jdk in common::jdks() {
+        let dir = common::scratch_dir(&format!("sites-binary-{}", jdk.label));
+        let mut cmd = common::java_command(&jdk, &dir);
+        cmd.arg(common::agentpath_arg("heap=sites,format=b,cutoff=0"))
+            .arg("AllocSites");
+        common::assert_success(
+            &common::run(&mut cmd),
+            &format!("format=b on {}", jdk.label),
+        );
+        let file =
+            binary::reader::parse(&fs::read(dir.join("java.hprof")).unwrap()).expect("parses");
+        let mut names = HashMap::new();
+        let mut class_names = HashMap::new();
+        let mut item_sites: Vec<&binary::AllocSite> = Vec::new();
+        for record in &file.records {
+            match &record.body {
+                RecordBody::Utf8 { id, text } => {
+                    names.insert(*id, String::from_utf8_lossy(text).into_owned());
+                }
+                RecordBody::LoadClass {
+                    class_serial,
+                    name_id,
+                    ..
+                } => {
+                    class_names.insert(*class_serial, names[name_id].clone());
+                }
+                RecordBody::AllocSites { sites, .. } => {
+                    item_sites.extend(sites.iter().filter(|s| {
+                        class_names.get(&s.class_serial).map(String::as_str)
+                            == Some("AllocSites$Item")
+                    }));
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(
+            item_sites.len(),
+            1,
+            "{}: one ALLOC SITES row for Item",
+            jdk.label
+        );
+        let s = item_sites[0];
+        assert_eq!(
+            (s.allocated_instances, s.live_instances),
+            (10_000, 4_000),
+            "{}",
+            jdk.label
+        );
+        assert_eq!(
+            (s.allocated_bytes, s.live_bytes),
+            (240_000, 96_000),
+            "{}",
+            jdk.label
+        );
+        assert_eq!(s.array_type, 0);
+    }
+}
+
+#[test]
+fn sampled_mode_estimates_the_big_site_within_10_percent() {
+    const TRUE_BYTES: f64 = 20_000_000.0 * INT16_BYTES as f64;
+    for jdk in common::jdks() {
+        let sites = sites_of(
+            &jdk,
+            "sites-sampled",
+            "heap=sites,alloc_interval=512k",
+            "AllocSites",
+            &["big"],
+        );
+        let big = sites.of_class_via("int[]", "AllocSites.makeArray");
+        assert_eq!(big.len(), 1, "{}: the big site", jdk.label);
+        let estimate = big[0].allocated_bytes as f64;
+        let error = (estimate - TRUE_BYTES).abs() / TRUE_BYTES;
+        assert!(
+            error < 0.10,
+            "{}: estimated {estimate} bytes, true {TRUE_BYTES} ({:.1}% off)",
+            jdk.label,
+            error * 100.0
+        );
+    }
+}
