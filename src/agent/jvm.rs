@@ -244,3 +244,94 @@ pub fn find_class(jni: &JniEnv, name: &str) -> Option<jni::jclass> {
     }
     class
 }
+
+/// The `JavaVM*` of this process, kept to attach the agent's own threads.
+#[derive(Clone, Copy)]
+pub struct VmHandle(*mut jni::JavaVM);
+
+// SAFETY: a JavaVM* is process-global and valid until the VM is destroyed;
+// the JNI invocation API may be called from any thread.
+unsafe impl Send for VmHandle {}
+// SAFETY: as above.
+unsafe impl Sync for VmHandle {}
+
+impl VmHandle {
+    /// Wraps the VM pointer given at load time.
+    pub fn new(vm: *mut jni::JavaVM) -> Self {
+        Self(vm)
+    }
+
+    /// Attaches the calling (native) thread as a daemon Java thread named
+    /// `name`; returns its JNI environment.
+    pub fn attach_daemon(&self, name: &str) -> Option<JniEnv> {
+        let name = std::ffi::CString::new(name).ok()?;
+        let mut args = jni::JavaVMAttachArgs {
+            version: jni::JNI_VERSION_1_8,
+            name: name.as_ptr() as *mut _,
+            group: std::ptr::null_mut(),
+        };
+        let mut env: *mut std::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: the VM pointer is live for the whole run (the thread is
+        // detached before VM death returns); `args` and `env` outlive the call.
+        let result = unsafe {
+            let attach = (**self.0).AttachCurrentThreadAsDaemon;
+            attach(
+                self.0,
+                &mut env,
+                &mut args as *mut _ as *mut std::ffi::c_void,
+            )
+        };
+        if result != jni::JNI_OK || env.is_null() {
+            return None;
+        }
+        // SAFETY: a JNIEnv* just returned for this thread by the VM.
+        Some(unsafe { JniEnv::from_raw(env as *mut jni::JNIEnv) })
+    }
+
+    /// Detaches the calling thread (attached with [`Self::attach_daemon`]).
+    pub fn detach(&self) {
+        // SAFETY: called on a thread this agent attached, once, before it ends.
+        unsafe {
+            let detach = (**self.0).DetachCurrentThread;
+            detach(self.0);
+        }
+    }
+}
+
+/// A global reference to `object`, for use on other threads.
+pub fn global_ref(jni: &JniEnv, object: jni::jobject) -> jni::jobject {
+    // SAFETY: `object` is a live local reference of the current callback.
+    unsafe { jni.new_global_ref(object) }
+}
+
+/// Drops a global reference made by [`global_ref`].
+pub fn delete_global(jni: &JniEnv, object: jni::jobject) {
+    if !object.is_null() {
+        // SAFETY: `object` is a global reference this agent created, deleted once.
+        unsafe { jni.delete_global_ref(object) };
+    }
+}
+
+/// The top `depth` frames of each of `threads` (innermost first), in the
+/// same order; an empty list for a thread that cannot be traced or that is
+/// not runnable now (sleeping, waiting, blocked on a monitor, parked).
+pub fn runnable_stacks_of(env: &Jvmti, threads: &[jni::jthread], depth: u32) -> Vec<Vec<RawFrame>> {
+    let max = depth.min(i32::MAX as u32) as i32;
+    // SAFETY: the references are live global references of this agent; the
+    // JVMTI call reports a thread that has ended in its per-thread state.
+    match unsafe { env.get_thread_list_stack_traces(threads, max) } {
+        Ok(infos) => infos
+            .iter()
+            .map(|i| {
+                if i.state & jvmti::JVMTI_THREAD_STATE_RUNNABLE == 0 {
+                    return Vec::new();
+                }
+                i.frames
+                    .iter()
+                    .map(|f| (f.method as u64, f.location))
+                    .collect()
+            })
+            .collect(),
+        Err(_) => vec![Vec::new(); threads.len()],
+    }
+}

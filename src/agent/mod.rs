@@ -3,8 +3,10 @@
 
 mod alloc;
 mod classes;
+mod cpu_timers;
 mod jvm;
 mod profiler;
+mod sampler;
 mod site_cache;
 mod traces;
 
@@ -70,7 +72,8 @@ impl Agent for HprofAgent {
             fail_at_load(&message);
         }
         install_panic_report();
-        let _ = PROFILER.set(Profiler::new(options, &jvmti, writer));
+        let vm = jvm::VmHandle::new(context.vm().raw());
+        let _ = PROFILER.set(Profiler::new(options, &jvmti, vm, writer));
         jni::JNI_OK
     }
 
@@ -93,18 +96,18 @@ impl Agent for HprofAgent {
         }
     }
 
-    fn thread_start(&self, _context: CallbackContext<'_>, event: ThreadEvent) {
+    fn thread_start(&self, context: CallbackContext<'_>, event: ThreadEvent) {
         if let Some(profiler) = PROFILER.get() {
             if profiler.options.experiment & X_PANIC_IN_THREAD_START != 0 {
                 panic!("deliberate panic requested by X=0x100");
             }
-            profiler.thread_started(event.thread());
+            profiler.thread_started(context.jni().map(|j| &**j), event.thread());
         }
     }
 
-    fn thread_end(&self, _context: CallbackContext<'_>, event: ThreadEvent) {
+    fn thread_end(&self, context: CallbackContext<'_>, event: ThreadEvent) {
         if let Some(profiler) = PROFILER.get() {
-            profiler.thread_ended(event.thread());
+            profiler.thread_ended(context.jni().map(|j| &**j), event.thread());
         }
     }
 

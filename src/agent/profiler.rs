@@ -5,7 +5,8 @@
 
 use super::alloc::AllocationCounts;
 use super::classes::intern_class;
-use super::jvm::{self, JvmtiHandle};
+use super::jvm::{self, JvmtiHandle, VmHandle};
+use super::sampler::{self, CpuSampling};
 use super::site_cache;
 use super::traces::TracePolicy;
 use crate::emit::sites::SiteSnapshot;
@@ -18,6 +19,7 @@ use crate::options::{Format, Options};
 use crate::output::OutputWriter;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -75,6 +77,11 @@ pub struct Profiler {
     writer: OutputWriter,
     /// Allocation counts (heap=sites/dump), outside the model lock.
     allocations: Option<AllocationCounts>,
+    /// CPU sampling (cpu=samples), when it could be set up.
+    cpu: Option<CpuSampling>,
+    /// Samples per trace since the last dump.
+    cpu_counts: Mutex<HashMap<u32, u64>>,
+    vm: VmHandle,
     /// Tag of `java.lang.Class`'s class object: its instances are class objects.
     class_class_tag: AtomicU64,
     /// Set at VM init; events before it are ignored.
@@ -87,7 +94,7 @@ pub struct Profiler {
 
 impl Profiler {
     /// A run with parsed options, its JVMTI environment and its open output.
-    pub fn new(options: Options, jvmti: &Jvmti, writer: OutputWriter) -> Self {
+    pub fn new(options: Options, jvmti: &Jvmti, vm: VmHandle, writer: OutputWriter) -> Self {
         let style = match options.format {
             Format::Ascii => Style::Ascii,
             Format::Binary => Style::Binary,
@@ -100,6 +107,13 @@ impl Profiler {
         let allocations = options
             .alloc_tracking()
             .then(|| AllocationCounts::new(options.alloc_interval));
+        let cpu = if options.cpu_samples {
+            CpuSampling::new(options.interval_ms, options.depth)
+                .map_err(|why| eprintln!("HPROF ERROR: cpu=samples cannot run: {why}"))
+                .ok()
+        } else {
+            None
+        };
         Self {
             options,
             jvmti: JvmtiHandle::new(jvmti),
@@ -108,6 +122,9 @@ impl Profiler {
             model: Mutex::new(Model::new()),
             writer,
             allocations,
+            cpu,
+            cpu_counts: Mutex::default(),
+            vm,
             class_class_tag: AtomicU64::new(0),
             live: AtomicBool::new(false),
             dead: AtomicBool::new(false),
@@ -120,7 +137,7 @@ impl Profiler {
     }
 
     /// VM init: the file header, the main thread, the classes loaded so far.
-    pub fn vm_init(&self, jni: Option<&JniEnv>, main_thread: jni::jthread) {
+    pub fn vm_init(&'static self, jni: Option<&JniEnv>, main_thread: jni::jthread) {
         let env = self.jvmti.env();
         let version = match (self.emitter.style(), jni.and_then(jvm::max_heap_bytes)) {
             (Style::Binary, Some(max)) if max >= SEGMENTED_HEAP_THRESHOLD => Version::V102,
@@ -173,11 +190,42 @@ impl Profiler {
         drop(guard);
 
         self.live.store(true, Ordering::Release);
-        self.thread_started(main_thread);
+        self.thread_started(jni, main_thread);
         self.writer.flush();
         self.enable_live_events(&env);
         if let (Some(jni), Some(0)) = (jni, self.allocations.as_ref().map(|a| a.interval)) {
             prime_exact_sampling(jni);
+        }
+        if let Some(cpu) = &self.cpu {
+            cpu.start(self.vm, move |_jni| self.cpu_tick());
+        }
+    }
+
+    /// One sampler tick: count the stacks of the threads that ran.
+    fn cpu_tick(&self) {
+        let Some(cpu) = &self.cpu else { return };
+        if !self.accepting_events() {
+            return;
+        }
+        let env = self.jvmti.env();
+        let ran = cpu.collect(&env);
+        if ran.is_empty() {
+            return;
+        }
+        let mut model = self.model.lock();
+        let traces: Vec<(u32, u32)> = ran
+            .iter()
+            .map(|r| {
+                (
+                    self.traces.intern(&env, &mut model, &r.frames, r.serial),
+                    r.intervals,
+                )
+            })
+            .collect();
+        drop(model);
+        let mut counts = self.cpu_counts.lock();
+        for (trace, intervals) in traces {
+            *counts.entry(trace).or_default() += u64::from(intervals);
         }
     }
 
@@ -224,15 +272,19 @@ impl Profiler {
         (serial, true)
     }
 
-    /// ThreadStart (and the main thread at VM init): THREAD START once per thread.
-    pub fn thread_started(&self, thread: jni::jthread) {
-        if !self.accepting_events() {
+    /// ThreadStart (and the main thread at VM init), on the thread itself:
+    /// THREAD START once per thread, and its CPU timer for cpu=samples.
+    pub fn thread_started(&self, jni: Option<&JniEnv>, thread: jni::jthread) {
+        if !self.accepting_events() || sampler::is_agent_thread() {
             return;
         }
         let env = self.jvmti.env();
         let frames = jvm::stack_frames(&env, thread, self.traces.depth);
         let mut model = self.model.lock();
         let (serial, new) = self.thread_serial(&env, &mut model, thread);
+        if let Some(cpu) = &self.cpu {
+            cpu.thread_started(jni, thread, serial);
+        }
         if !new {
             return;
         }
@@ -243,9 +295,12 @@ impl Profiler {
         self.writer.write(bytes);
     }
 
-    /// ThreadEnd: THREAD END.
-    pub fn thread_ended(&self, thread: jni::jthread) {
-        if !self.accepting_events() {
+    /// ThreadEnd, on the ending thread: THREAD END, and its CPU timer stops.
+    pub fn thread_ended(&self, jni: Option<&JniEnv>, thread: jni::jthread) {
+        if let Some(cpu) = &self.cpu {
+            cpu.thread_ended(jni);
+        }
+        if !self.accepting_events() || sampler::is_agent_thread() {
             return;
         }
         let env = self.jvmti.env();
@@ -287,7 +342,11 @@ impl Profiler {
         let Some(allocations) = &self.allocations else {
             return;
         };
-        if !self.accepting_events() || object.is_null() || PRIMING.with(|p| p.replace(false)) {
+        if !self.accepting_events()
+            || object.is_null()
+            || PRIMING.with(|p| p.replace(false))
+            || sampler::is_agent_thread()
+        {
             return;
         }
         let env = self.jvmti.env();
@@ -420,19 +479,38 @@ impl Profiler {
         if self.options.heap_sites {
             parts.push(" allocation sites ...");
         }
+        if self.options.cpu_samples {
+            parts.push(" CPU usage by sampling running threads ...");
+        }
         if self.options.verbose && !parts.is_empty() {
             eprint!("Dumping{}", parts.concat());
         }
         self.deliver_pending_frees();
         let mut model = self.model.lock();
+        // Sections in HPROF's order; each prints the traces it refers to first.
         let mut bytes = self.emitter.class_loads(&mut model);
-        bytes.extend(self.emitter.unprinted_traces(&mut model));
+        if self.options.heap_dump {
+            // The heap dump itself is not written yet; what it prints first,
+            // every trace not printed so far, is.
+            bytes.extend(self.emitter.unprinted_traces(&mut model));
+        }
         if self.options.heap_sites {
             let sites = self.site_snapshot(&model);
             bytes.extend(
                 self.emitter
                     .sites(&mut model, &sites, self.options.cutoff, ctime_now()),
             );
+        }
+        if self.options.cpu_samples {
+            // Counts start over after each dump, as HPROF's did.
+            let counts = std::mem::take(&mut *self.cpu_counts.lock());
+            let samples = crate::emit::cpu::samples_from(&model, &counts);
+            bytes.extend(self.emitter.cpu_samples(
+                &mut model,
+                &samples,
+                self.options.cutoff,
+                ctime_now(),
+            ));
         }
         drop(model);
         self.writer.write(bytes);
@@ -453,6 +531,9 @@ impl Profiler {
     pub fn vm_death(&self) {
         if self.dead.swap(true, Ordering::AcqRel) {
             return;
+        }
+        if let Some(cpu) = &self.cpu {
+            cpu.stop();
         }
         if self.options.doe && self.live.load(Ordering::Acquire) {
             self.dump();

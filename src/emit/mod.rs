@@ -5,6 +5,7 @@
 //! is spelled); it holds the per-run output state (format, id size, clock)
 //! and writes each string, frame and trace once, just before first use.
 
+pub mod cpu;
 pub mod sites;
 
 use crate::format::ascii::{self, LineInfo, Section, TraceFrame, TraceSection};
@@ -242,6 +243,29 @@ impl Emitter {
                     self.record(body, &mut out);
                 }
             }
+        }
+        out
+    }
+
+    /// CPU SAMPLES: the traces of the listed rows first (those not printed
+    /// yet, in rank order), then the section or record.
+    pub fn cpu_samples(
+        &self,
+        model: &mut Model,
+        samples: &[cpu::TraceCount],
+        cutoff: f64,
+        created: String,
+    ) -> Vec<u8> {
+        let rows = cpu::rank(samples, cutoff);
+        let listed: Vec<u32> = rows.iter().map(|r| r.trace_serial).collect();
+        let mut out = self.class_loads(model);
+        out.extend(self.unprinted_traces_of(model, &listed));
+        match self.style {
+            Style::Ascii => {
+                let section = Section::Cpu(cpu::ascii_section(samples, cutoff, created));
+                ascii::writer::write_section(&section, &mut out);
+            }
+            Style::Binary => self.record(cpu::binary_record(samples, cutoff), &mut out),
         }
         out
     }

@@ -1,0 +1,217 @@
+//! Per-thread CPU timers: how the cpu=samples collector knows which threads
+//! really ran. Each profiled thread gets a POSIX timer on its own CPU-time
+//! clock; every `interval` of CPU the thread burns, the kernel sends it
+//! SIGPROF, and the handler adds one to the thread's slot. Threads that sleep,
+//! wait, park or block in I/O burn no CPU, get no signal and are never
+//! sampled; idle threads cost nothing per tick.
+//!
+//! Linux only (timer_create with SIGEV_THREAD_ID). All unsafe code of the
+//! collector is here.
+
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+
+/// Threads that can be timed at once; more are not sampled (reported once).
+pub const MAX_SLOTS: usize = 16 * 1024;
+
+/// CPU intervals each slot's thread consumed since the sampler last looked.
+/// Written by the signal handler, so it must be plain atomics in static memory.
+static PENDING: [AtomicU32; MAX_SLOTS] = [const { AtomicU32::new(0) }; MAX_SLOTS];
+/// One past the highest slot ever used, so the sampler scans no further.
+static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
+/// Whether our SIGPROF handler is installed.
+static HANDLER_INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Free slot numbers.
+static FREE_SLOTS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// The start of a timer's siginfo on Linux (x86_64 and aarch64): the
+/// `_timer` member of the union begins at offset 16.
+#[repr(C)]
+struct TimerSignalInfo {
+    signo: libc::c_int,
+    errno: libc::c_int,
+    code: libc::c_int,
+    _pad: libc::c_int,
+    timer_id: libc::c_int,
+    overrun: libc::c_int,
+    value: usize,
+}
+
+/// SIGPROF handler: async-signal-safe, it only adds to one atomic.
+extern "C" fn on_cpu_tick(
+    _signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    _context: *mut libc::c_void,
+) {
+    if info.is_null() {
+        return;
+    }
+    // SAFETY: the kernel passes a valid siginfo; for a timer signal
+    // (si_code SI_TIMER) its layout starts as TimerSignalInfo.
+    let info = unsafe { &*(info as *const TimerSignalInfo) };
+    if info.code != libc::SI_TIMER {
+        return;
+    }
+    let slot = info.value;
+    if let Some(pending) = PENDING.get(slot) {
+        pending.fetch_add(1 + info.overrun.max(0) as u32, Ordering::Relaxed);
+    }
+}
+
+/// Installs the SIGPROF handler, unless someone else (another profiler, the
+/// application) already handles SIGPROF: then nothing is changed.
+pub fn install_handler() -> Result<(), String> {
+    if HANDLER_INSTALLED.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    // SAFETY: sigaction with a zeroed struct reads the current disposition;
+    // the new one points at a handler that only touches static atomics.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGPROF, std::ptr::null(), &mut current) != 0 {
+            return Err("cannot read the SIGPROF disposition".into());
+        }
+        if current.sa_sigaction != libc::SIG_DFL && current.sa_sigaction != libc::SIG_IGN {
+            return Err("SIGPROF is already handled by someone else (another profiler?)".into());
+        }
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_cpu_tick as *const () as usize;
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        if libc::sigaction(libc::SIGPROF, &action, std::ptr::null_mut()) != 0 {
+            return Err("cannot install the SIGPROF handler".into());
+        }
+    }
+    HANDLER_INSTALLED.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// A running CPU timer of the calling thread.
+pub struct CpuTimer {
+    pub slot: usize,
+    timer: libc::timer_t,
+}
+
+// SAFETY: a timer_t is a kernel handle (an integer in a pointer); it may be
+// deleted from any thread.
+unsafe impl Send for CpuTimer {}
+
+fn take_slot() -> Option<usize> {
+    if let Some(slot) = FREE_SLOTS.lock().pop() {
+        return Some(slot);
+    }
+    let slot = HIGH_WATER.fetch_add(1, Ordering::AcqRel);
+    if slot < MAX_SLOTS {
+        Some(slot)
+    } else {
+        HIGH_WATER.store(MAX_SLOTS, Ordering::Release);
+        None
+    }
+}
+
+/// Starts a timer on the calling thread's CPU clock that signals this thread
+/// every `interval_ms` of CPU it consumes. Must run on the thread itself.
+pub fn start_for_current_thread(interval_ms: u32) -> Option<CpuTimer> {
+    if !HANDLER_INSTALLED.load(Ordering::Acquire) {
+        return None;
+    }
+    let slot = take_slot()?;
+    PENDING[slot].store(0, Ordering::Relaxed);
+    // SAFETY: plain libc calls with valid out-pointers; the timer targets the
+    // calling thread (gettid) and measures its own CPU clock.
+    unsafe {
+        let mut event: libc::sigevent = std::mem::zeroed();
+        event.sigev_notify = libc::SIGEV_THREAD_ID;
+        event.sigev_signo = libc::SIGPROF;
+        event.sigev_value = libc::sigval {
+            sival_ptr: slot as *mut libc::c_void,
+        };
+        event.sigev_notify_thread_id = libc::gettid();
+        let mut timer: libc::timer_t = std::ptr::null_mut();
+        if libc::timer_create(libc::CLOCK_THREAD_CPUTIME_ID, &mut event, &mut timer) != 0 {
+            FREE_SLOTS.lock().push(slot);
+            return None;
+        }
+        let period = libc::timespec {
+            tv_sec: (interval_ms / 1000) as libc::time_t,
+            tv_nsec: ((interval_ms % 1000) as libc::c_long) * 1_000_000,
+        };
+        let spec = libc::itimerspec {
+            it_interval: period,
+            it_value: period,
+        };
+        if libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) != 0 {
+            libc::timer_delete(timer);
+            FREE_SLOTS.lock().push(slot);
+            return None;
+        }
+        Some(CpuTimer { slot, timer })
+    }
+}
+
+impl CpuTimer {
+    /// Stops the timer and frees its slot.
+    pub fn stop(self) {
+        // SAFETY: `timer` came from timer_create and is deleted once (self is consumed).
+        unsafe {
+            libc::timer_delete(self.timer);
+        }
+        PENDING[self.slot].store(0, Ordering::Relaxed);
+        FREE_SLOTS.lock().push(self.slot);
+    }
+}
+
+/// Takes the pending CPU intervals of every slot: (slot, intervals) for
+/// each slot whose thread ran since the last call.
+pub fn take_pending() -> Vec<(usize, u32)> {
+    let high = HIGH_WATER.load(Ordering::Acquire).min(MAX_SLOTS);
+    PENDING[..high]
+        .iter()
+        .enumerate()
+        .filter_map(|(slot, pending)| match pending.swap(0, Ordering::Relaxed) {
+            0 => None,
+            n => Some((slot, n)),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_thread_collects_intervals_and_an_idle_one_does_not() {
+        install_handler().expect("SIGPROF is free in tests");
+        let busy = std::thread::spawn(|| {
+            let timer = start_for_current_thread(1).expect("timer");
+            // Spin until 20 ticks of 1 ms CPU arrive (or give up after 10 s
+            // of wall time, on a machine too busy to give this thread CPU).
+            let start = std::time::Instant::now();
+            let mut x = 0u64;
+            while PENDING[timer.slot].load(Ordering::Relaxed) < 20
+                && start.elapsed() < std::time::Duration::from_secs(10)
+            {
+                x = x.wrapping_mul(31).wrapping_add(7);
+                std::hint::black_box(x);
+            }
+            let pending = PENDING[timer.slot].load(Ordering::Relaxed);
+            timer.stop();
+            pending
+        });
+        let idle = std::thread::spawn(|| {
+            let timer = start_for_current_thread(1).expect("timer");
+            std::thread::sleep(std::time::Duration::from_millis(60));
+            let pending = PENDING[timer.slot].load(Ordering::Relaxed);
+            timer.stop();
+            pending
+        });
+        let busy = busy.join().unwrap();
+        let idle = idle.join().unwrap();
+        assert!(
+            busy >= 20,
+            "a thread busy for 60 ms got {busy} ticks of 1 ms"
+        );
+        assert!(idle <= 1, "a sleeping thread got {idle} ticks");
+    }
+}

@@ -1,0 +1,179 @@
+//! The cpu=samples collector: every `interval` ms an agent thread looks at
+//! which threads consumed CPU since the last tick (their CPU timers, see
+//! `cpu_timers.rs`), takes the stacks of just those threads, and counts one
+//! sample per CPU interval each consumed at its stack trace.
+
+use super::cpu_timers::{self, CpuTimer};
+use super::jvm::{self, RawFrame, VmHandle};
+use jvmti_bindings::prelude::*;
+use parking_lot::Mutex;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Name of the sampler thread, as HPROF named its own.
+pub const SAMPLER_THREAD_NAME: &str = "HPROF cpu sampling thread";
+
+thread_local! {
+    /// This thread's CPU timer, started at ThreadStart and stopped at ThreadEnd.
+    static TIMER: RefCell<Option<CpuTimer>> = const { RefCell::new(None) };
+    /// Set on the agent's own Java threads, whose events are ignored.
+    static AGENT_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// True on a thread the agent started for itself.
+pub fn is_agent_thread() -> bool {
+    AGENT_THREAD.try_with(Cell::get).unwrap_or(false)
+}
+
+/// A profiled thread: a global reference to it and its serial.
+#[derive(Clone, Copy)]
+struct Timed {
+    thread: usize,
+    serial: u32,
+}
+
+/// One thread's CPU since the last tick.
+pub struct Ran {
+    pub serial: u32,
+    /// CPU intervals consumed.
+    pub intervals: u32,
+    pub frames: Vec<RawFrame>,
+}
+
+/// State of cpu=samples.
+pub struct CpuSampling {
+    interval_ms: u32,
+    depth: u32,
+    /// Timed threads by timer slot.
+    timed: Mutex<HashMap<usize, Timed>>,
+    stop: AtomicBool,
+    sampler: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl CpuSampling {
+    /// Sampling every `interval_ms` of CPU, `depth` frames deep. Installs
+    /// the signal handler; an error says why sampling cannot run.
+    pub fn new(interval_ms: u32, depth: u32) -> Result<Self, String> {
+        cpu_timers::install_handler()?;
+        Ok(Self {
+            interval_ms: interval_ms.max(1),
+            depth,
+            timed: Mutex::default(),
+            stop: AtomicBool::new(false),
+            sampler: Mutex::new(None),
+        })
+    }
+
+    /// ThreadStart, on the new thread: start its CPU timer.
+    pub fn thread_started(&self, jni: Option<&JniEnv>, thread: jni::jthread, serial: u32) {
+        let Some(jni) = jni else { return };
+        if is_agent_thread() || self.depth == 0 {
+            return;
+        }
+        let Some(timer) = cpu_timers::start_for_current_thread(self.interval_ms) else {
+            return;
+        };
+        let global = jvm::global_ref(jni, thread);
+        self.timed.lock().insert(
+            timer.slot,
+            Timed {
+                thread: global as usize,
+                serial,
+            },
+        );
+        let _ = TIMER.try_with(|t| {
+            if let Some(old) = t.replace(Some(timer)) {
+                old.stop();
+            }
+        });
+    }
+
+    /// ThreadEnd, on the ending thread: stop its timer.
+    pub fn thread_ended(&self, jni: Option<&JniEnv>) {
+        let Some(timer) = TIMER.try_with(|t| t.take()).ok().flatten() else {
+            return;
+        };
+        if let Some(timed) = self.timed.lock().remove(&timer.slot) {
+            if let Some(jni) = jni {
+                jvm::delete_global(jni, timed.thread as jni::jobject);
+            }
+        }
+        timer.stop();
+    }
+
+    /// The threads that ran since the last call, with their stacks.
+    pub fn collect(&self, env: &Jvmti) -> Vec<Ran> {
+        let pending = cpu_timers::take_pending();
+        if pending.is_empty() {
+            return Vec::new();
+        }
+        let timed = self.timed.lock();
+        let (threads, who): (Vec<jni::jthread>, Vec<(u32, u32)>) = pending
+            .iter()
+            .filter_map(|(slot, n)| {
+                timed
+                    .get(slot)
+                    .map(|t| (t.thread as jni::jthread, (t.serial, *n)))
+            })
+            .unzip();
+        drop(timed);
+        if threads.is_empty() {
+            return Vec::new();
+        }
+        // A thread that ran but has blocked since (the CPU was spent before
+        // the wait) is not charged to its waiting frame.
+        let stacks = jvm::runnable_stacks_of(env, &threads, self.depth);
+        who.into_iter()
+            .zip(stacks)
+            .filter(|(_, frames)| !frames.is_empty())
+            .map(|((serial, intervals), frames)| Ran {
+                serial,
+                intervals,
+                frames,
+            })
+            .collect()
+    }
+
+    /// Starts the sampler thread, which calls `tick` every interval until stopped.
+    pub fn start(&'static self, vm: VmHandle, tick: impl Fn(&JniEnv) + Send + 'static) {
+        let interval = Duration::from_millis(u64::from(self.interval_ms));
+        let spawned = std::thread::Builder::new()
+            .name(SAMPLER_THREAD_NAME.into())
+            .spawn(move || {
+                AGENT_THREAD.with(|a| a.set(true));
+                let Some(jni) = vm.attach_daemon(SAMPLER_THREAD_NAME) else {
+                    eprintln!("HPROF ERROR: cannot attach the cpu sampling thread; no CPU samples");
+                    return;
+                };
+                while !self.stop.load(Ordering::Acquire) {
+                    std::thread::sleep(interval);
+                    if self.stop.load(Ordering::Acquire) {
+                        break;
+                    }
+                    // Local references made during a tick are dropped with its frame.
+                    if let Ok(frame) = jni.push_local_frame(64) {
+                        tick(&jni);
+                        drop(frame);
+                    }
+                }
+                vm.detach();
+            });
+        match spawned {
+            Ok(handle) => *self.sampler.lock() = Some(handle),
+            Err(error) => eprintln!(
+                "HPROF ERROR: cannot start the cpu sampling thread ({error}); no CPU samples"
+            ),
+        }
+    }
+
+    /// Stops the sampler thread and waits for it.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(handle) = self.sampler.lock().take() {
+            let _ = handle.join();
+        }
+    }
+}

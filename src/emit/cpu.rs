@@ -1,0 +1,150 @@
+//! The CPU SAMPLES section (ASCII) and CPU SAMPLES record (binary): ranking,
+//! percentages and cutoff, as in reference §2.6 and §4.7.
+
+use crate::format::ascii::{CpuRow, CpuSection, CpuTitle};
+use crate::format::binary::{CpuSample, RecordBody};
+use crate::format::names::signature_to_name;
+use crate::model::Model;
+use std::collections::HashMap;
+
+/// One trace's count at dump time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceCount {
+    pub trace_serial: u32,
+    pub count: u64,
+    /// `class.method` of the top frame; None for an empty trace.
+    pub method: Option<String>,
+}
+
+/// The counted traces with their top frame's name, in trace serial order.
+pub fn samples_from(model: &Model, counts: &HashMap<u32, u64>) -> Vec<TraceCount> {
+    let mut samples: Vec<TraceCount> = counts
+        .iter()
+        .map(|(&trace_serial, &count)| {
+            let top = model
+                .traces
+                .get(trace_serial)
+                .and_then(|t| t.key.frames.first())
+                .and_then(|&id| model.frames.get(id));
+            let method = top.map(|f| {
+                format!(
+                    "{}.{}",
+                    signature_to_name(&f.class_signature),
+                    f.method_name
+                )
+            });
+            TraceCount {
+                trace_serial,
+                count,
+                method,
+            }
+        })
+        .collect();
+    samples.sort_by_key(|s| s.trace_serial);
+    samples
+}
+
+/// Sum of every count (the `total` of the header).
+pub fn total(samples: &[TraceCount]) -> u64 {
+    samples.iter().map(|s| s.count).sum()
+}
+
+/// Rows by count, largest first (ties in trace serial order), stopping at
+/// the first trace with no count or a share below `cutoff`.
+pub fn rank(samples: &[TraceCount], cutoff: f64) -> Vec<CpuRow> {
+    let total = total(samples);
+    let mut order: Vec<&TraceCount> = samples.iter().collect();
+    order.sort_by_key(|s| std::cmp::Reverse(s.count));
+    let mut accum = 0.0;
+    let mut rows = Vec::new();
+    for (i, sample) in order.into_iter().enumerate() {
+        let ratio = if total == 0 {
+            0.0
+        } else {
+            sample.count as f64 / total as f64
+        };
+        if sample.count == 0 || ratio < cutoff {
+            break;
+        }
+        accum += ratio;
+        rows.push(CpuRow {
+            rank: i as u64 + 1,
+            self_percent: ratio * 100.0,
+            accum_percent: accum * 100.0,
+            count: sample.count,
+            trace_serial: sample.trace_serial,
+            method: sample.method.clone(),
+        });
+    }
+    rows
+}
+
+/// The ASCII CPU SAMPLES section.
+pub fn ascii_section(samples: &[TraceCount], cutoff: f64, created: String) -> CpuSection {
+    CpuSection {
+        title: CpuTitle::Samples,
+        total: total(samples),
+        created,
+        rows: rank(samples, cutoff),
+    }
+}
+
+/// The binary CPU SAMPLES record (counts saturate at 32 bits).
+pub fn binary_record(samples: &[TraceCount], cutoff: f64) -> RecordBody {
+    let saturate = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+    RecordBody::CpuSamples {
+        total: saturate(total(samples)),
+        samples: rank(samples, cutoff)
+            .iter()
+            .map(|r| CpuSample {
+                count: saturate(r.count),
+                trace_serial: r.trace_serial,
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(trace: u32, n: u64) -> TraceCount {
+        TraceCount {
+            trace_serial: trace,
+            count: n,
+            method: Some(format!("A.m{trace}")),
+        }
+    }
+
+    #[test]
+    fn ranks_by_count_with_ties_in_serial_order_and_cutoff() {
+        let samples = [
+            count(300_001, 10),
+            count(300_002, 30),
+            count(300_003, 10),
+            count(300_004, 0),
+        ];
+        let rows = rank(&samples, 0.0001);
+        let order: Vec<u32> = rows.iter().map(|r| r.trace_serial).collect();
+        assert_eq!(
+            order,
+            vec![300_002, 300_001, 300_003],
+            "zero counts end the list"
+        );
+        assert!((rows[0].self_percent - 60.0).abs() < 1e-9);
+        assert!((rows[2].accum_percent - 100.0).abs() < 1e-9);
+        assert_eq!(rank(&samples, 0.5).len(), 1);
+        assert_eq!(total(&samples), 50);
+    }
+
+    #[test]
+    fn an_empty_profile_has_no_rows() {
+        let section = ascii_section(&[], 0.0001, "now".into());
+        assert_eq!(section.total, 0);
+        assert!(section.rows.is_empty());
+        let RecordBody::CpuSamples { total, samples } = binary_record(&[], 0.0001) else {
+            panic!()
+        };
+        assert_eq!((total, samples.len()), (0, 0));
+    }
+}
