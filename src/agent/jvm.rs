@@ -288,6 +288,21 @@ impl VmHandle {
         Some(unsafe { JniEnv::from_raw(env as *mut jni::JNIEnv) })
     }
 
+    /// The JNI environment of the calling thread, if it is a Java thread.
+    pub fn current_env(&self) -> Option<JniEnv> {
+        let mut env: *mut std::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: GetEnv only reads the calling thread's attachment state.
+        let result = unsafe {
+            let get_env = (**self.0).GetEnv;
+            get_env(self.0, &mut env, jni::JNI_VERSION_1_8)
+        };
+        if result != jni::JNI_OK || env.is_null() {
+            return None;
+        }
+        // SAFETY: a JNIEnv* the VM just returned for this thread.
+        Some(unsafe { JniEnv::from_raw(env as *mut jni::JNIEnv) })
+    }
+
     /// Detaches the calling thread (attached with [`Self::attach_daemon`]).
     pub fn detach(&self) {
         // SAFETY: called on a thread this agent attached, once, before it ends.

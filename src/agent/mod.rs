@@ -4,6 +4,7 @@
 mod alloc;
 mod classes;
 mod cpu_timers;
+mod heapdump;
 mod jvm;
 mod profiler;
 mod sampler;
@@ -65,6 +66,10 @@ impl Agent for HprofAgent {
             Err(code) => fail_at_load(&format!("Unable to access JVMTI (GetEnv returned {code})")),
         };
         let sink = Sink::open(&options, std::process::id()).unwrap_or_else(|e| fail_at_load(&e.0));
+        let sink_name = match &options.destination {
+            options::Destination::File(_) => sink.describe().to_owned(),
+            options::Destination::Net { .. } => options.default_file_name().to_owned(),
+        };
         let writer = OutputWriter::start(sink).unwrap_or_else(|e| {
             fail_at_load(&format!("cannot start the output writer thread: {e}"))
         });
@@ -73,7 +78,13 @@ impl Agent for HprofAgent {
         }
         install_panic_report();
         let vm = jvm::VmHandle::new(context.vm().raw());
-        let _ = PROFILER.set(Profiler::new(options, &jvmti, vm, writer));
+        let _ = PROFILER.set(Profiler::new(
+            options,
+            &jvmti,
+            vm,
+            writer,
+            heap_dump_temp_path(&sink_name),
+        ));
         jni::JNI_OK
     }
 
@@ -135,9 +146,9 @@ impl Agent for HprofAgent {
         }
     }
 
-    fn vm_death(&self, _context: CallbackContext<'_>) {
+    fn vm_death(&self, context: CallbackContext<'_>) {
         if let Some(profiler) = PROFILER.get() {
-            profiler.vm_death();
+            profiler.vm_death(context.jni().map(|j| &**j));
         }
     }
 }
@@ -193,4 +204,12 @@ fn install_panic_report() {
             .unwrap_or_else(|| "unknown cause".into());
         eprintln!("HPROF ERROR: internal error: {message}{location}");
     }));
+}
+
+/// Where the JVM writes a heap dump before it is carried into the output:
+/// beside the output file (or in the working directory for `net=`), with
+/// the process id so that two JVMs never share one.
+fn heap_dump_temp_path(output: &str) -> String {
+    // The JVM insists on the .hprof ending.
+    format!("{output}.{}.TMP.hprof", std::process::id())
 }

@@ -27,8 +27,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// as in the original agent.
 const SEGMENTED_HEAP_THRESHOLD: i64 = 2_000_000_000;
 
-/// Binary identifiers are 4 bytes, like the original agent's.
-pub const ID_SIZE: u32 = 4;
+/// Binary identifiers are 4 bytes, like the original agent's, except in
+/// files with heap dumps: those carry the JVM's own dump, whose object
+/// identifiers are 8-byte addresses (and with which VisualVM computes
+/// instance sizes for a 64-bit JVM).
+fn id_size(options: &Options) -> u32 {
+    if options.heap_dump { 8 } else { 4 }
+}
 
 /// Frames an allocation's key holds without a heap buffer.
 const INLINE_FRAMES: usize = 64;
@@ -82,6 +87,10 @@ pub struct Profiler {
     /// Samples per trace since the last dump.
     cpu_counts: Mutex<HashMap<u32, u64>>,
     vm: VmHandle,
+    /// Where the JVM writes its heap dump before it is carried over.
+    heap_dump_path: String,
+    /// What carrying heap dumps over remembers from one dump to the next.
+    dump_memory: Mutex<crate::emit::heap::DumpMemory>,
     /// Tag of `java.lang.Class`'s class object: its instances are class objects.
     class_class_tag: AtomicU64,
     /// Set at VM init; events before it are ignored.
@@ -94,7 +103,13 @@ pub struct Profiler {
 
 impl Profiler {
     /// A run with parsed options, its JVMTI environment and its open output.
-    pub fn new(options: Options, jvmti: &Jvmti, vm: VmHandle, writer: OutputWriter) -> Self {
+    pub fn new(
+        options: Options,
+        jvmti: &Jvmti,
+        vm: VmHandle,
+        writer: OutputWriter,
+        heap_dump_path: String,
+    ) -> Self {
         let style = match options.format {
             Format::Ascii => Style::Ascii,
             Format::Binary => Style::Binary,
@@ -107,6 +122,7 @@ impl Profiler {
         let allocations = options
             .alloc_tracking()
             .then(|| AllocationCounts::new(options.alloc_interval));
+        let id_bytes = id_size(&options);
         let cpu = if options.cpu_samples {
             CpuSampling::new(options.interval_ms, options.depth)
                 .map_err(|why| eprintln!("HPROF ERROR: cpu=samples cannot run: {why}"))
@@ -118,13 +134,15 @@ impl Profiler {
             options,
             jvmti: JvmtiHandle::new(jvmti),
             traces,
-            emitter: Emitter::new(style, ID_SIZE),
-            model: Mutex::new(Model::new()),
+            emitter: Emitter::new(style, id_bytes),
+            model: Mutex::new(Model::new(id_bytes == 8)),
             writer,
             allocations,
             cpu,
             cpu_counts: Mutex::default(),
             vm,
+            heap_dump_path,
+            dump_memory: Mutex::default(),
             class_class_tag: AtomicU64::new(0),
             live: AtomicBool::new(false),
             dead: AtomicBool::new(false),
@@ -140,6 +158,7 @@ impl Profiler {
     pub fn vm_init(&'static self, jni: Option<&JniEnv>, main_thread: jni::jthread) {
         let env = self.jvmti.env();
         let version = match (self.emitter.style(), jni.and_then(jvm::max_heap_bytes)) {
+            (Style::Binary, _) if self.options.heap_dump => Version::V102,
             (Style::Binary, Some(max)) if max >= SEGMENTED_HEAP_THRESHOLD => Version::V102,
             _ => Version::V101,
         };
@@ -471,11 +490,14 @@ impl Profiler {
 
     /// A full dump (SIGQUIT or VM death): every section the enabled
     /// collectors have, then a flush. A request during a dump is dropped.
-    pub fn dump(&self) {
+    pub fn dump(&self, jni: Option<&JniEnv>) {
         let Some(_guard) = self.dumping.try_lock() else {
             return;
         };
         let mut parts = Vec::new();
+        if self.options.heap_dump {
+            parts.push(" Java heap ...");
+        }
         if self.options.heap_sites {
             parts.push(" allocation sites ...");
         }
@@ -485,15 +507,18 @@ impl Profiler {
         if self.options.verbose && !parts.is_empty() {
             eprint!("Dumping{}", parts.concat());
         }
+        // Sections in HPROF's order; each prints the traces it refers to first.
+        if self.options.heap_dump {
+            let mut model = self.model.lock();
+            let mut bytes = self.emitter.class_loads(&mut model);
+            bytes.extend(self.emitter.unprinted_traces(&mut model));
+            drop(model);
+            self.writer.write(bytes);
+            self.heap_dump(jni);
+        }
         self.deliver_pending_frees();
         let mut model = self.model.lock();
-        // Sections in HPROF's order; each prints the traces it refers to first.
         let mut bytes = self.emitter.class_loads(&mut model);
-        if self.options.heap_dump {
-            // The heap dump itself is not written yet; what it prints first,
-            // every trace not printed so far, is.
-            bytes.extend(self.emitter.unprinted_traces(&mut model));
-        }
         if self.options.heap_sites {
             let sites = self.site_snapshot(&model);
             bytes.extend(
@@ -520,15 +545,54 @@ impl Profiler {
         }
     }
 
+    /// The heap dump section: the JVM dumps its heap to a temporary file,
+    /// which is carried into the output and removed.
+    fn heap_dump(&self, jni: Option<&JniEnv>) {
+        let current;
+        let jni = match jni {
+            Some(jni) => jni,
+            None => match self.vm.current_env() {
+                Some(env) => {
+                    current = env;
+                    &current
+                }
+                None => {
+                    eprintln!("HPROF ERROR: no JNI environment on this thread; heap dump skipped");
+                    return;
+                }
+            },
+        };
+        let path = &self.heap_dump_path;
+        let _ = std::fs::remove_file(path);
+        let result = super::heapdump::dump_heap(jni, path).and_then(|()| {
+            let file = std::fs::File::open(path)
+                .map_err(|e| format!("cannot read the JVM's heap dump {path}: {e}"))?;
+            let mut memory = self.dump_memory.lock();
+            let mut out = |bytes: Vec<u8>| {
+                self.writer.write(bytes);
+                // Waiting for each chunk to be written keeps memory bounded.
+                self.writer.flush();
+            };
+            self.emitter
+                .carry_heap_dump(file, &self.model, &mut memory, &mut out)
+                .map(|_| ())
+                .map_err(|e| format!("the JVM's heap dump is malformed: {e}"))
+        });
+        let _ = std::fs::remove_file(path);
+        if let Err(message) = result {
+            eprintln!("HPROF ERROR: {message}");
+        }
+    }
+
     /// SIGQUIT / DataDumpRequest.
     pub fn data_dump_request(&self) {
         if self.accepting_events() {
-            self.dump();
+            self.dump(None);
         }
     }
 
     /// VM death: the exit dump (`doe=y`), then everything is flushed and closed.
-    pub fn vm_death(&self) {
+    pub fn vm_death(&self, jni: Option<&JniEnv>) {
         if self.dead.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -536,7 +600,7 @@ impl Profiler {
             cpu.stop();
         }
         if self.options.doe && self.live.load(Ordering::Acquire) {
-            self.dump();
+            self.dump(jni);
         }
         // Wait for a SIGQUIT dump still being written before closing.
         let _guard = self.dumping.lock();

@@ -6,6 +6,7 @@
 //! and writes each string, frame and trace once, just before first use.
 
 pub mod cpu;
+pub mod heap;
 pub mod sites;
 
 use crate::format::ascii::{self, LineInfo, Section, TraceFrame, TraceSection};

@@ -55,6 +55,23 @@ impl ClassTable {
         serial
     }
 
+    /// Like [`ClassTable::intern`], for a class whose LOAD CLASS record the
+    /// caller writes itself: returns the serial and whether it is new (and
+    /// so needs that record).
+    pub fn intern_announced(
+        &mut self,
+        object_id: u64,
+        signature: &str,
+        trace_serial: u32,
+    ) -> (u32, bool) {
+        let known = self.by_object.contains_key(&object_id);
+        let serial = self.intern(object_id, signature, trace_serial);
+        if let Some(&i) = self.by_object.get(&object_id) {
+            self.entries[i].load_written = true;
+        }
+        (serial, !known)
+    }
+
     /// Classes whose LOAD CLASS record is still to be written, marking them written.
     pub fn take_unwritten_loads(&mut self) -> Vec<ClassEntry> {
         let mut out = Vec::new();

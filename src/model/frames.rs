@@ -45,18 +45,27 @@ pub struct FrameFacts {
 /// Frames by key, in creation order.
 #[derive(Debug, Default)]
 pub struct FrameTable {
+    wide: bool,
     entries: Vec<FrameEntry>,
     by_key: HashMap<FrameKey, usize>,
 }
 
 impl FrameTable {
+    /// A table for a file with 8-byte identifiers when `wide`.
+    pub fn new(wide: bool) -> Self {
+        Self {
+            wide,
+            ..Self::default()
+        }
+    }
+
     /// The frame identifier for `key`, calling `resolve` only for a new key.
     pub fn intern(&mut self, key: FrameKey, resolve: impl FnOnce() -> FrameFacts) -> u64 {
         if let Some(&i) = self.by_key.get(&key) {
             return self.entries[i].id;
         }
         let facts = resolve();
-        let id = IdSpace::Frame.id(self.entries.len() as u64 + 1);
+        let id = IdSpace::Frame.id(self.entries.len() as u64 + 1, self.wide);
         self.by_key.insert(key, self.entries.len());
         self.entries.push(FrameEntry {
             id,
@@ -81,9 +90,9 @@ impl FrameTable {
 
     /// Marks frame `id` written; true if it was not written before.
     pub fn mark_written(&mut self, id: u64) -> bool {
-        let slot = (id & ((1 << 28) - 1)) as usize;
+        let slot = IdSpace::slot(id) as usize;
         match slot.checked_sub(1).and_then(|i| self.entries.get_mut(i)) {
-            Some(entry) if !entry.written => {
+            Some(entry) if !entry.written && entry.id == id => {
                 entry.written = true;
                 true
             }

@@ -3,6 +3,10 @@
 //! Like the original agent, identifiers of different kinds live in different
 //! ranges (the kind in the top four bits of a 32-bit value), so a reader that
 //! mixes them up shows it at once, and all of them fit in 4-byte identifiers.
+//!
+//! Files with 8-byte identifiers (those with heap dumps, whose object
+//! identifiers are the JVM's addresses) set bit 56 in every identifier the
+//! agent makes up: no user-space address reaches it, so they never collide.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -20,14 +24,24 @@ pub enum IdSpace {
 /// Largest slot number that fits below the four tag bits.
 const MAX_SLOT: u64 = (1 << 28) - 1;
 
+/// Set in every made-up identifier of a file with 8-byte identifiers.
+pub const WIDE_BIT: u64 = 1 << 56;
+
 impl IdSpace {
-    /// The identifier of the `slot`th entry (slots count from 1).
-    pub fn id(self, slot: u64) -> u64 {
+    /// The identifier of the `slot`th entry (slots count from 1); `wide`
+    /// for files with 8-byte identifiers.
+    pub fn id(self, slot: u64, wide: bool) -> u64 {
         debug_assert!(
             (1..=MAX_SLOT).contains(&slot),
             "identifier slot out of range"
         );
-        ((self as u64) << 28) | (slot & MAX_SLOT)
+        let id = ((self as u64) << 28) | (slot & MAX_SLOT);
+        if wide { id | WIDE_BIT } else { id }
+    }
+
+    /// The slot of an identifier made by [`IdSpace::id`].
+    pub fn slot(id: u64) -> u64 {
+        id & MAX_SLOT
     }
 }
 
@@ -35,21 +49,28 @@ impl IdSpace {
 #[derive(Debug)]
 pub struct ObjectIds {
     next_slot: AtomicU64,
+    wide: bool,
 }
 
 impl Default for ObjectIds {
     fn default() -> Self {
-        Self {
-            next_slot: AtomicU64::new(1),
-        }
+        Self::new(false)
     }
 }
 
 impl ObjectIds {
+    /// Identifiers for a file with 8-byte identifiers when `wide`.
+    pub fn new(wide: bool) -> Self {
+        Self {
+            next_slot: AtomicU64::new(1),
+            wide,
+        }
+    }
+
     /// A new, never used object identifier.
     pub fn next(&self) -> u64 {
         let slot = self.next_slot.fetch_add(1, Ordering::Relaxed);
-        IdSpace::Object.id(slot.min(MAX_SLOT))
+        IdSpace::Object.id(slot.min(MAX_SLOT), self.wide)
     }
 }
 
@@ -59,9 +80,12 @@ mod tests {
 
     #[test]
     fn ids_carry_their_kind_in_the_top_bits() {
-        assert_eq!(IdSpace::Object.id(1), 0x5000_0001);
-        assert_eq!(IdSpace::Frame.id(0x193), 0x7000_0193);
-        assert_eq!(IdSpace::Name.id(2), 0xA000_0002);
+        assert_eq!(IdSpace::Object.id(1, false), 0x5000_0001);
+        assert_eq!(IdSpace::Frame.id(0x193, false), 0x7000_0193);
+        assert_eq!(IdSpace::Name.id(2, false), 0xA000_0002);
+        assert_eq!(IdSpace::Name.id(2, true), 0x0100_0000_A000_0002);
+        assert_eq!(IdSpace::slot(0x0100_0000_A000_0002), 2);
+        assert_eq!(ObjectIds::new(true).next(), 0x0100_0000_5000_0001);
     }
 
     #[test]

@@ -33,8 +33,14 @@ pub struct Model {
 }
 
 impl Model {
-    /// A fresh model: the empty trace 300000 and the unknown thread 200000 exist.
-    pub fn new() -> Self {
-        Self::default()
+    /// A fresh model: the empty trace 300000 and the unknown thread 200000
+    /// exist. `wide`: the output has 8-byte identifiers (see [`ids`]).
+    pub fn new(wide: bool) -> Self {
+        Self {
+            names: NameTable::new(wide),
+            frames: FrameTable::new(wide),
+            objects: ObjectIds::new(wide),
+            ..Self::default()
+        }
     }
 }

@@ -7,17 +7,26 @@ use std::collections::HashMap;
 /// String -> name identifier, remembering which have been written out.
 #[derive(Debug, Default)]
 pub struct NameTable {
+    wide: bool,
     ids: HashMap<String, u64>,
     written: HashMap<u64, bool>,
 }
 
 impl NameTable {
+    /// A table for a file with 8-byte identifiers when `wide`.
+    pub fn new(wide: bool) -> Self {
+        Self {
+            wide,
+            ..Self::default()
+        }
+    }
+
     /// The identifier of `text`, creating it if needed.
     pub fn intern(&mut self, text: &str) -> u64 {
         if let Some(&id) = self.ids.get(text) {
             return id;
         }
-        let id = IdSpace::Name.id(self.ids.len() as u64 + 1);
+        let id = IdSpace::Name.id(self.ids.len() as u64 + 1, self.wide);
         self.ids.insert(text.to_owned(), id);
         self.written.insert(id, false);
         id

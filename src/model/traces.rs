@@ -57,6 +57,24 @@ impl TraceTable {
         serial
     }
 
+    /// A serial for a trace that exists outside this table (the stack
+    /// traces inside a JVM-made heap dump carry their own frames): it is
+    /// never interned or printed by this table.
+    pub fn reserve(&mut self) -> u32 {
+        let serial = EMPTY_TRACE_SERIAL + self.entries.len() as u32;
+        let key = TraceKey {
+            frames: Vec::new(),
+            thread_serial: None,
+            phase: Some("reserved"),
+        };
+        self.entries.push(TraceEntry {
+            serial,
+            key,
+            printed: true,
+        });
+        serial
+    }
+
     /// The trace with `serial`.
     pub fn get(&self, serial: u32) -> Option<&TraceEntry> {
         let index = serial.checked_sub(EMPTY_TRACE_SERIAL)? as usize;
@@ -138,5 +156,16 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(traces.take_unprinted_of(&[s, 300_000]).len(), 1);
+        let reserved = traces.reserve();
+        assert_eq!(reserved, s + 1);
+        assert!(
+            traces.take_unprinted().is_empty(),
+            "reserved serials are never printed"
+        );
+        assert_eq!(
+            traces.intern(TraceKey::default()),
+            300_000,
+            "and never found by key"
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! The HPROF binary format: typed records, an encoder and a parser.
 
+pub mod heap_walk;
 pub mod reader;
 pub mod records;
 pub mod tags;

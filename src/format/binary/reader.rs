@@ -143,7 +143,8 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(got)
 }
 
-fn read_header(r: &mut impl Read) -> Result<FileHeader, ParseError> {
+/// Reads and checks the file header at the start of `r`.
+pub fn read_header(r: &mut impl Read) -> Result<FileHeader, ParseError> {
     let version = read_header_text(r)?;
     let id_offset = version.header_text().len() as u64 + 1;
     let mut fields = [0u8; 12];
@@ -315,7 +316,7 @@ impl<'a> Cursor<'a> {
 }
 
 /// Decode a record body. `record_offset` is the offset of its tag byte.
-fn parse_body(
+pub fn parse_body(
     tag: u8,
     body: &[u8],
     id_size: u32,

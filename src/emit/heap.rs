@@ -1,0 +1,265 @@
+//! Heap dumps: the JVM writes its own heap dump (see `agent/heapdump.rs`);
+//! this carries it into our output as a stream, with identifiers and
+//! serial numbers made consistent with the rest of the file, or converts it
+//! to HPROF's ASCII HEAP DUMP section.
+//!
+//! What is renumbered, and why: the JVM's dump numbers its classes, stack
+//! traces and frames from 1 in every dump, so each is given a serial of this
+//! file (classes 100000+, traces 300000+, frames in a range no other
+//! identifier uses). Objects keep the JVM's identifiers (their addresses),
+//! and the JVM's own thread serials (1, 2, ...) are kept in heap records and
+//! stack traces. The JVM's empty trace becomes 300000.
+
+use super::Emitter;
+use crate::format::ParseError;
+use crate::format::binary::RecordBody;
+use crate::format::binary::heap_walk::{self, SubRecords};
+use crate::format::binary::reader::{parse_body, read_header};
+use crate::format::binary::writer::{encode_record_header, tags};
+use crate::model::Model;
+use crate::model::traces::EMPTY_TRACE_SERIAL;
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::io::{BufReader, Read};
+
+/// Bytes handed to the output at a time while copying heap records.
+const CHUNK: usize = 4 << 20;
+
+/// Frame identifiers of JVM-made dumps live above this (no address and no
+/// identifier of ours reaches it); each dump gets its own 2^32 block.
+const FRAME_BASE: u64 = 0x0200_0000_0000_0000;
+
+/// What carrying one JVM heap dump over needs to remember across dumps.
+#[derive(Debug, Default)]
+pub struct DumpMemory {
+    /// UTF8 identifiers already written (the JVM's strings keep their ids).
+    written_names: HashSet<u64>,
+    /// How many dumps have been carried over.
+    dumps: u64,
+}
+
+/// Per-dump renumbering of the JVM's serials.
+#[derive(Default)]
+struct Renumbering {
+    classes: HashMap<u32, u32>,
+    traces: HashMap<u32, u32>,
+    frame_base: u64,
+}
+
+impl Renumbering {
+    fn trace(&self, jvm_serial: u32) -> u32 {
+        self.traces
+            .get(&jvm_serial)
+            .copied()
+            .unwrap_or(EMPTY_TRACE_SERIAL)
+    }
+}
+
+/// The signature for a class name as the JVM's dump writes it
+/// (`java/lang/String`, `[I`, `[Ljava/lang/String;`).
+fn signature_of(name: &str) -> String {
+    if name.starts_with('[') {
+        name.to_owned()
+    } else {
+        format!("L{name};")
+    }
+}
+
+/// Reads one record header: (tag, time, length), or None at the end.
+fn read_record_header(
+    input: &mut impl Read,
+    offset: u64,
+) -> Result<Option<(u8, u32, u32)>, ParseError> {
+    let mut head = [0u8; 9];
+    let mut got = 0;
+    while got < head.len() {
+        match input.read(&mut head[got..]) {
+            Ok(0) if got == 0 => return Ok(None),
+            Ok(0) => {
+                return Err(ParseError {
+                    offset,
+                    message: "truncated record header".into(),
+                });
+            }
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(ParseError {
+                    offset,
+                    message: format!("read error: {e}"),
+                });
+            }
+        }
+    }
+    let time = u32::from_be_bytes([head[1], head[2], head[3], head[4]]);
+    let length = u32::from_be_bytes([head[5], head[6], head[7], head[8]]);
+    Ok(Some((head[0], time, length)))
+}
+
+fn read_body(input: &mut impl Read, length: u32, offset: u64) -> Result<Vec<u8>, ParseError> {
+    let mut body = vec![0u8; length as usize];
+    input.read_exact(&mut body).map_err(|_| ParseError {
+        offset,
+        message: "record runs past the end of the file".into(),
+    })?;
+    Ok(body)
+}
+
+impl Emitter {
+    /// Carries the JVM heap dump read from `input` into this file's binary
+    /// output, handing bytes to `out` in chunks of a few MiB (so memory stays
+    /// bounded whatever the heap size). Returns the number of heap sub-records.
+    pub fn carry_heap_dump(
+        &self,
+        input: impl Read,
+        model: &Mutex<Model>,
+        memory: &mut DumpMemory,
+        out: &mut dyn FnMut(Vec<u8>),
+    ) -> Result<u64, ParseError> {
+        let mut input = BufReader::with_capacity(1 << 20, input);
+        let header = read_header(&mut input)?;
+        if header.id_size != self.id_size {
+            return Err(ParseError {
+                offset: 0,
+                message: format!(
+                    "the JVM's dump has {}-byte identifiers, this file {}",
+                    header.id_size, self.id_size
+                ),
+            });
+        }
+        let mut offset = header.version.header_text().len() as u64 + 1 + 12;
+        memory.dumps += 1;
+        let mut renumber = Renumbering {
+            frame_base: FRAME_BASE + (memory.dumps << 32),
+            ..Renumbering::default()
+        };
+        let mut names: HashMap<u64, String> = HashMap::new();
+        let mut pending = Vec::with_capacity(CHUNK);
+        let mut sub_records = 0u64;
+        while let Some((tag, _time, length)) = read_record_header(&mut input, offset)? {
+            let body_offset = offset + 9;
+            match tag {
+                tags::HEAP_DUMP | tags::HEAP_DUMP_SEGMENT => {
+                    // Our files with heap dumps are 1.0.2: every body is a segment.
+                    encode_record_header(tags::HEAP_DUMP_SEGMENT, self.now(), length, &mut pending);
+                    let mut walker =
+                        SubRecords::new(&mut input, u64::from(length), self.id_size, body_offset);
+                    let mut record = Vec::new();
+                    while walker.next_into(&mut record)? {
+                        if let Some(at) = heap_walk::trace_field_offset(record[0], self.id_size) {
+                            let serial = renumber.trace(heap_walk::get_u4(&record, at));
+                            heap_walk::put_u4(&mut record, at, serial);
+                        }
+                        pending.extend_from_slice(&record);
+                        sub_records += 1;
+                        if pending.len() >= CHUNK {
+                            out(std::mem::replace(&mut pending, Vec::with_capacity(CHUNK)));
+                        }
+                    }
+                }
+                tags::HEAP_DUMP_END => self.record(RecordBody::HeapDumpEnd, &mut pending),
+                _ => {
+                    let body = read_body(&mut input, length, offset)?;
+                    let parsed = parse_body(tag, &body, self.id_size, offset)?;
+                    // The model is locked per record, not for the whole copy,
+                    // so the program's threads are not held up meanwhile.
+                    self.carry_record(
+                        parsed,
+                        &mut model.lock(),
+                        memory,
+                        &mut renumber,
+                        &mut names,
+                        &mut pending,
+                    );
+                }
+            }
+            offset = body_offset + u64::from(length);
+        }
+        out(pending);
+        Ok(sub_records)
+    }
+
+    /// Carries one non-heap record of the JVM's dump over, renumbered.
+    fn carry_record(
+        &self,
+        body: RecordBody,
+        model: &mut Model,
+        memory: &mut DumpMemory,
+        renumber: &mut Renumbering,
+        names: &mut HashMap<u64, String>,
+        out: &mut Vec<u8>,
+    ) {
+        let body = match body {
+            RecordBody::Utf8 { id, text } => {
+                names.insert(id, String::from_utf8_lossy(&text).into_owned());
+                if !memory.written_names.insert(id) {
+                    return;
+                }
+                RecordBody::Utf8 { id, text }
+            }
+            RecordBody::LoadClass {
+                class_serial,
+                class_id,
+                name_id,
+                ..
+            } => {
+                let name = names.get(&name_id).map_or("Unknown_class", String::as_str);
+                let (serial, new) = model.classes.intern_announced(
+                    class_id,
+                    &signature_of(name),
+                    EMPTY_TRACE_SERIAL,
+                );
+                renumber.classes.insert(class_serial, serial);
+                if !new {
+                    return;
+                }
+                RecordBody::LoadClass {
+                    class_serial: serial,
+                    class_id,
+                    trace_serial: EMPTY_TRACE_SERIAL,
+                    name_id,
+                }
+            }
+            RecordBody::Frame {
+                frame_id,
+                method_name_id,
+                signature_id,
+                source_file_id,
+                class_serial,
+                line,
+            } => {
+                RecordBody::Frame {
+                    frame_id: renumber.frame_base + frame_id,
+                    method_name_id,
+                    signature_id,
+                    source_file_id,
+                    class_serial: renumber.classes.get(&class_serial).copied().unwrap_or(0),
+                    // A line of 0 is no line number (and some readers reject it).
+                    line: if line == 0 { -1 } else { line },
+                }
+            }
+            RecordBody::Trace {
+                trace_serial,
+                thread_serial,
+                frame_ids,
+            } => {
+                if frame_ids.is_empty() && thread_serial == 0 {
+                    renumber.traces.insert(trace_serial, EMPTY_TRACE_SERIAL);
+                    return;
+                }
+                let serial = model.traces.reserve();
+                renumber.traces.insert(trace_serial, serial);
+                let frame_ids = frame_ids.iter().map(|f| renumber.frame_base + f).collect();
+                RecordBody::Trace {
+                    trace_serial: serial,
+                    thread_serial,
+                    frame_ids,
+                }
+            }
+            // Nothing else is expected in a JVM heap dump; anything that is
+            // there would not be ours to carry over.
+            _ => return,
+        };
+        self.record(body, out);
+    }
+}

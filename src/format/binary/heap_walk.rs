@@ -1,0 +1,300 @@
+//! Walking a heap dump record body one sub-record at a time, in bounded
+//! memory: each sub-record is read whole into a reusable buffer (tag byte
+//! first) without decoding its values, so that a dump of any size can be
+//! copied, patched or converted as a stream.
+
+use super::records::BasicType;
+use super::tags::heap;
+use crate::format::ParseError;
+use std::io::Read;
+
+/// Reads the sub-records of one HEAP DUMP / HEAP DUMP SEGMENT body.
+pub struct SubRecords<R: Read> {
+    input: std::io::Take<R>,
+    id_size: u32,
+    /// File offset of the next sub-record (for error messages).
+    offset: u64,
+}
+
+impl<R: Read> SubRecords<R> {
+    /// The sub-records of a body of `length` bytes starting at file offset `offset`.
+    pub fn new(input: R, length: u64, id_size: u32, offset: u64) -> Self {
+        Self {
+            input: input.take(length),
+            id_size,
+            offset,
+        }
+    }
+
+    /// Reads the next sub-record into `buffer` (cleared first); false at
+    /// the end of the body.
+    pub fn next_into(&mut self, buffer: &mut Vec<u8>) -> Result<bool, ParseError> {
+        buffer.clear();
+        let start = self.offset;
+        let mut tag = [0u8; 1];
+        match self.input.read(&mut tag) {
+            Ok(0) => return Ok(false),
+            Ok(_) => {}
+            Err(e) => return Err(err(start, format!("read error: {e}"))),
+        }
+        buffer.push(tag[0]);
+        let id = self.id_size as usize;
+        let mut part = Part {
+            input: &mut self.input,
+            buffer,
+            start,
+        };
+        match tag[0] {
+            heap::ROOT_UNKNOWN | heap::ROOT_STICKY_CLASS | heap::ROOT_MONITOR_USED => {
+                part.bytes(id)?
+            }
+            heap::ROOT_JNI_GLOBAL => part.bytes(2 * id)?,
+            heap::ROOT_JNI_LOCAL | heap::ROOT_JAVA_FRAME | heap::ROOT_THREAD_OBJ => {
+                part.bytes(id + 8)?
+            }
+            heap::ROOT_NATIVE_STACK | heap::ROOT_THREAD_BLOCK => part.bytes(id + 4)?,
+            heap::CLASS_DUMP => {
+                // id, trace, super, loader, signers, domain, 2 reserved, size
+                part.bytes(7 * id + 4 + 4)?;
+                let constants = part.u2()?;
+                for _ in 0..constants {
+                    part.bytes(2)?;
+                    let kind = part.basic_type()?;
+                    part.bytes(kind.size(self.id_size))?;
+                }
+                let statics = part.u2()?;
+                for _ in 0..statics {
+                    part.bytes(id)?;
+                    let kind = part.basic_type()?;
+                    part.bytes(kind.size(self.id_size))?;
+                }
+                let fields = part.u2()?;
+                part.bytes(fields as usize * (id + 1))?;
+            }
+            heap::INSTANCE_DUMP => {
+                part.bytes(2 * id + 4)?;
+                let length = part.u4()?;
+                part.bytes(length as usize)?;
+            }
+            heap::OBJ_ARRAY_DUMP => {
+                part.bytes(id + 4)?;
+                let length = part.u4()?;
+                part.bytes(id)?;
+                part.bytes(length as usize * id)?;
+            }
+            heap::PRIM_ARRAY_DUMP => {
+                part.bytes(id + 4)?;
+                let length = part.u4()?;
+                let kind = part.basic_type()?;
+                part.bytes(length as usize * kind.size(self.id_size))?;
+            }
+            other => {
+                return Err(err(
+                    start,
+                    format!("unknown heap dump sub-record tag 0x{other:02x}"),
+                ));
+            }
+        }
+        self.offset += part.buffer.len() as u64;
+        Ok(true)
+    }
+}
+
+/// Where the trace serial (u4) of a sub-record starts, counting the tag
+/// byte; None for sub-records without one.
+pub fn trace_field_offset(tag: u8, id_size: u32) -> Option<usize> {
+    let id = id_size as usize;
+    match tag {
+        heap::ROOT_THREAD_OBJ => Some(1 + id + 4),
+        heap::CLASS_DUMP | heap::INSTANCE_DUMP | heap::OBJ_ARRAY_DUMP | heap::PRIM_ARRAY_DUMP => {
+            Some(1 + id)
+        }
+        _ => None,
+    }
+}
+
+/// Where the thread serial (u4) of a sub-record starts, counting the tag byte.
+pub fn thread_field_offset(tag: u8, id_size: u32) -> Option<usize> {
+    let id = id_size as usize;
+    match tag {
+        heap::ROOT_THREAD_OBJ
+        | heap::ROOT_JNI_LOCAL
+        | heap::ROOT_JAVA_FRAME
+        | heap::ROOT_NATIVE_STACK
+        | heap::ROOT_THREAD_BLOCK => Some(1 + id),
+        _ => None,
+    }
+}
+
+/// Reads the u4 at `at` in a sub-record.
+pub fn get_u4(record: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([record[at], record[at + 1], record[at + 2], record[at + 3]])
+}
+
+/// Overwrites the u4 at `at` in a sub-record.
+pub fn put_u4(record: &mut [u8], at: usize, value: u32) {
+    record[at..at + 4].copy_from_slice(&value.to_be_bytes());
+}
+
+/// Appends the next parts of one sub-record to its buffer.
+struct Part<'a, R: Read> {
+    input: &'a mut std::io::Take<R>,
+    buffer: &'a mut Vec<u8>,
+    start: u64,
+}
+
+impl<R: Read> Part<'_, R> {
+    fn bytes(&mut self, n: usize) -> Result<(), ParseError> {
+        let had = self.buffer.len();
+        self.buffer.resize(had + n, 0);
+        self.input.read_exact(&mut self.buffer[had..]).map_err(|_| {
+            err(
+                self.start,
+                format!(
+                    "heap dump sub-record (tag 0x{:02x}) runs past the end of its record",
+                    self.buffer[0]
+                ),
+            )
+        })
+    }
+
+    fn u2(&mut self) -> Result<u16, ParseError> {
+        self.bytes(2)?;
+        let n = self.buffer.len();
+        Ok(u16::from_be_bytes([self.buffer[n - 2], self.buffer[n - 1]]))
+    }
+
+    fn u4(&mut self) -> Result<u32, ParseError> {
+        self.bytes(4)?;
+        let n = self.buffer.len();
+        Ok(get_u4(self.buffer, n - 4))
+    }
+
+    fn basic_type(&mut self) -> Result<BasicType, ParseError> {
+        self.bytes(1)?;
+        let byte = self.buffer[self.buffer.len() - 1];
+        BasicType::from_u8(byte)
+            .ok_or_else(|| err(self.start, format!("invalid basic type {byte}")))
+    }
+}
+
+fn err(offset: u64, message: String) -> ParseError {
+    ParseError { offset, message }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::binary::records::*;
+    use crate::format::binary::writer::encode_heap_record;
+
+    fn sample_records() -> Vec<HeapRecord> {
+        vec![
+            HeapRecord::RootThreadObject {
+                object_id: 7,
+                thread_serial: 3,
+                trace_serial: 2,
+            },
+            HeapRecord::RootJavaFrame {
+                object_id: 8,
+                thread_serial: 3,
+                frame_depth: 1,
+            },
+            HeapRecord::ClassDump {
+                class_id: 100,
+                trace_serial: 1,
+                super_id: 0,
+                loader_id: 0,
+                signers_id: 0,
+                protection_domain_id: 0,
+                reserved1: 0,
+                reserved2: 0,
+                instance_size: 12,
+                constant_pool: vec![ConstantPoolEntry {
+                    index: 3,
+                    value: Value::Int(5),
+                }],
+                static_fields: vec![StaticField {
+                    name_id: 9,
+                    value: Value::Long(-1),
+                }],
+                instance_fields: vec![FieldDescriptor {
+                    name_id: 10,
+                    field_type: BasicType::Object,
+                }],
+            },
+            HeapRecord::InstanceDump {
+                object_id: 200,
+                trace_serial: 1,
+                class_id: 100,
+                values: vec![0, 0, 0, 0, 0, 0, 0, 9],
+            },
+            HeapRecord::ObjectArrayDump {
+                array_id: 300,
+                trace_serial: 1,
+                array_class_id: 101,
+                elements: vec![0, 200, 0],
+            },
+            HeapRecord::PrimitiveArrayDump {
+                array_id: 400,
+                trace_serial: 1,
+                elements: PrimitiveArray::Int(vec![1, 2, 3]),
+            },
+        ]
+    }
+
+    #[test]
+    fn walks_every_kind_and_patches_traces_in_place() {
+        for id_size in [4, 8] {
+            let mut body = Vec::new();
+            for record in sample_records() {
+                encode_heap_record(&record, id_size, &mut body);
+            }
+            let mut walker = SubRecords::new(&body[..], body.len() as u64, id_size, 0);
+            let mut buffer = Vec::new();
+            let mut patched = Vec::new();
+            while walker.next_into(&mut buffer).unwrap() {
+                if let Some(at) = trace_field_offset(buffer[0], id_size) {
+                    let old = get_u4(&buffer, at);
+                    put_u4(&mut buffer, at, old + 300_000);
+                }
+                patched.extend_from_slice(&buffer);
+            }
+            assert_eq!(patched.len(), body.len());
+            let records =
+                crate::format::binary::reader::parse_heap_records(&patched, id_size, 0).unwrap();
+            assert_eq!(records.len(), 6);
+            assert!(matches!(
+                records[0],
+                HeapRecord::RootThreadObject {
+                    trace_serial: 300_002,
+                    thread_serial: 3,
+                    ..
+                }
+            ));
+            assert!(matches!(
+                records[3],
+                HeapRecord::InstanceDump {
+                    trace_serial: 300_001,
+                    ..
+                }
+            ));
+            assert_eq!(
+                thread_field_offset(records[1].tag(), id_size),
+                Some(1 + id_size as usize)
+            );
+        }
+    }
+
+    #[test]
+    fn a_truncated_sub_record_is_an_error_with_its_offset() {
+        let mut body = Vec::new();
+        encode_heap_record(&HeapRecord::RootUnknown { object_id: 1 }, 8, &mut body);
+        encode_heap_record(&HeapRecord::RootUnknown { object_id: 2 }, 8, &mut body);
+        let mut walker = SubRecords::new(&body[..], body.len() as u64 - 3, 8, 1000);
+        let mut buffer = Vec::new();
+        assert!(walker.next_into(&mut buffer).unwrap());
+        let error = walker.next_into(&mut buffer).unwrap_err();
+        assert_eq!(error.offset, 1009);
+    }
+}
