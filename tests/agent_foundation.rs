@@ -232,7 +232,8 @@ fn binary_output_is_parsed_by_our_reader_hprof_slurp_and_print() {
         common::assert_success(&out, &format!("format=b on {}", jdk.label));
         let path = dir.join("java.hprof");
         let file = parse_binary(&path);
-        assert_eq!(file.header.id_size, 4);
+        // The default is heap=all, and files with heap dumps use 8-byte identifiers.
+        assert_eq!(file.header.id_size, 8);
         assert!(matches!(
             file.records.first().map(|r| &r.body),
             Some(RecordBody::ControlSettings { depth: 4, .. })
@@ -276,7 +277,7 @@ fn binary_output_is_parsed_by_our_reader_hprof_slurp_and_print() {
         let bytes = fs::read(&path).unwrap();
         let counts = jvm_hprof_check::parse_hprof_fully(&bytes)
             .unwrap_or_else(|e| panic!("{}: jvm-hprof rejects the file: {e}", jdk.label));
-        assert_eq!(counts.id_size, 4);
+        assert_eq!(counts.id_size, 8);
         assert!(
             counts.label.starts_with("JAVA PROFILE 1.0."),
             "{}",

@@ -164,13 +164,13 @@ fn setup_jvmti(jvmti: &Jvmti, options: &options::Options) -> Result<(), String> 
             caps.set_can_tag_objects(true);
             caps.set_can_get_source_file_name(potential.can_get_source_file_name());
             caps.set_can_get_line_numbers(potential.can_get_line_numbers());
-            if options.alloc_tracking() {
+            if options.heap_sites {
                 caps.set_can_generate_sampled_object_alloc_events(true);
                 caps.set_can_generate_object_free_events(true);
             }
         })
         .map_err(|e| format!("Unable to get necessary JVMTI capabilities. ({e:?})"))?;
-    if options.alloc_tracking() {
+    if options.heap_sites {
         // Set at load time, before the first thread-local allocation buffer
         // exists: set later, each thread's current buffer would still run to
         // its old sample point (about 512 KiB) before every allocation is

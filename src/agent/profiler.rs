@@ -119,8 +119,10 @@ impl Profiler {
             per_thread: options.thread,
             line_numbers: options.lineno,
         };
+        // Allocations are tracked for SITES only: heap dumps come from the
+        // JVM's own dumper, which has no per-object allocation traces to use.
         let allocations = options
-            .alloc_tracking()
+            .heap_sites
             .then(|| AllocationCounts::new(options.alloc_interval));
         let id_bytes = id_size(&options);
         let cpu = if options.cpu_samples {
@@ -163,7 +165,7 @@ impl Profiler {
             _ => Version::V101,
         };
         let mut control_flags = 0;
-        if self.options.alloc_tracking() {
+        if self.allocations.is_some() {
             control_flags |= 0x1;
         }
         if self.options.cpu_samples {
@@ -564,19 +566,33 @@ impl Profiler {
         };
         let path = &self.heap_dump_path;
         let _ = std::fs::remove_file(path);
+        let mut out = |bytes: Vec<u8>| {
+            self.writer.write(bytes);
+            // Waiting for each chunk to be written keeps memory bounded.
+            self.writer.flush();
+        };
         let result = super::heapdump::dump_heap(jni, path).and_then(|()| {
-            let file = std::fs::File::open(path)
-                .map_err(|e| format!("cannot read the JVM's heap dump {path}: {e}"))?;
-            let mut memory = self.dump_memory.lock();
-            let mut out = |bytes: Vec<u8>| {
-                self.writer.write(bytes);
-                // Waiting for each chunk to be written keeps memory bounded.
-                self.writer.flush();
-            };
-            self.emitter
-                .carry_heap_dump(file, &self.model, &mut memory, &mut out)
-                .map(|_| ())
-                .map_err(|e| format!("the JVM's heap dump is malformed: {e}"))
+            let malformed = |e| format!("the JVM's heap dump is malformed: {e}");
+            match self.emitter.style() {
+                Style::Binary => {
+                    let file = std::fs::File::open(path)
+                        .map_err(|e| format!("cannot read the JVM's heap dump {path}: {e}"))?;
+                    let mut memory = self.dump_memory.lock();
+                    self.emitter
+                        .carry_heap_dump(file, &self.model, &mut memory, &mut out)
+                        .map(|_| ())
+                        .map_err(malformed)
+                }
+                Style::Ascii => self
+                    .emitter
+                    .ascii_heap_dump(
+                        std::path::Path::new(path),
+                        &self.model,
+                        &ctime_now(),
+                        &mut out,
+                    )
+                    .map_err(malformed),
+            }
         });
         let _ = std::fs::remove_file(path);
         if let Err(message) = result {

@@ -7,6 +7,7 @@
 
 pub mod cpu;
 pub mod heap;
+pub mod heap_ascii;
 pub mod sites;
 
 use crate::format::ascii::{self, LineInfo, Section, TraceFrame, TraceSection};

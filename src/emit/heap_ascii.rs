@@ -1,0 +1,547 @@
+//! The ASCII HEAP DUMP section, converted from the JVM's binary heap dump
+//! in two streaming passes: the first learns the names, classes, stack
+//! traces and totals; the second writes one ROOT/CLS/OBJ/ARR entry per
+//! heap sub-record.
+//!
+//! Sizes (`sz=`) are computed for the usual 64-bit layout (12-byte object
+//! headers, 16-byte array headers, 4-byte compressed references, 8-byte
+//! alignment): the JVM's dump records values, not object sizes.
+
+use super::Emitter;
+use crate::format::ParseError;
+use crate::format::ascii::writer::{write_heap_dump_begin, write_heap_dump_end, write_heap_entry};
+use crate::format::ascii::{HeapEntry, HeapRoot, LineInfo, Section, TraceFrame, TraceSection};
+use crate::format::binary::heap_walk::SubRecords;
+use crate::format::binary::reader::{parse_body, parse_heap_records, read_header};
+use crate::format::binary::{BasicType, HeapRecord, PrimitiveArray, RecordBody, Value, tags};
+use crate::format::names::signature_to_name;
+use crate::model::Model;
+use crate::model::traces::EMPTY_TRACE_SERIAL;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+/// Bytes handed to the output at a time.
+const CHUNK: usize = 4 << 20;
+
+/// A class as its CLASS DUMP describes it.
+struct ClassShape {
+    super_id: u64,
+    /// Instance fields declared by this class: (name, type).
+    fields: Vec<(String, BasicType)>,
+}
+
+/// Everything the first pass learns.
+#[derive(Default)]
+struct Survey {
+    names: HashMap<u64, String>,
+    /// Class id -> dotted name.
+    class_names: HashMap<u64, String>,
+    /// JVM class serial -> class id.
+    class_ids: HashMap<u32, u64>,
+    classes: HashMap<u64, ClassShape>,
+    /// JVM frame id -> frame.
+    frames: HashMap<u64, TraceFrame>,
+    /// The JVM's stack traces: (serial, thread serial, frame ids).
+    traces: Vec<(u32, u32, Vec<u64>)>,
+    instances_per_class: HashMap<u64, u64>,
+    objects: u64,
+    array_bytes: u64,
+}
+
+impl Survey {
+    fn name(&self, id: u64) -> String {
+        self.names.get(&id).cloned().unwrap_or_default()
+    }
+
+    fn class_name(&self, id: u64) -> String {
+        self.class_names
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| "Unknown_class".into())
+    }
+
+    /// The object size of an instance of `class` (see the module comment).
+    fn instance_size(&self, class: u64) -> u64 {
+        let mut bytes = 12;
+        let mut next = Some(class);
+        while let Some(id) = next.filter(|&id| id != 0) {
+            let Some(shape) = self.classes.get(&id) else {
+                break;
+            };
+            bytes += shape
+                .fields
+                .iter()
+                .map(|(_, t)| field_size(*t))
+                .sum::<u64>();
+            next = Some(shape.super_id);
+        }
+        align8(bytes.max(16))
+    }
+}
+
+fn field_size(kind: BasicType) -> u64 {
+    match kind {
+        BasicType::Object => 4,
+        other => other.size(4) as u64,
+    }
+}
+
+fn align8(bytes: u64) -> u64 {
+    bytes.div_ceil(8) * 8
+}
+
+/// A dotted class name from the JVM dump's spelling (`java/lang/String`, `[I`).
+fn dotted(name: &str) -> String {
+    if name.starts_with('[') {
+        signature_to_name(name)
+    } else {
+        name.replace('/', ".")
+    }
+}
+
+/// Calls `record` for each top-level record body (heap bodies go to `heap`
+/// as sub-record bytes instead).
+fn each_record(
+    path: &Path,
+    id_size: u32,
+    mut record: impl FnMut(RecordBody),
+    mut heap: impl FnMut(&[u8]) -> Result<(), ParseError>,
+) -> Result<(), ParseError> {
+    let file = File::open(path).map_err(|e| ParseError {
+        offset: 0,
+        message: format!("cannot open {}: {e}", path.display()),
+    })?;
+    let mut input = BufReader::with_capacity(1 << 20, file);
+    let header = read_header(&mut input)?;
+    if header.id_size != id_size {
+        return Err(ParseError {
+            offset: 0,
+            message: "unexpected identifier size".into(),
+        });
+    }
+    let mut offset = header.version.header_text().len() as u64 + 1 + 12;
+    loop {
+        let mut head = [0u8; 9];
+        match input.read_exact(&mut head) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => {
+                return Err(ParseError {
+                    offset,
+                    message: format!("read error: {e}"),
+                });
+            }
+        }
+        let tag = head[0];
+        let length = u32::from_be_bytes([head[5], head[6], head[7], head[8]]);
+        if tag == tags::HEAP_DUMP || tag == tags::HEAP_DUMP_SEGMENT {
+            let mut walker = SubRecords::new(&mut input, u64::from(length), id_size, offset + 9);
+            let mut buffer = Vec::new();
+            while walker.next_into(&mut buffer)? {
+                heap(&buffer)?;
+            }
+        } else {
+            let mut body = vec![0u8; length as usize];
+            input.read_exact(&mut body).map_err(|_| ParseError {
+                offset,
+                message: "truncated record".into(),
+            })?;
+            record(parse_body(tag, &body, id_size, offset)?);
+        }
+        offset += 9 + u64::from(length);
+    }
+}
+
+fn one_record(bytes: &[u8], id_size: u32) -> Result<HeapRecord, ParseError> {
+    parse_heap_records(bytes, id_size, 0)?
+        .pop()
+        .ok_or_else(|| ParseError {
+            offset: 0,
+            message: "empty heap sub-record".into(),
+        })
+}
+
+impl Emitter {
+    /// Writes the JVM heap dump at `path` as the ASCII HEAP DUMP section
+    /// (preceded by the TRACE records of its thread stacks), handing bytes to
+    /// `out` in chunks.
+    pub fn ascii_heap_dump(
+        &self,
+        path: &Path,
+        model: &Mutex<Model>,
+        created: &str,
+        out: &mut dyn FnMut(Vec<u8>),
+    ) -> Result<(), ParseError> {
+        let id_size = self.id_size;
+        let survey = survey(path, id_size)?;
+
+        // The JVM's thread stacks become TRACE records of this file.
+        let mut trace_serials: HashMap<u32, u32> = HashMap::new();
+        let mut text = Vec::new();
+        for (serial, thread, frame_ids) in &survey.traces {
+            if frame_ids.is_empty() && *thread == 0 {
+                trace_serials.insert(*serial, EMPTY_TRACE_SERIAL);
+                continue;
+            }
+            let ours = model.lock().traces.reserve();
+            trace_serials.insert(*serial, ours);
+            let frames = frame_ids
+                .iter()
+                .filter_map(|id| survey.frames.get(id).cloned())
+                .collect();
+            let section = TraceSection {
+                serial: ours,
+                thread_serial: None,
+                phase: None,
+                frames,
+            };
+            crate::format::ascii::writer::write_section(&Section::Trace(section), &mut text);
+        }
+        let trace = |serial: u32| {
+            trace_serials
+                .get(&serial)
+                .copied()
+                .unwrap_or(EMPTY_TRACE_SERIAL)
+        };
+
+        let instance_bytes: u64 = survey
+            .instances_per_class
+            .iter()
+            .map(|(class, n)| n * survey.instance_size(*class))
+            .sum();
+        write_heap_dump_begin(
+            survey.objects,
+            instance_bytes + survey.array_bytes,
+            created,
+            &mut text,
+        );
+        let mut sizes: HashMap<u64, u64> = HashMap::new();
+        each_record(
+            path,
+            id_size,
+            |_| {},
+            |bytes| {
+                let record = one_record(bytes, id_size)?;
+                if let Some(entry) = to_entry(record, &survey, id_size, &trace, &mut sizes) {
+                    write_heap_entry(&entry, &mut text);
+                }
+                if text.len() >= CHUNK {
+                    out(std::mem::take(&mut text));
+                }
+                Ok(())
+            },
+        )?;
+        write_heap_dump_end(&mut text);
+        out(text);
+        Ok(())
+    }
+}
+
+/// The first pass.
+fn survey(path: &Path, id_size: u32) -> Result<Survey, ParseError> {
+    let mut survey = Survey::default();
+    let mut load_classes = Vec::new();
+    let mut raw_frames = Vec::new();
+    let mut class_dumps = Vec::new();
+    each_record(
+        path,
+        id_size,
+        |body| match body {
+            RecordBody::Utf8 { id, text } => {
+                survey
+                    .names
+                    .insert(id, String::from_utf8_lossy(&text).into_owned());
+            }
+            RecordBody::LoadClass {
+                class_serial,
+                class_id,
+                name_id,
+                ..
+            } => load_classes.push((class_serial, class_id, name_id)),
+            RecordBody::Frame {
+                frame_id,
+                method_name_id,
+                source_file_id,
+                class_serial,
+                line,
+                ..
+            } => raw_frames.push((frame_id, method_name_id, source_file_id, class_serial, line)),
+            RecordBody::Trace {
+                trace_serial,
+                thread_serial,
+                frame_ids,
+            } => survey.traces.push((trace_serial, thread_serial, frame_ids)),
+            _ => {}
+        },
+        |bytes| {
+            match one_record(bytes, id_size)? {
+                HeapRecord::ClassDump {
+                    class_id,
+                    super_id,
+                    instance_fields,
+                    ..
+                } => class_dumps.push((class_id, super_id, instance_fields)),
+                HeapRecord::InstanceDump { class_id, .. } => {
+                    survey.objects += 1;
+                    *survey.instances_per_class.entry(class_id).or_default() += 1;
+                }
+                HeapRecord::ObjectArrayDump { elements, .. } => {
+                    survey.objects += 1;
+                    survey.array_bytes += align8(16 + 4 * elements.len() as u64);
+                }
+                HeapRecord::PrimitiveArrayDump { elements, .. } => {
+                    survey.objects += 1;
+                    survey.array_bytes +=
+                        align8(16 + (elements.len() * elements.element_type().size(4)) as u64);
+                }
+                _ => {}
+            }
+            Ok(())
+        },
+    )?;
+    for (serial, id, name_id) in load_classes {
+        survey.class_ids.insert(serial, id);
+        let name = dotted(&survey.name(name_id));
+        survey.class_names.insert(id, name);
+    }
+    for (class_id, super_id, fields) in class_dumps {
+        let fields = fields
+            .iter()
+            .map(|f| (survey.name(f.name_id), f.field_type))
+            .collect();
+        survey
+            .classes
+            .insert(class_id, ClassShape { super_id, fields });
+    }
+    for (frame_id, method, source, class_serial, line) in raw_frames {
+        let class_name = survey
+            .class_ids
+            .get(&class_serial)
+            .map(|id| survey.class_name(*id))
+            .unwrap_or_else(|| "Unknown_class".into());
+        let source = survey
+            .names
+            .get(&source)
+            .cloned()
+            .unwrap_or_else(|| "<Unknown Source>".into());
+        let line = if line > 0 {
+            LineInfo::Line(line as u32)
+        } else {
+            LineInfo::Unknown
+        };
+        survey.frames.insert(
+            frame_id,
+            TraceFrame {
+                class_name,
+                method_name: survey.name(method),
+                source_file: source,
+                line,
+            },
+        );
+    }
+    Ok(survey)
+}
+
+/// The ASCII entry of one heap sub-record.
+fn to_entry(
+    record: HeapRecord,
+    survey: &Survey,
+    id_size: u32,
+    trace: &dyn Fn(u32) -> u32,
+    sizes: &mut HashMap<u64, u64>,
+) -> Option<HeapEntry> {
+    let root = |root| Some(HeapEntry::Root(root));
+    match record {
+        HeapRecord::RootUnknown { object_id } => root(HeapRoot::Unknown { object_id }),
+        HeapRecord::RootJniGlobal {
+            object_id,
+            jni_global_ref_id,
+        } => root(HeapRoot::JniGlobal {
+            object_id,
+            ref_id: jni_global_ref_id,
+            trace_serial: EMPTY_TRACE_SERIAL,
+        }),
+        HeapRecord::RootJniLocal {
+            object_id,
+            thread_serial,
+            frame_depth,
+        } => root(HeapRoot::JniLocal {
+            object_id,
+            thread_serial,
+            frame: frame_depth as i32,
+        }),
+        HeapRecord::RootJavaFrame {
+            object_id,
+            thread_serial,
+            frame_depth,
+        } => root(HeapRoot::JavaStack {
+            object_id,
+            thread_serial,
+            frame: frame_depth as i32,
+        }),
+        HeapRecord::RootNativeStack {
+            object_id,
+            thread_serial,
+        } => root(HeapRoot::NativeStack {
+            object_id,
+            thread_serial,
+        }),
+        HeapRecord::RootStickyClass { object_id } => root(HeapRoot::SystemClass {
+            object_id,
+            name: survey.class_name(object_id),
+        }),
+        HeapRecord::RootThreadBlock {
+            object_id,
+            thread_serial,
+        } => root(HeapRoot::ThreadBlock {
+            object_id,
+            thread_serial,
+        }),
+        HeapRecord::RootMonitorUsed { object_id } => root(HeapRoot::BusyMonitor { object_id }),
+        HeapRecord::RootThreadObject {
+            object_id,
+            thread_serial,
+            trace_serial,
+        } => root(HeapRoot::Thread {
+            object_id,
+            thread_serial,
+            trace_serial: trace(trace_serial),
+        }),
+        HeapRecord::ClassDump {
+            class_id,
+            super_id,
+            loader_id,
+            signers_id,
+            protection_domain_id,
+            constant_pool,
+            static_fields,
+            ..
+        } => {
+            let statics = static_fields
+                .iter()
+                .filter_map(|f| match f.value {
+                    Value::Object(id) if id != 0 => Some((survey.name(f.name_id), id)),
+                    _ => None,
+                })
+                .collect();
+            let constant_pool = constant_pool
+                .iter()
+                .filter_map(|c| match c.value {
+                    Value::Object(id) if id != 0 => Some((u32::from(c.index), id)),
+                    _ => None,
+                })
+                .collect();
+            Some(HeapEntry::Class {
+                object_id: class_id,
+                name: survey.class_name(class_id),
+                trace_serial: EMPTY_TRACE_SERIAL,
+                super_id,
+                loader_id,
+                signers_id,
+                domain_id: protection_domain_id,
+                statics,
+                constant_pool,
+            })
+        }
+        HeapRecord::InstanceDump {
+            object_id,
+            trace_serial,
+            class_id,
+            values,
+        } => {
+            let size = *sizes
+                .entry(class_id)
+                .or_insert_with(|| survey.instance_size(class_id));
+            Some(HeapEntry::Object {
+                object_id,
+                size,
+                trace_serial: trace(trace_serial),
+                class_name: survey.class_name(class_id),
+                class_id,
+                fields: reference_fields(survey, class_id, &values, id_size),
+            })
+        }
+        HeapRecord::ObjectArrayDump {
+            array_id,
+            trace_serial,
+            array_class_id,
+            elements,
+        } => Some(HeapEntry::ObjectArray {
+            object_id: array_id,
+            size: align8(16 + 4 * elements.len() as u64),
+            trace_serial: trace(trace_serial),
+            // The full length: HPROF cut object arrays after their last non-null element.
+            length: elements.len() as u64,
+            array_class_name: survey.class_name(array_class_id),
+            array_class_id,
+            elements: elements
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| **e != 0)
+                .map(|(i, e)| (i as u64, *e))
+                .collect(),
+        }),
+        HeapRecord::PrimitiveArrayDump {
+            array_id,
+            trace_serial,
+            elements,
+        } => Some(HeapEntry::PrimitiveArray {
+            object_id: array_id,
+            size: align8(16 + (elements.len() * elements.element_type().size(4)) as u64),
+            trace_serial: trace(trace_serial),
+            length: elements.len() as u64,
+            array_class_name: primitive_array_name(&elements).into(),
+        }),
+    }
+}
+
+fn primitive_array_name(elements: &PrimitiveArray) -> &'static str {
+    match elements {
+        PrimitiveArray::Boolean(_) => "boolean[]",
+        PrimitiveArray::Char(_) => "char[]",
+        PrimitiveArray::Float(_) => "float[]",
+        PrimitiveArray::Double(_) => "double[]",
+        PrimitiveArray::Byte(_) => "byte[]",
+        PrimitiveArray::Short(_) => "short[]",
+        PrimitiveArray::Int(_) => "int[]",
+        PrimitiveArray::Long(_) => "long[]",
+    }
+}
+
+/// The non-null reference fields of an instance, superclass fields first
+/// (as HPROF listed them), decoded with the class chain's field lists.
+fn reference_fields(
+    survey: &Survey,
+    class_id: u64,
+    values: &[u8],
+    id_size: u32,
+) -> Vec<(String, u64)> {
+    let mut groups: Vec<Vec<(String, u64)>> = Vec::new();
+    let mut at = 0;
+    let mut next = class_id;
+    while next != 0 {
+        let Some(shape) = survey.classes.get(&next) else {
+            break;
+        };
+        let mut group = Vec::new();
+        for (name, kind) in &shape.fields {
+            let width = kind.size(id_size);
+            let Some(bytes) = values.get(at..at + width) else {
+                return groups.into_iter().rev().flatten().collect();
+            };
+            if *kind == BasicType::Object {
+                let id = bytes.iter().fold(0u64, |v, b| (v << 8) | u64::from(*b));
+                if id != 0 {
+                    group.push((name.clone(), id));
+                }
+            }
+            at += width;
+        }
+        groups.push(group);
+        next = shape.super_id;
+    }
+    groups.into_iter().rev().flatten().collect()
+}
