@@ -13,7 +13,7 @@
 use super::Emitter;
 use crate::format::ParseError;
 use crate::format::binary::RecordBody;
-use crate::format::binary::heap_walk::{self, SubRecords};
+use crate::format::binary::heap_walk;
 use crate::format::binary::reader::{parse_body, read_header};
 use crate::format::binary::writer::{encode_record_header, tags};
 use crate::model::Model;
@@ -142,20 +142,9 @@ impl Emitter {
                 tags::HEAP_DUMP | tags::HEAP_DUMP_SEGMENT => {
                     // Our files with heap dumps are 1.0.2: every body is a segment.
                     encode_record_header(tags::HEAP_DUMP_SEGMENT, self.now(), length, &mut pending);
-                    let mut walker =
-                        SubRecords::new(&mut input, u64::from(length), self.id_size, body_offset);
-                    let mut record = Vec::new();
-                    while walker.next_into(&mut record)? {
-                        if let Some(at) = heap_walk::trace_field_offset(record[0], self.id_size) {
-                            let serial = renumber.trace(heap_walk::get_u4(&record, at));
-                            heap_walk::put_u4(&mut record, at, serial);
-                        }
-                        pending.extend_from_slice(&record);
-                        sub_records += 1;
-                        if pending.len() >= CHUNK {
-                            out(std::mem::replace(&mut pending, Vec::with_capacity(CHUNK)));
-                        }
-                    }
+                    out(std::mem::take(&mut pending));
+                    sub_records +=
+                        self.carry_heap_body(&mut input, length, body_offset, &renumber, out)?;
                 }
                 tags::HEAP_DUMP_END => self.record(RecordBody::HeapDumpEnd, &mut pending),
                 _ => {
@@ -177,6 +166,60 @@ impl Emitter {
         }
         out(pending);
         Ok(sub_records)
+    }
+
+    /// Copies one heap dump body of `length` bytes in large blocks, patching
+    /// the trace serial of each sub-record in place (the fast path: no
+    /// decoding of values). Returns the number of sub-records.
+    fn carry_heap_body(
+        &self,
+        input: &mut impl Read,
+        length: u32,
+        offset: u64,
+        renumber: &Renumbering,
+        out: &mut dyn FnMut(Vec<u8>),
+    ) -> Result<u64, ParseError> {
+        let fail = |message: String| ParseError { offset, message };
+        let mut left = u64::from(length);
+        let mut block: Vec<u8> = Vec::with_capacity(2 * CHUNK);
+        let mut count = 0;
+        loop {
+            if left > 0 {
+                let want = (CHUNK as u64).min(left) as usize;
+                let had = block.len();
+                block.resize(had + want, 0);
+                input
+                    .read_exact(&mut block[had..])
+                    .map_err(|_| fail("heap dump record runs past the end of the file".into()))?;
+                left -= want as u64;
+            }
+            // Patch every complete sub-record; a partial one waits for more bytes.
+            let mut scanned = 0;
+            while let Some(n) =
+                heap_walk::sub_record_len(&block[scanned..], self.id_size).map_err(fail)?
+            {
+                let record = &mut block[scanned..scanned + n];
+                if let Some(at) = heap_walk::trace_field_offset(record[0], self.id_size) {
+                    let serial = renumber.trace(heap_walk::get_u4(record, at));
+                    heap_walk::put_u4(record, at, serial);
+                }
+                scanned += n;
+                count += 1;
+            }
+            if scanned > 0 {
+                let rest = block.split_off(scanned);
+                out(std::mem::replace(&mut block, rest));
+                block.reserve(2 * CHUNK);
+            }
+            if left == 0 {
+                if !block.is_empty() {
+                    return Err(fail(
+                        "a heap dump sub-record runs past the end of its record".into(),
+                    ));
+                }
+                return Ok(count);
+            }
+        }
     }
 
     /// Carries one non-heap record of the JVM's dump over, renumbered.

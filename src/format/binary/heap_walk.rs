@@ -100,6 +100,74 @@ impl<R: Read> SubRecords<R> {
     }
 }
 
+/// The length of the sub-record at the start of `bytes` (tag included), or
+/// None when `bytes` ends before it does. The fast path of copying a dump:
+/// it reads only the counts it needs, straight from the slice.
+pub fn sub_record_len(bytes: &[u8], id_size: u32) -> Result<Option<usize>, String> {
+    let Some(&tag) = bytes.first() else {
+        return Ok(None);
+    };
+    let id = id_size as usize;
+    let u2_at = |at: usize| {
+        bytes
+            .get(at..at + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]) as usize)
+    };
+    let u4_at = |at: usize| bytes.get(at..at + 4).map(|b| get_u4(b, 0) as usize);
+    let type_size = |at: usize| -> Result<Option<usize>, String> {
+        match bytes.get(at) {
+            None => Ok(None),
+            Some(&b) => BasicType::from_u8(b)
+                .map(|t| Some(t.size(id_size)))
+                .ok_or_else(|| format!("invalid basic type {b}")),
+        }
+    };
+    let fixed = |n: usize| Ok(Some(1 + n));
+    let length = match tag {
+        heap::ROOT_UNKNOWN | heap::ROOT_STICKY_CLASS | heap::ROOT_MONITOR_USED => fixed(id),
+        heap::ROOT_JNI_GLOBAL => fixed(2 * id),
+        heap::ROOT_JNI_LOCAL | heap::ROOT_JAVA_FRAME | heap::ROOT_THREAD_OBJ => fixed(id + 8),
+        heap::ROOT_NATIVE_STACK | heap::ROOT_THREAD_BLOCK => fixed(id + 4),
+        heap::INSTANCE_DUMP => Ok(u4_at(1 + 2 * id + 4).map(|n| 1 + 2 * id + 8 + n)),
+        heap::OBJ_ARRAY_DUMP => Ok(u4_at(1 + id + 4).map(|n| 1 + 2 * id + 8 + n * id)),
+        heap::PRIM_ARRAY_DUMP => {
+            let Some(n) = u4_at(1 + id + 4) else {
+                return Ok(None);
+            };
+            Ok(type_size(1 + id + 8)?.map(|size| 1 + id + 9 + n * size))
+        }
+        heap::CLASS_DUMP => {
+            let mut at = 1 + 7 * id + 8;
+            let Some(constants) = u2_at(at) else {
+                return Ok(None);
+            };
+            at += 2;
+            for _ in 0..constants {
+                let Some(size) = type_size(at + 2)? else {
+                    return Ok(None);
+                };
+                at += 3 + size;
+            }
+            let Some(statics) = u2_at(at) else {
+                return Ok(None);
+            };
+            at += 2;
+            for _ in 0..statics {
+                let Some(size) = type_size(at + id)? else {
+                    return Ok(None);
+                };
+                at += id + 1 + size;
+            }
+            let Some(fields) = u2_at(at) else {
+                return Ok(None);
+            };
+            Ok(Some(at + 2 + fields * (id + 1)))
+        }
+        other => Err(format!("unknown heap dump sub-record tag 0x{other:02x}")),
+    }?;
+    Ok(length.filter(|&n| n <= bytes.len()))
+}
+
 /// Where the trace serial (u4) of a sub-record starts, counting the tag
 /// byte; None for sub-records without one.
 pub fn trace_field_offset(tag: u8, id_size: u32) -> Option<usize> {
