@@ -99,7 +99,8 @@ fn print_binary(file: &Path) -> Result<(), Failure> {
 
 fn name(names: &HashMap<u64, String>, id: u64) -> String {
     match names.get(&id) {
-        Some(text) => format!("{id:#x} \"{text}\""),
+        // Debug formatting quotes the text and escapes newlines and control characters.
+        Some(text) => format!("{id:#x} {text:?}"),
         None if id == 0 => "0".to_owned(),
         None => format!("{id:#x} (no UTF8 record)"),
     }
@@ -108,7 +109,7 @@ fn name(names: &HashMap<u64, String>, id: u64) -> String {
 fn describe(body: &RecordBody, names: &HashMap<u64, String>) -> String {
     match body {
         RecordBody::Utf8 { id, text } => {
-            format!("UTF8 {id:#x} \"{}\"", String::from_utf8_lossy(text))
+            format!("UTF8 {id:#x} {:?}", String::from_utf8_lossy(text))
         }
         RecordBody::LoadClass {
             class_serial,
