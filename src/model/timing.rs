@@ -1,0 +1,197 @@
+//! Method timing for cpu=times / cpu=old: a per-thread shadow stack of the
+//! instrumented methods being run, and per-trace costs of completed calls.
+//!
+//! A method is an opaque `u64` key here (the agent numbers the methods it
+//! instruments). Times are in nanoseconds of whatever clock the caller uses.
+
+use std::collections::HashMap;
+
+/// One method call in progress.
+#[derive(Debug, Clone, Copy)]
+struct Active {
+    method: u64,
+    start: u64,
+    /// Time spent in instrumented callees so far.
+    in_callees: u64,
+}
+
+/// The costs of every completed call with the same trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallCosts {
+    /// Completed calls.
+    pub count: u64,
+    /// Time in the method itself, callees excluded.
+    pub self_time: u64,
+    /// Time from entry to exit, callees included.
+    pub total_time: u64,
+}
+
+/// One thread's shadow stack and the costs it has collected.
+#[derive(Debug, Default)]
+pub struct ThreadTiming {
+    stack: Vec<Active>,
+    costs: HashMap<Box<[u64]>, CallCosts>,
+    /// Reused buffer for the trace of the call being accounted.
+    trace: Vec<u64>,
+}
+
+impl ThreadTiming {
+    /// A method was entered at `now`.
+    pub fn enter(&mut self, method: u64, now: u64) {
+        self.stack.push(Active {
+            method,
+            start: now,
+            in_callees: 0,
+        });
+    }
+
+    /// `method` returns at `now`. Calls above it on the shadow stack were
+    /// left by an exception and are accounted first; a return of a method
+    /// that is not on the stack (entered before timing began) is ignored.
+    pub fn exit(&mut self, method: u64, now: u64, depth: usize) {
+        let Some(position) = self.stack.iter().rposition(|a| a.method == method) else {
+            return;
+        };
+        while self.stack.len() > position {
+            self.pop(now, depth);
+        }
+    }
+
+    /// An exception was caught in `method` at `now`: the calls above its
+    /// innermost activation ended. Nothing happens if it is not on the stack.
+    pub fn caught_in(&mut self, method: u64, now: u64, depth: usize) {
+        let Some(position) = self.stack.iter().rposition(|a| a.method == method) else {
+            return;
+        };
+        while self.stack.len() > position + 1 {
+            self.pop(now, depth);
+        }
+    }
+
+    fn pop(&mut self, now: u64, depth: usize) {
+        let Some(call) = self.stack.pop() else { return };
+        let total = now.saturating_sub(call.start);
+        let self_time = total.saturating_sub(call.in_callees);
+        if let Some(caller) = self.stack.last_mut() {
+            caller.in_callees += total;
+        }
+        self.trace.clear();
+        self.trace.push(call.method);
+        self.trace.extend(
+            self.stack
+                .iter()
+                .rev()
+                .take(depth.saturating_sub(1))
+                .map(|a| a.method),
+        );
+        self.trace.truncate(depth);
+        let costs = match self.costs.get_mut(self.trace.as_slice()) {
+            Some(costs) => costs,
+            None => self
+                .costs
+                .entry(self.trace.clone().into_boxed_slice())
+                .or_default(),
+        };
+        costs.count += 1;
+        costs.self_time += self_time;
+        costs.total_time += total;
+    }
+
+    /// Takes the costs collected so far (they start over).
+    pub fn take_costs(&mut self) -> HashMap<Box<[u64]>, CallCosts> {
+        std::mem::take(&mut self.costs)
+    }
+
+    /// Calls in progress.
+    pub fn depth(&self) -> usize {
+        self.stack.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn costs_of(timing: &mut ThreadTiming) -> HashMap<Vec<u64>, CallCosts> {
+        timing
+            .take_costs()
+            .into_iter()
+            .map(|(k, v)| (k.into_vec(), v))
+            .collect()
+    }
+
+    #[test]
+    fn self_time_excludes_callees_and_counts_completed_calls() {
+        let mut t = ThreadTiming::default();
+        t.enter(1, 0);
+        t.enter(2, 10);
+        t.exit(2, 40, 4);
+        t.enter(2, 50);
+        t.exit(2, 60, 4);
+        t.exit(1, 100, 4);
+        let costs = costs_of(&mut t);
+        assert_eq!(
+            costs[&vec![2, 1]],
+            CallCosts {
+                count: 2,
+                self_time: 40,
+                total_time: 40
+            }
+        );
+        assert_eq!(
+            costs[&vec![1]],
+            CallCosts {
+                count: 1,
+                self_time: 60,
+                total_time: 100
+            }
+        );
+        assert_eq!(t.depth(), 0);
+    }
+
+    #[test]
+    fn exits_by_exception_are_accounted_when_a_caller_returns_or_catches() {
+        let mut t = ThreadTiming::default();
+        t.enter(1, 0);
+        t.enter(2, 10);
+        t.enter(3, 20);
+        // 3 and 2 are left by an exception caught in 1.
+        t.caught_in(1, 50, 4);
+        assert_eq!(t.depth(), 1);
+        t.exit(1, 60, 4);
+        let costs = costs_of(&mut t);
+        assert_eq!(costs[&vec![3, 2, 1]].count, 1);
+        assert_eq!(
+            costs[&vec![2, 1]],
+            CallCosts {
+                count: 1,
+                self_time: 10,
+                total_time: 40
+            }
+        );
+        assert_eq!(costs[&vec![1]].count, 1);
+
+        // A return skipping frames accounts for them too.
+        t.enter(5, 0);
+        t.enter(6, 5);
+        t.exit(5, 10, 4);
+        let costs = costs_of(&mut t);
+        assert_eq!(costs[&vec![6, 5]].count, 1);
+        assert_eq!(costs[&vec![5]].count, 1);
+    }
+
+    #[test]
+    fn depth_limits_the_trace_and_recursion_is_counted_per_call() {
+        let mut t = ThreadTiming::default();
+        for i in 0..5 {
+            t.enter(9, i);
+        }
+        for i in 0..5 {
+            t.exit(9, 10 + i, 2);
+        }
+        t.exit(42, 99, 2); // never entered: ignored
+        let costs = costs_of(&mut t);
+        assert_eq!(costs[&vec![9, 9]].count, 4);
+        assert_eq!(costs[&vec![9]].count, 1);
+    }
+}
