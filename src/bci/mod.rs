@@ -1,2 +1,343 @@
 //! Class-file rewriting for `cpu=times`/`cpu=old`: pure, bytes in, bytes out.
-//! (Being implemented.)
+//!
+//! [`rewrite_class`] injects, like HPROF's `java_crw_demo`, straight-line
+//! static calls into every method that has code:
+//!
+//! ```text
+//! entry:          ldc[_w] <class number>; <push method number>; invokestatic Tracker.CallSite(II)V
+//! before *return: ldc[_w] <class number>; <push method number>; invokestatic Tracker.ReturnSite(II)V
+//! ```
+//!
+//! The class number goes into the constant pool as a `CONSTANT_Integer`
+//! (agents use large numbers); the method number, the method's index in the
+//! class's `methods` table, is pushed with `iconst_<n>`, `bipush` or
+//! `sipush` (`ldc` past 32767). Nothing is injected before `athrow`: a
+//! method left by an exception is the agent's to account for (JVMTI
+//! `ExceptionCatch` and a shadow stack), as HPROF did, and no handler is
+//! added. `max_stack` grows by 2; locals are untouched.
+//!
+//! Everything that holds a code offset is relocated: branch and switch
+//! targets (with switch padding recomputed), the exception table,
+//! LineNumberTable, LocalVariableTable, LocalVariableTypeTable and the
+//! StackMapTable. Branches that no longer reach are widened (`goto_w`, or an
+//! inverted conditional over a `goto_w`), adding the stack map frame the
+//! new branch target needs. Which new offset each kind of old offset maps to
+//! (and why a jump to a `return` lands on its exit call but an exception
+//! range ending at one does not cover it) is spelled out in `relocate.rs`;
+//! frame re-encoding in `stackmap.rs`.
+//!
+//! A method is left untouched, and reported with the reason, when it has no
+//! code (abstract, native), is an empty `finalize()` (HotSpot registers
+//! every instance of a class for finalization unless the `finalize()` it
+//! inherits is exactly `return`; `Object`'s is), would pass 65535 bytes of
+//! code, holds `jsr`/`ret`
+//! in a class of version 51 or later (where they are illegal), or shows
+//! anything else unexpected (a branch into the middle of an instruction, a
+//! malformed table, …): the rewriter never emits a method it is not sure
+//! of. Code type annotations (`Runtime[In]VisibleTypeAnnotations` inside
+//! `Code`) are dropped rather than relocated: the JVM never reads them there.
+//! Other unknown attributes are copied unchanged. Classes of versions 45
+//! (Java 1.1) to 69 (Java 25) are accepted; those before 50 have no stack
+//! maps, and their `jsr`/`ret` subroutines are relocated like any branch.
+//!
+//! Interfaces are instrumented like classes (their static, private and
+//! default methods have code; HPROF skipped interfaces altogether). The
+//! tracker class itself is never instrumented. Output is deterministic: the
+//! same input gives the same bytes.
+//!
+//! Modules: `bytes` (byte order), `constant_pool`, `class_file` (structure),
+//! `code` (instruction decoding), `types` (verification types,
+//! descriptors), `stackmap` (StackMapTable codec), `simulate` (the frame a
+//! widened branch needs), `relocate` (new offsets, widening, emission),
+//! `inject` (one method), `writer` (the class).
+
+mod bytes;
+mod class_file;
+mod code;
+mod constant_pool;
+mod inject;
+mod relocate;
+mod simulate;
+mod stackmap;
+#[cfg(test)]
+mod tests;
+mod types;
+mod writer;
+
+use std::fmt;
+
+use class_file::{ACC_STATIC, ClassFile};
+use constant_pool::{decode_modified_utf8, encode_modified_utf8};
+use inject::{Calls, ClassFacts, MethodFacts};
+
+/// The descriptor every injected method must have: it is called with the
+/// class number and the method number.
+pub const CALL_DESCRIPTOR: &str = "(II)V";
+
+/// What to inject.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Injection {
+    /// Internal name of the class holding the static methods called, e.g.
+    /// `hprof_rs/Tracker`. Never instrumented itself.
+    pub tracker_class: String,
+    /// Name and descriptor (`(II)V`) of the static method called on entry,
+    /// e.g. `("CallSite", "(II)V")`; `None` for no entry call.
+    pub entry: Option<(String, String)>,
+    /// Name and descriptor (`(II)V`) of the static method called before
+    /// each return instruction, e.g. `("ReturnSite", "(II)V")`.
+    pub exit: Option<(String, String)>,
+}
+
+/// Knobs of [`rewrite_class_with`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RewriteOptions {
+    /// Widen every 16-bit branch, whether it needs it or not. Real code
+    /// rarely needs widening; tests use this to put every class through the
+    /// widening and frame-insertion paths.
+    pub widen_all_branches: bool,
+}
+
+/// What happened to one method.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MethodInfo {
+    /// The method's name (`<init>`, `<clinit>`, …).
+    pub name: String,
+    /// Its descriptor, e.g. `(I)Ljava/lang/String;`.
+    pub descriptor: String,
+    /// Its position in the class's `methods` table: the method number the
+    /// injected calls pass.
+    pub index: u16,
+    /// True when the calls were injected.
+    pub rewritten: bool,
+    /// Why the method was left untouched, when it was.
+    pub skip_reason: Option<String>,
+}
+
+/// The rewritten class and a report on each method.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RewriteOutcome {
+    /// The new class file; the input unchanged when no method was rewritten.
+    pub bytes: Vec<u8>,
+    /// One entry per method, in class-file order.
+    pub methods: Vec<MethodInfo>,
+}
+
+/// Why a class could not be rewritten at all (it should then be loaded as
+/// it is).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BciError {
+    /// The class file ends early (offset of the read that failed).
+    Truncated {
+        /// Where the missing bytes should have been.
+        offset: usize,
+    },
+    /// The first four bytes are not `CAFEBABE`.
+    BadMagic(u32),
+    /// A class-file version outside 45..=69.
+    UnsupportedVersion {
+        /// `major_version`.
+        major: u16,
+        /// `minor_version`.
+        minor: u16,
+    },
+    /// Something in the class file does not parse.
+    Malformed {
+        /// Where (0 when not tied to an offset).
+        offset: usize,
+        /// What.
+        what: String,
+    },
+    /// The [`Injection`] itself is unusable (e.g. a descriptor other than
+    /// `(II)V`).
+    BadInjection(String),
+}
+
+impl fmt::Display for BciError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BciError::Truncated { offset } => write!(f, "class file truncated at offset {offset}"),
+            BciError::BadMagic(magic) => write!(f, "not a class file (magic {magic:#010x})"),
+            BciError::UnsupportedVersion { major, minor } => {
+                write!(f, "unsupported class file version {major}.{minor}")
+            }
+            BciError::Malformed { offset, what } => {
+                write!(f, "malformed class file at offset {offset}: {what}")
+            }
+            BciError::BadInjection(why) => write!(f, "bad injection: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for BciError {}
+
+/// Injects `injection`'s calls into every method of `class_file` that has
+/// code, passing `class_number` and the method's index. Methods that cannot
+/// be rewritten safely are left as they are and reported in
+/// [`RewriteOutcome::methods`]. Fails only when the class file does not
+/// parse (or `injection` is unusable); the class should then be loaded
+/// unchanged.
+pub fn rewrite_class(
+    class_file: &[u8],
+    class_number: u32,
+    injection: &Injection,
+) -> Result<RewriteOutcome, BciError> {
+    rewrite_class_with(
+        class_file,
+        class_number,
+        injection,
+        &RewriteOptions::default(),
+    )
+}
+
+/// [`rewrite_class`] with [`RewriteOptions`].
+pub fn rewrite_class_with(
+    class_file: &[u8],
+    class_number: u32,
+    injection: &Injection,
+    options: &RewriteOptions,
+) -> Result<RewriteOutcome, BciError> {
+    for (name, descriptor) in injection.entry.iter().chain(&injection.exit) {
+        if descriptor != CALL_DESCRIPTOR || name.is_empty() {
+            return Err(BciError::BadInjection(format!(
+                "{name}{descriptor}: the injected methods take (II)V"
+            )));
+        }
+    }
+    if injection.tracker_class.is_empty() {
+        return Err(BciError::BadInjection("no tracker class".into()));
+    }
+    let mut class = ClassFile::parse(class_file)?;
+    let malformed = |what: String| BciError::Malformed { offset: 0, what };
+    let this_name = class
+        .pool
+        .class_name(class.this_class)
+        .map_err(malformed)?
+        .to_vec();
+
+    let mut methods = Vec::with_capacity(class.methods.len());
+    for (index, method) in class.methods.iter().enumerate() {
+        methods.push(MethodInfo {
+            name: decode_modified_utf8(class.pool.utf8(method.name_index).map_err(malformed)?),
+            descriptor: decode_modified_utf8(
+                class
+                    .pool
+                    .utf8(method.descriptor_index)
+                    .map_err(malformed)?,
+            ),
+            index: index as u16,
+            rewritten: false,
+            skip_reason: None,
+        });
+    }
+    let unchanged = |methods: Vec<MethodInfo>, why: &str| {
+        let methods = methods
+            .into_iter()
+            .map(|m| MethodInfo {
+                skip_reason: Some(why.to_string()),
+                ..m
+            })
+            .collect();
+        Ok(RewriteOutcome {
+            bytes: class_file.to_vec(),
+            methods,
+        })
+    };
+    if this_name == encode_modified_utf8(&injection.tracker_class) {
+        return unchanged(methods, "the tracker class itself");
+    }
+    if injection.entry.is_none() && injection.exit.is_none() {
+        return unchanged(methods, "nothing to inject");
+    }
+
+    let calls = match resolve_calls(&mut class, class_number, injection, options) {
+        Ok(calls) => calls,
+        Err(why) => return unchanged(methods, &why),
+    };
+    let facts = ClassFacts {
+        major: class.major,
+        this_class: class.this_class,
+    };
+    let mut new_code = vec![None; class.methods.len()];
+    for (index, method) in class.methods.iter().enumerate() {
+        let report = &mut methods[index];
+        let code: Vec<_> = method
+            .attributes
+            .iter()
+            .filter(|a| class.pool.utf8(a.name_index).is_ok_and(|n| n == b"Code"))
+            .collect();
+        let result = match code.as_slice() {
+            [] => Err("no code (abstract or native)".to_string()),
+            [code] => {
+                // Copied: the pool grows while the method is rewritten.
+                let name = class
+                    .pool
+                    .utf8(method.name_index)
+                    .map_err(malformed)?
+                    .to_vec();
+                let descriptor = class
+                    .pool
+                    .utf8(method.descriptor_index)
+                    .map_err(malformed)?
+                    .to_vec();
+                let target = MethodFacts {
+                    name: &name,
+                    descriptor: &descriptor,
+                    is_static: method.access_flags & ACC_STATIC != 0,
+                    index: index as u16,
+                };
+                inject::rewrite_code(code.info, &mut class.pool, calls, facts, target)
+            }
+            _ => Err("several Code attributes".to_string()),
+        };
+        match result {
+            Ok(Some(body)) => {
+                new_code[index] = Some(body);
+                report.rewritten = true;
+            }
+            Ok(None) => {
+                report.skip_reason = Some("nothing to inject (no return instruction)".into())
+            }
+            Err(why) => report.skip_reason = Some(why),
+        }
+    }
+    if new_code.iter().all(Option::is_none) {
+        return Ok(RewriteOutcome {
+            bytes: class_file.to_vec(),
+            methods,
+        });
+    }
+    let bytes = writer::write_class(&class, &new_code).map_err(malformed)?;
+    Ok(RewriteOutcome { bytes, methods })
+}
+
+/// Adds the class number and the called methods to the pool.
+fn resolve_calls(
+    class: &mut ClassFile<'_>,
+    class_number: u32,
+    injection: &Injection,
+    options: &RewriteOptions,
+) -> Result<Calls, String> {
+    let tracker = encode_modified_utf8(&injection.tracker_class);
+    // The agent's class numbers are u32 serials; the JVM sees the same bits
+    // as an int.
+    let class_number = class.pool.add_integer(class_number as i32)?;
+    let mut method_ref = |call: &Option<(String, String)>| -> Result<Option<u16>, String> {
+        call.as_ref()
+            .map(|(name, descriptor)| {
+                class.pool.add_method_ref(
+                    &tracker,
+                    &encode_modified_utf8(name),
+                    &encode_modified_utf8(descriptor),
+                )
+            })
+            .transpose()
+    };
+    let entry = method_ref(&injection.entry)?;
+    let exit = method_ref(&injection.exit)?;
+    Ok(Calls {
+        class_number,
+        entry,
+        exit,
+        widen_all: options.widen_all_branches,
+    })
+}

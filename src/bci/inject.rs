@@ -1,0 +1,415 @@
+//! One method's rewrite: the call sequences, the new code, and every table
+//! of the `Code` attribute that holds a code offset. Returns the new `Code`
+//! attribute body, or the reason the method is better left alone.
+
+use super::bytes::{Reader, put_attribute, put_u16, put_u32};
+use super::class_file::{Attribute, CodeAttribute};
+use super::code::{self, Insn, op};
+use super::constant_pool::ConstantPool;
+use super::relocate::Layout;
+use super::simulate;
+use super::stackmap::{self, FrameState, OutFrame};
+use super::types::initial_locals;
+
+/// The largest code a method may have (JVMS 4.7.3: `code_length < 65536`).
+const MAX_CODE: u32 = 65535;
+
+/// What is injected, resolved to constant-pool indices once per class.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Calls {
+    /// The `CONSTANT_Integer` holding the class number.
+    pub class_number: u16,
+    /// `Methodref` of the entry call, if any.
+    pub entry: Option<u16>,
+    /// `Methodref` of the exit call, if any.
+    pub exit: Option<u16>,
+    /// Widen every 16-bit branch (test knob).
+    pub widen_all: bool,
+}
+
+/// The class facts a method rewrite needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ClassFacts {
+    /// `major_version`: 50 and up need stack map frames.
+    pub major: u16,
+    /// `this_class`.
+    pub this_class: u16,
+}
+
+/// The method being rewritten.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MethodFacts<'m> {
+    /// Its name.
+    pub name: &'m [u8],
+    /// Its descriptor.
+    pub descriptor: &'m [u8],
+    /// `ACC_STATIC`.
+    pub is_static: bool,
+    /// Its position in the class's methods table: the method number.
+    pub index: u16,
+}
+
+/// Code that pushes `value` on the operand stack.
+fn push_int(out: &mut Vec<u8>, value: u16, pool: &mut ConstantPool<'_>) -> Result<(), String> {
+    match value {
+        0..=5 => out.push(op::ICONST_0 + value as u8),
+        6..=127 => out.extend_from_slice(&[op::BIPUSH, value as u8]),
+        128..=32767 => {
+            out.push(op::SIPUSH);
+            put_u16(out, value);
+        }
+        _ => {
+            let index = pool.add_integer(i32::from(value))?;
+            push_constant(out, index);
+        }
+    }
+    Ok(())
+}
+
+/// `ldc` or `ldc_w` of constant `index`.
+fn push_constant(out: &mut Vec<u8>, index: u16) {
+    if let Ok(short) = u8::try_from(index) {
+        out.extend_from_slice(&[op::LDC, short]);
+    } else {
+        out.push(op::LDC_W);
+        put_u16(out, index);
+    }
+}
+
+/// `<push class number>; <push method number>; invokestatic method`.
+fn call_sequence(
+    class_number: u16,
+    method_number: u16,
+    method: u16,
+    pool: &mut ConstantPool<'_>,
+) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(9);
+    push_constant(&mut out, class_number);
+    push_int(&mut out, method_number, pool)?;
+    out.push(op::INVOKESTATIC);
+    put_u16(&mut out, method);
+    Ok(out)
+}
+
+/// True for `jsr`, `jsr_w`, `ret` and `wide ret`.
+fn is_subroutine_insn(insn: &Insn, code: &[u8]) -> bool {
+    matches!(insn.opcode, op::JSR | op::JSR_W | op::RET)
+        || (insn.opcode == op::WIDE && code.get(insn.offset as usize + 1) == Some(&op::RET))
+}
+
+/// The Code sub-attributes the rewriter understands.
+enum Known {
+    StackMapTable,
+    LineNumbers,
+    LocalVariables,
+    TypeAnnotations,
+    Other,
+}
+
+fn classify(pool: &ConstantPool<'_>, attribute: &Attribute<'_>) -> Known {
+    match pool.utf8(attribute.name_index) {
+        Ok(b"StackMapTable") => Known::StackMapTable,
+        Ok(b"LineNumberTable") => Known::LineNumbers,
+        Ok(b"LocalVariableTable" | b"LocalVariableTypeTable") => Known::LocalVariables,
+        Ok(b"RuntimeVisibleTypeAnnotations" | b"RuntimeInvisibleTypeAnnotations") => {
+            Known::TypeAnnotations
+        }
+        _ => Known::Other,
+    }
+}
+
+fn malformed(what: &str) -> impl Fn(super::BciError) -> String + '_ {
+    move |e| format!("{what}: {e}")
+}
+
+/// A table of `u2 count` entries (LineNumberTable, LocalVariableTable, …),
+/// each copied with `map_entry`, which reads one entry and writes it back.
+fn map_table(
+    body: &[u8],
+    what: &str,
+    mut map_entry: impl FnMut(&mut Reader<'_>, &mut Vec<u8>) -> Result<(), String>,
+) -> Result<Vec<u8>, String> {
+    let r = &mut Reader::new(body);
+    let count = r.u16().map_err(malformed(what))?;
+    let mut out = Vec::with_capacity(body.len());
+    put_u16(&mut out, count);
+    for _ in 0..count {
+        map_entry(r, &mut out)?;
+    }
+    if !r.at_end() {
+        return Err(format!("{what}: trailing bytes"));
+    }
+    Ok(out)
+}
+
+/// A LineNumberTable with its `start_pc`s mapped.
+fn line_numbers(body: &[u8], layout: &Layout<'_>) -> Result<Vec<u8>, String> {
+    let bad = malformed("LineNumberTable");
+    map_table(body, "LineNumberTable", |r, out| {
+        let start = r.u16().map_err(&bad)?;
+        let line = r.u16().map_err(&bad)?;
+        put_u16(out, layout.debug_start(u32::from(start))? as u16);
+        put_u16(out, line);
+        Ok(())
+    })
+}
+
+/// A LocalVariableTable or LocalVariableTypeTable with each range mapped.
+fn local_variables(body: &[u8], layout: &Layout<'_>) -> Result<Vec<u8>, String> {
+    let bad = malformed("LocalVariableTable");
+    map_table(body, "LocalVariableTable", |r, out| {
+        let start = u32::from(r.u16().map_err(&bad)?);
+        let end = start + u32::from(r.u16().map_err(&bad)?);
+        let rest = r.bytes(6).map_err(&bad)?; // name, descriptor or signature, slot
+        let new_start = layout.debug_start(start)?;
+        let new_end = layout.block_of(end)?;
+        put_u16(out, new_start as u16);
+        put_u16(out, (new_end - new_start) as u16);
+        out.extend_from_slice(rest);
+        Ok(())
+    })
+}
+
+/// The exception table with start, end and handler mapped to block starts.
+fn exception_table(
+    code: &CodeAttribute<'_>,
+    layout: &Layout<'_>,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    put_u16(out, code.handlers.len() as u16);
+    for h in &code.handlers {
+        let start = layout.block_of(u32::from(h.start))?;
+        let end = layout.block_of(u32::from(h.end))?;
+        if start >= end {
+            return Err(format!("exception range {}..{} is empty", h.start, h.end));
+        }
+        put_u16(out, start as u16);
+        put_u16(out, end as u16);
+        put_u16(out, layout.block_of(u32::from(h.handler))? as u16);
+        put_u16(out, h.catch_type);
+    }
+    Ok(())
+}
+
+/// The new StackMapTable body: the original frames moved, plus a frame at
+/// each offset in `needed` (original offsets of instructions that follow a
+/// widened conditional) that has none yet.
+#[allow(clippy::too_many_arguments)]
+fn stack_map(
+    original: Option<&[u8]>,
+    needed: &[usize],
+    insns: &[Insn],
+    code: &CodeAttribute<'_>,
+    layout: &Layout<'_>,
+    pool: &mut ConstantPool<'_>,
+    class: ClassFacts,
+    method: MethodFacts<'_>,
+) -> Result<Option<Vec<u8>>, String> {
+    let frames = match original {
+        Some(body) => stackmap::decode(body)?,
+        None => vec![],
+    };
+    // Conditionals (by instruction index) whose fall-through has no frame.
+    let missing: Vec<usize> = needed
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let next = insns[i].offset + insns[i].len;
+            !frames.iter().any(|f| f.offset == next)
+        })
+        .collect();
+    if original.is_none() && missing.is_empty() {
+        return Ok(None);
+    }
+    let mut added: Vec<(u32, FrameState)> = Vec::new();
+    let states = if missing.is_empty() {
+        vec![]
+    } else {
+        let initial = initial_locals(
+            pool,
+            class.this_class,
+            method.is_static,
+            method.name,
+            method.descriptor,
+        )?;
+        let states = stackmap::expand(&frames, &initial)?;
+        let ctx = simulate::Context {
+            pool,
+            code: code.code,
+            this_class: class.this_class,
+            max_locals: code.max_locals,
+        };
+        for &i in &missing {
+            let branch = &insns[i];
+            // Start from the last frame at or before the branch, else the
+            // method's implicit first frame.
+            let (from_offset, from) = match frames.iter().rposition(|f| f.offset <= branch.offset) {
+                Some(k) => (frames[k].offset, states[k].clone()),
+                None => (
+                    0,
+                    FrameState {
+                        locals: initial.clone(),
+                        stack: vec![],
+                    },
+                ),
+            };
+            let first = insns
+                .iter()
+                .position(|insn| insn.offset == from_offset)
+                .ok_or_else(|| format!("stack map frame at {from_offset}, not an instruction"))?;
+            let state = simulate::run(&ctx, &from, &insns[first..=i])?;
+            added.push((branch.offset + branch.len, state));
+        }
+        states
+    };
+    // Merge by original offset; an original frame right after an added one
+    // is written in full.
+    let mut out: Vec<OutFrame<'_>> = Vec::with_capacity(frames.len() + added.len());
+    let (mut f, mut a) = (0, 0);
+    let mut after_added = false;
+    while f < frames.len() || a < added.len() {
+        if a < added.len() && (f == frames.len() || added[a].0 < frames[f].offset) {
+            out.push(OutFrame {
+                offset: added[a].0,
+                kind: None,
+                state: Some(&added[a].1),
+            });
+            a += 1;
+            after_added = true;
+        } else {
+            out.push(OutFrame {
+                offset: frames[f].offset,
+                kind: if after_added {
+                    None
+                } else {
+                    Some(&frames[f].kind)
+                },
+                state: states.get(f),
+            });
+            f += 1;
+            after_added = false;
+        }
+    }
+    Ok(Some(stackmap::encode(&out, layout, pool)?))
+}
+
+/// Rewrites the body of one `Code` attribute. `Ok(None)`: nothing to inject
+/// (an exit call was asked for alone and the method never returns).
+pub(crate) fn rewrite_code(
+    info: &[u8],
+    pool: &mut ConstantPool<'_>,
+    calls: Calls,
+    class: ClassFacts,
+    method: MethodFacts<'_>,
+) -> Result<Option<Vec<u8>>, String> {
+    let code = CodeAttribute::parse(info).map_err(malformed("Code"))?;
+    if method.name == b"finalize" && method.descriptor == b"()V" && code.code == [op::RETURN] {
+        // HotSpot registers an object for finalization unless the finalize()
+        // it inherits is exactly `return` (Method::is_empty_method), as
+        // Object's is: instrumenting it would make every object finalizable.
+        return Err("empty finalize(): instrumented, every instance would be finalizable".into());
+    }
+    let insns = code::decode(code.code)?;
+    let subroutines = insns.iter().any(|i| is_subroutine_insn(i, code.code));
+    if subroutines && class.major >= 51 {
+        return Err(format!(
+            "jsr/ret, which class version {} forbids",
+            class.major
+        ));
+    }
+    let returns = insns.iter().any(Insn::is_return);
+
+    let entry = match calls.entry {
+        Some(m) => call_sequence(calls.class_number, method.index, m, pool)?,
+        None => vec![],
+    };
+    let exit = match calls.exit {
+        Some(m) if returns => call_sequence(calls.class_number, method.index, m, pool)?,
+        _ => vec![],
+    };
+    if entry.is_empty() && exit.is_empty() {
+        return Ok(None);
+    }
+    let layout = Layout::new(
+        &insns,
+        code.code.len(),
+        entry.len() as u32,
+        exit.len() as u32,
+        calls.widen_all,
+    )?;
+    if layout.len() > MAX_CODE {
+        return Err(format!(
+            "code would grow past 65535 bytes (to {})",
+            layout.len()
+        ));
+    }
+    let max_stack = code
+        .max_stack
+        .checked_add(2)
+        .ok_or("max_stack would pass 65535")?;
+
+    // Offsets after widened conditionals become branch targets; from class
+    // version 50 on they need a stack map frame.
+    let needed: Vec<usize> = if class.major >= 50 {
+        layout.widened_conditionals().collect()
+    } else {
+        vec![]
+    };
+    if needed.iter().any(|&i| i + 1 == insns.len()) {
+        return Err("a conditional branch ends the code".into());
+    }
+    if !needed.is_empty() && subroutines {
+        return Err("a widened branch in code with jsr/ret".into());
+    }
+
+    let mut stack_map_seen = false;
+    let mut attributes = Vec::new();
+    let mut attribute_count: u16 = 0;
+    for attribute in &code.attributes {
+        let body = match classify(pool, attribute) {
+            Known::StackMapTable => {
+                if stack_map_seen {
+                    return Err("several StackMapTable attributes".into());
+                }
+                stack_map_seen = true;
+                let body = stack_map(
+                    Some(attribute.info),
+                    &needed,
+                    &insns,
+                    &code,
+                    &layout,
+                    pool,
+                    class,
+                    method,
+                )?;
+                body.ok_or("StackMapTable vanished")?
+            }
+            Known::LineNumbers => line_numbers(attribute.info, &layout)?,
+            Known::LocalVariables => local_variables(attribute.info, &layout)?,
+            // Their code offsets would go stale, and the JVM never reads
+            // them inside Code: dropping them is safe.
+            Known::TypeAnnotations => continue,
+            Known::Other => attribute.info.to_vec(),
+        };
+        put_attribute(&mut attributes, attribute.name_index, &body)?;
+        attribute_count += 1;
+    }
+    if !stack_map_seen
+        && let Some(body) = stack_map(None, &needed, &insns, &code, &layout, pool, class, method)?
+    {
+        let name = pool.add_utf8(b"StackMapTable")?;
+        put_attribute(&mut attributes, name, &body)?;
+        attribute_count += 1;
+    }
+
+    let new_code = layout.emit(code.code, &entry, &exit);
+    let mut out = Vec::with_capacity(info.len() + new_code.len() - code.code.len() + 16);
+    put_u16(&mut out, max_stack);
+    put_u16(&mut out, code.max_locals);
+    put_u32(&mut out, new_code.len() as u32);
+    out.extend_from_slice(&new_code);
+    exception_table(&code, &layout, &mut out)?;
+    put_u16(&mut out, attribute_count);
+    out.extend_from_slice(&attributes);
+    Ok(Some(out))
+}
