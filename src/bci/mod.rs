@@ -45,11 +45,15 @@
 //! tracker class itself is never instrumented. Output is deterministic: the
 //! same input gives the same bytes.
 //!
+//! [`Injection::tracker`] is what `cpu=times`/`cpu=old` inject; the class
+//! it calls is embedded as [`TRACKER_CLASS_FILE`] (see
+//! `java-tracker/hprof_rs/Tracker.java` for what the agent must do).
+//!
 //! Modules: `bytes` (byte order), `constant_pool`, `class_file` (structure),
 //! `code` (instruction decoding), `types` (verification types,
 //! descriptors), `stackmap` (StackMapTable codec), `simulate` (the frame a
 //! widened branch needs), `relocate` (new offsets, widening, emission),
-//! `inject` (one method), `writer` (the class).
+//! `inject` (one method), `writer` (the class), `tracker` (the Java side).
 
 mod bytes;
 mod class_file;
@@ -61,8 +65,11 @@ mod simulate;
 mod stackmap;
 #[cfg(test)]
 mod tests;
+mod tracker;
 mod types;
 mod writer;
+
+pub use tracker::{TRACKER_CLASS, TRACKER_CLASS_FILE, TRACKER_ENGAGED_FIELD, TRACKER_NATIVES};
 
 use std::fmt;
 

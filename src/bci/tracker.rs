@@ -1,0 +1,69 @@
+//! `hprof_rs/Tracker`, the class the injected calls go to, embedded so that
+//! the agent can put it where `AddToBootstrapClassLoaderSearch` finds it
+//! without a JDK at build time. Its source, and what the agent must do with
+//! it, is `java-tracker/hprof_rs/Tracker.java`; `java-tracker/build.sh`
+//! compiles it, and `tests/bci_run.rs` checks the embedded class is fresh.
+
+use super::{CALL_DESCRIPTOR, Injection};
+
+/// Internal name of the tracker class.
+pub const TRACKER_CLASS: &str = "hprof_rs/Tracker";
+
+/// `hprof_rs/Tracker.class`, compiled by `java-tracker/build.sh` (`javac
+/// --release 11`): write it as `<dir>/hprof_rs/Tracker.class` and add
+/// `<dir>` to the boot class path in `Agent_OnLoad`.
+pub const TRACKER_CLASS_FILE: &[u8] = include_bytes!("../../java-tracker/hprof_rs/Tracker.class");
+
+/// The private static field the agent sets non-zero (JNI
+/// `SetStaticIntField`) to make the tracker call its natives: name and
+/// signature.
+pub const TRACKER_ENGAGED_FIELD: (&str, &str) = ("engaged", "I");
+
+/// The natives the agent registers on the tracker (`RegisterNatives`):
+/// name and signature of the one called on entry, then on exit. Each gets
+/// `(JNIEnv*, jclass, jthread thread, jint cnum, jint mnum)`.
+pub const TRACKER_NATIVES: [(&str, &str); 2] = [
+    ("nativeCallSite", "(Ljava/lang/Thread;II)V"),
+    ("nativeReturnSite", "(Ljava/lang/Thread;II)V"),
+];
+
+impl Injection {
+    /// What `cpu=times` and `cpu=old` inject: `Tracker.CallSite(II)V` on
+    /// entry and `Tracker.ReturnSite(II)V` before each return.
+    pub fn tracker() -> Injection {
+        Injection {
+            tracker_class: TRACKER_CLASS.into(),
+            entry: Some(("CallSite".into(), CALL_DESCRIPTOR.into())),
+            exit: Some(("ReturnSite".into(), CALL_DESCRIPTOR.into())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bci::rewrite_class;
+
+    #[test]
+    fn the_embedded_tracker_is_a_class_the_rewriter_leaves_alone() {
+        assert_eq!(&TRACKER_CLASS_FILE[..4], &[0xca, 0xfe, 0xba, 0xbe]);
+        assert_eq!(TRACKER_CLASS_FILE[7], 55, "javac --release 11");
+        let out = rewrite_class(TRACKER_CLASS_FILE, 1, &Injection::tracker()).unwrap();
+        assert_eq!(out.bytes, TRACKER_CLASS_FILE);
+        let names: Vec<(&str, &str)> = out
+            .methods
+            .iter()
+            .map(|m| (m.name.as_str(), m.descriptor.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("<init>", "()V"),
+                ("CallSite", "(II)V"),
+                ("ReturnSite", "(II)V"),
+                (TRACKER_NATIVES[0].0, TRACKER_NATIVES[0].1),
+                (TRACKER_NATIVES[1].0, TRACKER_NATIVES[1].1),
+            ]
+        );
+    }
+}
