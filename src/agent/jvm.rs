@@ -235,6 +235,21 @@ pub fn set_thread_value(env: &Jvmti, thread: jni::jthread, value: u64) {
         unsafe { env.set_thread_local_storage(thread, value as usize as *const std::ffi::c_void) };
 }
 
+/// The Java feature release of the running JVM (11, 17, 21...), from the
+/// `java.vm.specification.version` property (one of the few JVMTI sees).
+pub fn java_feature_version(env: &Jvmti) -> Option<u32> {
+    let version = env
+        .get_system_property("java.vm.specification.version")
+        .ok()?;
+    version
+        .strip_prefix("1.")
+        .unwrap_or(&version)
+        .split('.')
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Loads a class by JNI name (e.g. `java/lang/Class`) from the current thread.
 pub fn find_class(jni: &JniEnv, name: &str) -> Option<jni::jclass> {
     let class = jni.find_class(name);

@@ -575,20 +575,27 @@ impl Profiler {
             let malformed = |e| format!("the JVM's heap dump is malformed: {e}");
             match self.emitter.style() {
                 Style::Binary => {
-                    let file = std::fs::File::open(path)
-                        .map_err(|e| format!("cannot read the JVM's heap dump {path}: {e}"))?;
                     let mut memory = self.dump_memory.lock();
                     self.emitter
-                        .carry_heap_dump(file, &self.model, &mut memory, &mut out)
+                        .carry_heap_dump(
+                            std::path::Path::new(path),
+                            &self.model,
+                            &mut memory,
+                            &mut out,
+                        )
                         .map(|_| ())
                         .map_err(malformed)
                 }
+                // The JVM's dumper of JDK 11 to 17 lists a class's fields
+                // last-declared first; HPROF's ASCII lists them in declaration
+                // order. (The property is read now: it is not set at load time.)
                 Style::Ascii => self
                     .emitter
                     .ascii_heap_dump(
                         std::path::Path::new(path),
                         &self.model,
                         &ctime_now(),
+                        jvm::java_feature_version(&self.jvmti.env()).is_some_and(|v| v < 21),
                         &mut out,
                     )
                     .map_err(malformed),

@@ -13,14 +13,16 @@
 use super::Emitter;
 use crate::format::ParseError;
 use crate::format::binary::RecordBody;
-use crate::format::binary::heap_walk;
+use crate::format::binary::heap_walk::{self, PresentObjects};
 use crate::format::binary::reader::{parse_body, read_header};
 use crate::format::binary::writer::{encode_record_header, tags};
 use crate::model::Model;
 use crate::model::traces::EMPTY_TRACE_SERIAL;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
+use std::fs::File;
 use std::io::{BufReader, Read};
+use std::path::Path;
 
 /// Bytes handed to the output at a time while copying heap records.
 const CHUNK: usize = 4 << 20;
@@ -106,28 +108,21 @@ fn read_body(input: &mut impl Read, length: u32, offset: u64) -> Result<Vec<u8>,
 }
 
 impl Emitter {
-    /// Carries the JVM heap dump read from `input` into this file's binary
-    /// output, handing bytes to `out` in chunks of a few MiB (so memory stays
-    /// bounded whatever the heap size). Returns the number of heap sub-records.
+    /// Carries the JVM heap dump at `path` into this file's binary output,
+    /// handing bytes to `out` in chunks of a few MiB (so memory stays bounded
+    /// whatever the heap size). References to objects the dump lacks are set
+    /// to null, so that every reference in our file resolves. Returns the
+    /// number of heap sub-records and of references dropped.
     pub fn carry_heap_dump(
         &self,
-        input: impl Read,
+        path: &Path,
         model: &Mutex<Model>,
         memory: &mut DumpMemory,
         out: &mut dyn FnMut(Vec<u8>),
-    ) -> Result<u64, ParseError> {
-        let mut input = BufReader::with_capacity(1 << 20, input);
-        let header = read_header(&mut input)?;
-        if header.id_size != self.id_size {
-            return Err(ParseError {
-                offset: 0,
-                message: format!(
-                    "the JVM's dump has {}-byte identifiers, this file {}",
-                    header.id_size, self.id_size
-                ),
-            });
-        }
-        let mut offset = header.version.header_text().len() as u64 + 1 + 12;
+    ) -> Result<(u64, u64), ParseError> {
+        let present = present_objects(path, self.id_size)?;
+        let (mut input, mut offset) = open_dump(path, self.id_size)?;
+        let mut dropped = 0;
         memory.dumps += 1;
         let mut renumber = Renumbering {
             frame_base: FRAME_BASE + (memory.dumps << 32),
@@ -143,8 +138,22 @@ impl Emitter {
                     // Our files with heap dumps are 1.0.2: every body is a segment.
                     encode_record_header(tags::HEAP_DUMP_SEGMENT, self.now(), length, &mut pending);
                     out(std::mem::take(&mut pending));
-                    sub_records +=
-                        self.carry_heap_body(&mut input, length, body_offset, &renumber, out)?;
+                    let id_size = self.id_size;
+                    let mut patch = |record: &mut [u8]| {
+                        if let Some(at) = heap_walk::trace_field_offset(record[0], id_size) {
+                            let serial = renumber.trace(heap_walk::get_u4(record, at));
+                            heap_walk::put_u4(record, at, serial);
+                        }
+                        dropped += drop_dangling(record, id_size, &present);
+                    };
+                    sub_records += stream_heap_body(
+                        &mut input,
+                        length,
+                        body_offset,
+                        id_size,
+                        &mut patch,
+                        out,
+                    )?;
                 }
                 tags::HEAP_DUMP_END => self.record(RecordBody::HeapDumpEnd, &mut pending),
                 _ => {
@@ -165,61 +174,7 @@ impl Emitter {
             offset = body_offset + u64::from(length);
         }
         out(pending);
-        Ok(sub_records)
-    }
-
-    /// Copies one heap dump body of `length` bytes in large blocks, patching
-    /// the trace serial of each sub-record in place (the fast path: no
-    /// decoding of values). Returns the number of sub-records.
-    fn carry_heap_body(
-        &self,
-        input: &mut impl Read,
-        length: u32,
-        offset: u64,
-        renumber: &Renumbering,
-        out: &mut dyn FnMut(Vec<u8>),
-    ) -> Result<u64, ParseError> {
-        let fail = |message: String| ParseError { offset, message };
-        let mut left = u64::from(length);
-        let mut block: Vec<u8> = Vec::with_capacity(2 * CHUNK);
-        let mut count = 0;
-        loop {
-            if left > 0 {
-                let want = (CHUNK as u64).min(left) as usize;
-                let had = block.len();
-                block.resize(had + want, 0);
-                input
-                    .read_exact(&mut block[had..])
-                    .map_err(|_| fail("heap dump record runs past the end of the file".into()))?;
-                left -= want as u64;
-            }
-            // Patch every complete sub-record; a partial one waits for more bytes.
-            let mut scanned = 0;
-            while let Some(n) =
-                heap_walk::sub_record_len(&block[scanned..], self.id_size).map_err(fail)?
-            {
-                let record = &mut block[scanned..scanned + n];
-                if let Some(at) = heap_walk::trace_field_offset(record[0], self.id_size) {
-                    let serial = renumber.trace(heap_walk::get_u4(record, at));
-                    heap_walk::put_u4(record, at, serial);
-                }
-                scanned += n;
-                count += 1;
-            }
-            if scanned > 0 {
-                let rest = block.split_off(scanned);
-                out(std::mem::replace(&mut block, rest));
-                block.reserve(2 * CHUNK);
-            }
-            if left == 0 {
-                if !block.is_empty() {
-                    return Err(fail(
-                        "a heap dump sub-record runs past the end of its record".into(),
-                    ));
-                }
-                return Ok(count);
-            }
-        }
+        Ok((sub_records, dropped))
     }
 
     /// Carries one non-heap record of the JVM's dump over, renumbered.
@@ -305,4 +260,116 @@ impl Emitter {
         };
         self.record(body, out);
     }
+}
+
+/// Streams one heap dump body of `length` bytes in large blocks: calls
+/// `each` on every sub-record (which may patch it in place, lengths
+/// unchanged), then hands the patched bytes to `out`. Returns the number of
+/// sub-records.
+fn stream_heap_body(
+    input: &mut impl Read,
+    length: u32,
+    offset: u64,
+    id_size: u32,
+    each: &mut dyn FnMut(&mut [u8]),
+    out: &mut dyn FnMut(Vec<u8>),
+) -> Result<u64, ParseError> {
+    let fail = |message: String| ParseError { offset, message };
+    let mut left = u64::from(length);
+    let mut block: Vec<u8> = Vec::with_capacity(2 * CHUNK);
+    let mut count = 0;
+    loop {
+        if left > 0 {
+            let want = (CHUNK as u64).min(left) as usize;
+            let had = block.len();
+            block.resize(had + want, 0);
+            input
+                .read_exact(&mut block[had..])
+                .map_err(|_| fail("heap dump record runs past the end of the file".into()))?;
+            left -= want as u64;
+        }
+        // Every complete sub-record is handled; a partial one waits for more bytes.
+        let mut scanned = 0;
+        while let Some(n) = heap_walk::sub_record_len(&block[scanned..], id_size).map_err(fail)? {
+            each(&mut block[scanned..scanned + n]);
+            scanned += n;
+            count += 1;
+        }
+        if scanned > 0 {
+            let rest = block.split_off(scanned);
+            out(std::mem::replace(&mut block, rest));
+            block.reserve(2 * CHUNK);
+        }
+        if left == 0 {
+            if !block.is_empty() {
+                return Err(fail(
+                    "a heap dump sub-record runs past the end of its record".into(),
+                ));
+            }
+            return Ok(count);
+        }
+    }
+}
+
+/// Opens a JVM heap dump and checks its identifier size; returns the reader
+/// positioned after the header, and that position.
+fn open_dump(path: &Path, id_size: u32) -> Result<(BufReader<File>, u64), ParseError> {
+    let file = File::open(path).map_err(|e| ParseError {
+        offset: 0,
+        message: format!("cannot open {}: {e}", path.display()),
+    })?;
+    let mut input = BufReader::with_capacity(1 << 20, file);
+    let header = read_header(&mut input)?;
+    if header.id_size != id_size {
+        return Err(ParseError {
+            offset: 0,
+            message: format!(
+                "the JVM's dump has {}-byte identifiers, this file {id_size}",
+                header.id_size
+            ),
+        });
+    }
+    Ok((input, header.version.header_text().len() as u64 + 1 + 12))
+}
+
+/// The first pass: every object the dump holds. (With class data sharing on,
+/// JDK 17+ dumps refer to archived objects they do not contain.)
+pub fn present_objects(path: &Path, id_size: u32) -> Result<PresentObjects, ParseError> {
+    let (mut input, mut offset) = open_dump(path, id_size)?;
+    let mut present = PresentObjects::default();
+    while let Some((tag, _time, length)) = read_record_header(&mut input, offset)? {
+        if tag == tags::HEAP_DUMP || tag == tags::HEAP_DUMP_SEGMENT {
+            let mut note = |record: &mut [u8]| {
+                if let Some(id) = heap_walk::dumped_object(record, id_size) {
+                    present.insert(id);
+                }
+            };
+            stream_heap_body(
+                &mut input,
+                length,
+                offset + 9,
+                id_size,
+                &mut note,
+                &mut |_| {},
+            )?;
+        } else {
+            read_body(&mut input, length, offset)?;
+        }
+        offset += 9 + u64::from(length);
+    }
+    Ok(present)
+}
+
+/// Sets the references of `record` to objects the dump lacks to null.
+/// Returns how many there were.
+pub fn drop_dangling(record: &mut [u8], id_size: u32, present: &PresentObjects) -> u64 {
+    let mut dropped = 0;
+    for slot in heap_walk::reference_slots(record, id_size) {
+        let id = heap_walk::get_id(record, slot, id_size);
+        if id != 0 && !present.contains(id) {
+            heap_walk::put_id(record, slot, id_size, 0);
+            dropped += 1;
+        }
+    }
+    dropped
 }

@@ -11,7 +11,7 @@ use super::Emitter;
 use crate::format::ParseError;
 use crate::format::ascii::writer::{write_heap_dump_begin, write_heap_dump_end, write_heap_entry};
 use crate::format::ascii::{HeapEntry, HeapRoot, LineInfo, Section, TraceFrame, TraceSection};
-use crate::format::binary::heap_walk::SubRecords;
+use crate::format::binary::heap_walk::{self, PresentObjects, SubRecords};
 use crate::format::binary::reader::{parse_body, parse_heap_records, read_header};
 use crate::format::binary::{BasicType, HeapRecord, PrimitiveArray, RecordBody, Value, tags};
 use crate::format::names::signature_to_name;
@@ -29,8 +29,11 @@ const CHUNK: usize = 4 << 20;
 /// A class as its CLASS DUMP describes it.
 struct ClassShape {
     super_id: u64,
-    /// Instance fields declared by this class: (name, type).
+    /// Instance fields declared by this class: (name, type), in
+    /// declaration order.
     fields: Vec<(String, BasicType)>,
+    /// The dump lists the fields (and their values) in the reverse order.
+    reversed: bool,
 }
 
 /// Everything the first pass learns.
@@ -47,6 +50,8 @@ struct Survey {
     /// The JVM's stack traces: (serial, thread serial, frame ids).
     traces: Vec<(u32, u32, Vec<u64>)>,
     instances_per_class: HashMap<u64, u64>,
+    /// Every object the dump holds (references to others are left out).
+    present: PresentObjects,
     objects: u64,
     array_bytes: u64,
 }
@@ -173,10 +178,17 @@ impl Emitter {
         path: &Path,
         model: &Mutex<Model>,
         created: &str,
+        fields_reversed: bool,
         out: &mut dyn FnMut(Vec<u8>),
     ) -> Result<(), ParseError> {
         let id_size = self.id_size;
-        let survey = survey(path, id_size)?;
+        let mut survey = survey(path, id_size)?;
+        if fields_reversed {
+            for shape in survey.classes.values_mut() {
+                shape.fields.reverse();
+                shape.reversed = true;
+            }
+        }
 
         // The JVM's thread stacks become TRACE records of this file.
         let mut trace_serials: HashMap<u32, u32> = HashMap::new();
@@ -277,6 +289,9 @@ fn survey(path: &Path, id_size: u32) -> Result<Survey, ParseError> {
             _ => {}
         },
         |bytes| {
+            if let Some(id) = heap_walk::dumped_object(bytes, id_size) {
+                survey.present.insert(id);
+            }
             match one_record(bytes, id_size)? {
                 HeapRecord::ClassDump {
                     class_id,
@@ -312,9 +327,14 @@ fn survey(path: &Path, id_size: u32) -> Result<Survey, ParseError> {
             .iter()
             .map(|f| (survey.name(f.name_id), f.field_type))
             .collect();
-        survey
-            .classes
-            .insert(class_id, ClassShape { super_id, fields });
+        survey.classes.insert(
+            class_id,
+            ClassShape {
+                super_id,
+                fields,
+                reversed: false,
+            },
+        );
     }
     for (frame_id, method, source, class_serial, line) in raw_frames {
         let class_name = survey
@@ -420,13 +440,18 @@ fn to_entry(
             static_fields,
             ..
         } => {
-            let statics = static_fields
+            let mut statics: Vec<(String, u64)> = static_fields
                 .iter()
                 .filter_map(|f| match f.value {
-                    Value::Object(id) if id != 0 => Some((survey.name(f.name_id), id)),
+                    Value::Object(id) if id != 0 && survey.present.contains(id) => {
+                        Some((survey.name(f.name_id), id))
+                    }
                     _ => None,
                 })
                 .collect();
+            if survey.classes.get(&class_id).is_some_and(|c| c.reversed) {
+                statics.reverse();
+            }
             let constant_pool = constant_pool
                 .iter()
                 .filter_map(|c| match c.value {
@@ -477,10 +502,11 @@ fn to_entry(
             length: elements.len() as u64,
             array_class_name: survey.class_name(array_class_id),
             array_class_id,
+            // References to objects the dump lacks (class data sharing) are left out.
             elements: elements
                 .iter()
                 .enumerate()
-                .filter(|(_, e)| **e != 0)
+                .filter(|(_, e)| **e != 0 && survey.present.contains(**e))
                 .map(|(i, e)| (i as u64, *e))
                 .collect(),
         }),
@@ -526,19 +552,29 @@ fn reference_fields(
         let Some(shape) = survey.classes.get(&next) else {
             break;
         };
+        // Values come in the dump's order of the fields.
+        let in_dump_order: Box<dyn Iterator<Item = &(String, BasicType)>> = if shape.reversed {
+            Box::new(shape.fields.iter().rev())
+        } else {
+            Box::new(shape.fields.iter())
+        };
         let mut group = Vec::new();
-        for (name, kind) in &shape.fields {
+        for (name, kind) in in_dump_order {
             let width = kind.size(id_size);
             let Some(bytes) = values.get(at..at + width) else {
-                return groups.into_iter().rev().flatten().collect();
+                break;
             };
             if *kind == BasicType::Object {
-                let id = bytes.iter().fold(0u64, |v, b| (v << 8) | u64::from(*b));
-                if id != 0 {
+                let id = heap_walk::get_id(bytes, 0, id_size);
+                // References to objects the dump lacks (class data sharing) are left out.
+                if id != 0 && survey.present.contains(id) {
                     group.push((name.clone(), id));
                 }
             }
             at += width;
+        }
+        if shape.reversed {
+            group.reverse();
         }
         groups.push(group);
         next = shape.super_id;

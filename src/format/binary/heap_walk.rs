@@ -168,6 +168,99 @@ pub fn sub_record_len(bytes: &[u8], id_size: u32) -> Result<Option<usize>, Strin
     Ok(length.filter(|&n| n <= bytes.len()))
 }
 
+/// The identifier of the object a sub-record dumps (instance, array or
+/// class), if it dumps one.
+pub fn dumped_object(record: &[u8], id_size: u32) -> Option<u64> {
+    match record.first()? {
+        &heap::CLASS_DUMP
+        | &heap::INSTANCE_DUMP
+        | &heap::OBJ_ARRAY_DUMP
+        | &heap::PRIM_ARRAY_DUMP => Some(get_id(record, 1, id_size)),
+        _ => None,
+    }
+}
+
+/// Reads an identifier of `id_size` bytes at `at`.
+pub fn get_id(record: &[u8], at: usize, id_size: u32) -> u64 {
+    record[at..at + id_size as usize]
+        .iter()
+        .fold(0u64, |v, b| (v << 8) | u64::from(*b))
+}
+
+/// Where the object references of a sub-record that may point outside the
+/// dump sit: the elements of an object array and the reference statics of
+/// a class. (Instance fields need the class layout and are not listed.)
+pub fn reference_slots(record: &[u8], id_size: u32) -> Vec<usize> {
+    let id = id_size as usize;
+    match record.first() {
+        Some(&heap::OBJ_ARRAY_DUMP) => {
+            let n = get_u4(record, 1 + id + 4) as usize;
+            let first = 1 + 2 * id + 8;
+            (0..n).map(|i| first + i * id).collect()
+        }
+        Some(&heap::CLASS_DUMP) => {
+            let mut slots = Vec::new();
+            let mut at = 1 + 7 * id + 8;
+            let count = |at: usize| u16::from_be_bytes([record[at], record[at + 1]]) as usize;
+            let size_of = |b: u8| BasicType::from_u8(b).map_or(0, |t| t.size(id_size));
+            let constants = count(at);
+            at += 2;
+            for _ in 0..constants {
+                at += 3 + size_of(record[at + 2]);
+            }
+            let statics = count(at);
+            at += 2;
+            for _ in 0..statics {
+                let kind = record[at + id];
+                if kind == BasicType::Object as u8 {
+                    slots.push(at + id + 1);
+                }
+                at += id + 1 + size_of(kind);
+            }
+            slots
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Writes an identifier of `id_size` bytes at `at`.
+pub fn put_id(record: &mut [u8], at: usize, id_size: u32, value: u64) {
+    let bytes = value.to_be_bytes();
+    record[at..at + id_size as usize].copy_from_slice(&bytes[8 - id_size as usize..]);
+}
+
+/// The objects a dump holds, as a sparse bitmap over 8-byte aligned
+/// addresses: a few MB for a heap of GBs, where a set of identifiers would
+/// take hundreds.
+#[derive(Default)]
+pub struct PresentObjects {
+    /// 1 MiB of address space per block: one bit per 8 bytes.
+    blocks: std::collections::HashMap<u64, Box<[u64; 2048]>>,
+}
+
+impl PresentObjects {
+    fn place(id: u64) -> (u64, usize, u64) {
+        let slot = id >> 3;
+        let bit = slot & ((1 << 17) - 1);
+        (id >> 20, (bit >> 6) as usize, 1 << (bit & 63))
+    }
+
+    /// Records that the dump holds object `id`.
+    pub fn insert(&mut self, id: u64) {
+        let (block, word, mask) = Self::place(id);
+        self.blocks
+            .entry(block)
+            .or_insert_with(|| Box::new([0; 2048]))[word] |= mask;
+    }
+
+    /// Whether the dump holds object `id` (identifiers that are not
+    /// 8-byte aligned are taken at their aligned address).
+    pub fn contains(&self, id: u64) -> bool {
+        let (block, word, mask) = Self::place(id);
+        self.blocks.get(&block).is_some_and(|b| b[word] & mask != 0)
+    }
+}
+
 /// Where the trace serial (u4) of a sub-record starts, counting the tag
 /// byte; None for sub-records without one.
 pub fn trace_field_offset(tag: u8, id_size: u32) -> Option<usize> {
@@ -352,6 +445,44 @@ mod tests {
                 Some(1 + id_size as usize)
             );
         }
+    }
+
+    #[test]
+    fn finds_dumped_objects_and_reference_slots() {
+        let mut body = Vec::new();
+        for record in sample_records() {
+            encode_heap_record(&record, 8, &mut body);
+        }
+        let mut at = 0;
+        let mut dumped = Vec::new();
+        let mut slots = Vec::new();
+        while at < body.len() {
+            let n = sub_record_len(&body[at..], 8).unwrap().unwrap();
+            let record = &body[at..at + n];
+            dumped.extend(dumped_object(record, 8));
+            slots.extend(
+                reference_slots(record, 8)
+                    .into_iter()
+                    .map(|s| get_id(record, s, 8)),
+            );
+            at += n;
+        }
+        assert_eq!(dumped, vec![100, 200, 300, 400]);
+        // The class's one reference static is a long here; the array holds 0, 200, 0.
+        assert_eq!(slots, vec![0, 200, 0]);
+        let mut present = PresentObjects::default();
+        for id in [0x6_8741_6308u64, 0x7_ffb0_08c8, 16] {
+            present.insert(id);
+        }
+        assert!(
+            present.contains(0x6_8741_6308)
+                && present.contains(0x7_ffb0_08c8)
+                && present.contains(16)
+        );
+        assert!(!present.contains(0x6_8741_6310) && !present.contains(24));
+        let mut record = vec![0u8; 9];
+        put_id(&mut record, 1, 8, 0x1122);
+        assert_eq!(get_id(&record, 1, 8), 0x1122);
     }
 
     #[test]
