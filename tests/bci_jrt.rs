@@ -234,6 +234,40 @@ fn rewrite_all(records: &[Record], options: &RewriteOptions, patch: &Path) -> Re
     r
 }
 
+/// Rewrites each class of `records` once with a byte changed and once cut
+/// short (deterministically): the rewriter runs inside the profiled JVM on
+/// whatever it is given, so it must return, never panic. Returns the
+/// classes it panicked on, and how many mutants it accepted.
+fn mutants_never_panic(records: &[Record]) -> (Vec<String>, usize) {
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut random = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let injection = injection();
+    let options = RewriteOptions::default();
+    let mut panicked = Vec::new();
+    let mut accepted = 0;
+    for record in records {
+        let mut flipped = record.bytes.clone();
+        let at = random(flipped.len());
+        flipped[at] ^= 1 << random(8);
+        let cut = &record.bytes[..random(record.bytes.len())];
+        for mutant in [&flipped[..], cut] {
+            let result =
+                std::panic::catch_unwind(|| rewrite_class_with(mutant, 7, &injection, &options));
+            match result {
+                Ok(Ok(_)) => accepted += 1,
+                Ok(Err(_)) => {}
+                Err(_) => panicked.push(record.name.clone()),
+            }
+        }
+    }
+    (panicked, accepted)
+}
+
 /// What `VerifyAll` reported.
 #[derive(Debug, Default)]
 struct Verified {
@@ -441,6 +475,12 @@ fn check_image(jdk: &common::Jdk, options: &RewriteOptions, tag: &str) {
             .collect();
     }
 
+    let (panicked, accepted) = if tag == "rewrite" {
+        mutants_never_panic(&records)
+    } else {
+        (vec![], 0)
+    };
+
     let exempt_started = Instant::now();
     let exempt = verify_exempt(&dir, &dump, &patch);
     let exempt_time = exempt_started.elapsed();
@@ -497,6 +537,14 @@ fn check_image(jdk: &common::Jdk, options: &RewriteOptions, tag: &str) {
         "  workload on the rewritten JDK: {}",
         verified.tracker
     );
+    if tag == "rewrite" {
+        let _ = writeln!(
+            report,
+            "  {} mutants (a bit flipped, cut short): {} panics, {accepted} accepted",
+            2 * records.len(),
+            panicked.len()
+        );
+    }
     let _ = writeln!(
         report,
         "  wall time: dump {:.1}s, rewrite {:.1}s, HotSpot {:.1}s, exempt {:.1}s, total {:.1}s",
@@ -540,9 +588,15 @@ fn check_image(jdk: &common::Jdk, options: &RewriteOptions, tag: &str) {
         "{report}fewer than 80% of the methods rewritten"
     );
     assert!(
+        panicked.is_empty(),
+        "{report}rewriting panicked on mutants of {panicked:#?}"
+    );
+    assert!(
         verified.tracker.starts_with("calls="),
         "{report}no workload line"
     );
+    // Passed: the dump and the patched image are a few hundred MB.
+    let _ = fs::remove_dir_all(&dir);
 }
 
 /// Every JDK of the matrix, or those listed in `HPROF_RS_BCI_JDKS`.

@@ -403,7 +403,7 @@ pub(crate) fn rewrite_code(
     }
 
     let new_code = layout.emit(code.code, &entry, &exit);
-    let mut out = Vec::with_capacity(info.len() + new_code.len() - code.code.len() + 16);
+    let mut out = Vec::with_capacity(info.len() + new_code.len() + 16);
     put_u16(&mut out, max_stack);
     put_u16(&mut out, code.max_locals);
     put_u32(&mut out, new_code.len() as u32);

@@ -55,6 +55,8 @@
 //! widened branch needs), `relocate` (new offsets, widening, emission),
 //! `inject` (one method), `writer` (the class), `tracker` (the Java side).
 
+#![deny(missing_docs)]
+
 mod bytes;
 mod class_file;
 mod code;

@@ -109,7 +109,9 @@ pub(crate) fn decode(body: &[u8]) -> Result<Vec<Frame>, String> {
         };
         let offset = match previous {
             None => u32::from(delta),
-            Some(p) => p + u32::from(delta) + 1,
+            // Saturating: a hostile table cannot wrap around; the offset
+            // then maps to no instruction and the method is left alone.
+            Some(p) => p.saturating_add(u32::from(delta) + 1),
         };
         previous = Some(offset);
         frames.push(Frame { offset, kind });

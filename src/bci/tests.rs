@@ -611,3 +611,50 @@ fn rejects_what_is_not_a_usable_class() {
         Err(BciError::Malformed { .. })
     ));
 }
+
+/// A small deterministic xorshift generator, for mutations.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+#[test]
+fn never_panics_on_truncated_or_mutated_classes() {
+    let options = RewriteOptions {
+        widen_all_branches: true,
+    };
+    let mut samples = vec![big_method_class(), TRACKER_CLASS_FILE.to_vec()];
+    let mut b = ClassBuilder::new(52, "p/Lines");
+    let lines = Body::new(1, 1, vec![26, 154, 0, 5, 4, 172, 26, 172])
+        .with("LineNumberTable", vec![0, 2, 0, 0, 0, 1, 0, 6, 0, 2])
+        .with("StackMapTable", vec![0, 1, 6]);
+    b.method(ACC_PUBLIC_STATIC, "f", "(I)I", Some(lines));
+    samples.push(b.build());
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for sample in &samples {
+        for len in 0..sample.len().min(2000) {
+            let _ = rewrite_class_with(&sample[..len], 1, &tracker(), &options);
+        }
+        for _ in 0..3000 {
+            let mut mutated = sample.clone();
+            for _ in 0..1 + rng.below(4) {
+                let at = rng.below(mutated.len());
+                mutated[at] = rng.next() as u8;
+            }
+            if let Ok(out) = rewrite_class_with(&mutated, 1, &tracker(), &options) {
+                // Whatever comes out parses again.
+                ClassFile::parse(&out.bytes).unwrap();
+            }
+        }
+    }
+}
