@@ -178,119 +178,132 @@ fn exception_table(
 ) -> Result<(), String> {
     put_u16(out, code.handlers.len() as u16);
     for h in &code.handlers {
-        let start = layout.block_of(u32::from(h.start))?;
+        let start = layout.target(u32::from(h.start))?;
         let end = layout.block_of(u32::from(h.end))?;
         if start >= end {
             return Err(format!("exception range {}..{} is empty", h.start, h.end));
         }
         put_u16(out, start as u16);
         put_u16(out, end as u16);
-        put_u16(out, layout.block_of(u32::from(h.handler))? as u16);
+        put_u16(out, layout.target(u32::from(h.handler))? as u16);
         put_u16(out, h.catch_type);
     }
     Ok(())
 }
 
-/// The new StackMapTable body: the original frames moved, plus a frame at
-/// each offset in `needed` (original offsets of instructions that follow a
-/// widened conditional) that has none yet.
-#[allow(clippy::too_many_arguments)]
-fn stack_map(
-    original: Option<&[u8]>,
-    needed: &[usize],
-    insns: &[Insn],
-    code: &CodeAttribute<'_>,
-    layout: &Layout<'_>,
-    pool: &mut ConstantPool<'_>,
+/// One method being rewritten: what the StackMapTable needs to know.
+struct Rewrite<'r, 'c> {
+    code: &'r CodeAttribute<'c>,
+    insns: &'r [Insn],
+    layout: &'r Layout<'r>,
     class: ClassFacts,
-    method: MethodFacts<'_>,
-) -> Result<Option<Vec<u8>>, String> {
-    let frames = match original {
-        Some(body) => stackmap::decode(body)?,
-        None => vec![],
-    };
-    // Conditionals (by instruction index) whose fall-through has no frame.
-    let missing: Vec<usize> = needed
-        .iter()
-        .copied()
-        .filter(|&i| {
-            let next = insns[i].offset + insns[i].len;
-            !frames.iter().any(|f| f.offset == next)
-        })
-        .collect();
-    if original.is_none() && missing.is_empty() {
-        return Ok(None);
-    }
-    let mut added: Vec<(u32, FrameState)> = Vec::new();
-    let states = if missing.is_empty() {
-        vec![]
-    } else {
-        let initial = initial_locals(
-            pool,
-            class.this_class,
-            method.is_static,
-            method.name,
-            method.descriptor,
-        )?;
-        let states = stackmap::expand(&frames, &initial)?;
-        let ctx = simulate::Context {
-            pool,
-            code: code.code,
-            this_class: class.this_class,
-            max_locals: code.max_locals,
+    method: MethodFacts<'r>,
+    /// Instruction indices of the widened conditionals whose fall-through
+    /// needs a frame (from class version 50).
+    needed: Vec<usize>,
+}
+
+impl Rewrite<'_, '_> {
+    /// The new StackMapTable body (`None`: there was none and none is
+    /// needed): the `original` frames moved, plus a frame after each widened
+    /// conditional that has none yet.
+    fn stack_map(
+        &self,
+        original: Option<&[u8]>,
+        pool: &mut ConstantPool<'_>,
+    ) -> Result<Option<Vec<u8>>, String> {
+        let (insns, code, class, method) = (self.insns, self.code, self.class, self.method);
+        let frames = match original {
+            Some(body) => stackmap::decode(body)?,
+            None => vec![],
         };
-        for &i in &missing {
-            let branch = &insns[i];
-            // Start from the last frame at or before the branch, else the
-            // method's implicit first frame.
-            let (from_offset, from) = match frames.iter().rposition(|f| f.offset <= branch.offset) {
-                Some(k) => (frames[k].offset, states[k].clone()),
-                None => (
-                    0,
-                    FrameState {
-                        locals: initial.clone(),
-                        stack: vec![],
-                    },
-                ),
-            };
-            let first = insns
-                .iter()
-                .position(|insn| insn.offset == from_offset)
-                .ok_or_else(|| format!("stack map frame at {from_offset}, not an instruction"))?;
-            let state = simulate::run(&ctx, &from, &insns[first..=i])?;
-            added.push((branch.offset + branch.len, state));
+        // Conditionals (by instruction index) whose fall-through has no frame.
+        let missing: Vec<usize> = self
+            .needed
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let next = insns[i].offset + insns[i].len;
+                !frames.iter().any(|f| f.offset == next)
+            })
+            .collect();
+        if original.is_none() && missing.is_empty() {
+            return Ok(None);
         }
-        states
-    };
-    // Merge by original offset; an original frame right after an added one
-    // is written in full.
-    let mut out: Vec<OutFrame<'_>> = Vec::with_capacity(frames.len() + added.len());
-    let (mut f, mut a) = (0, 0);
-    let mut after_added = false;
-    while f < frames.len() || a < added.len() {
-        if a < added.len() && (f == frames.len() || added[a].0 < frames[f].offset) {
-            out.push(OutFrame {
-                offset: added[a].0,
-                kind: None,
-                state: Some(&added[a].1),
-            });
-            a += 1;
-            after_added = true;
+        let mut added: Vec<(u32, FrameState)> = Vec::new();
+        let states = if missing.is_empty() {
+            vec![]
         } else {
-            out.push(OutFrame {
-                offset: frames[f].offset,
-                kind: if after_added {
-                    None
-                } else {
-                    Some(&frames[f].kind)
-                },
-                state: states.get(f),
-            });
-            f += 1;
-            after_added = false;
+            let initial = initial_locals(
+                pool,
+                class.this_class,
+                method.is_static,
+                method.name,
+                method.descriptor,
+            )?;
+            let states = stackmap::expand(&frames, &initial)?;
+            let ctx = simulate::Context {
+                pool,
+                code: code.code,
+                this_class: class.this_class,
+                max_locals: code.max_locals,
+            };
+            for &i in &missing {
+                let branch = &insns[i];
+                // Start from the last frame at or before the branch, else the
+                // method's implicit first frame.
+                let (from_offset, from) =
+                    match frames.iter().rposition(|f| f.offset <= branch.offset) {
+                        Some(k) => (frames[k].offset, states[k].clone()),
+                        None => (
+                            0,
+                            FrameState {
+                                locals: initial.clone(),
+                                stack: vec![],
+                            },
+                        ),
+                    };
+                let first = insns
+                    .iter()
+                    .position(|insn| insn.offset == from_offset)
+                    .ok_or_else(|| {
+                        format!("stack map frame at {from_offset}, not an instruction")
+                    })?;
+                let state = simulate::run(&ctx, &from, &insns[first..=i])?;
+                added.push((branch.offset + branch.len, state));
+            }
+            states
+        };
+        // Merge by original offset; an original frame right after an added one
+        // is written in full.
+        let mut out: Vec<OutFrame<'_>> = Vec::with_capacity(frames.len() + added.len());
+        let (mut f, mut a) = (0, 0);
+        let mut after_added = false;
+        while f < frames.len() || a < added.len() {
+            if a < added.len() && (f == frames.len() || added[a].0 < frames[f].offset) {
+                out.push(OutFrame {
+                    offset: added[a].0,
+                    kind: None,
+                    state: Some(&added[a].1),
+                });
+                a += 1;
+                after_added = true;
+            } else {
+                out.push(OutFrame {
+                    offset: frames[f].offset,
+                    kind: if after_added {
+                        None
+                    } else {
+                        Some(&frames[f].kind)
+                    },
+                    state: states.get(f),
+                });
+                f += 1;
+                after_added = false;
+            }
         }
+        Ok(Some(stackmap::encode(&out, self.layout, pool)?))
     }
-    Ok(Some(stackmap::encode(&out, layout, pool)?))
 }
 
 /// Rewrites the body of one `Code` attribute. `Ok(None)`: nothing to inject
@@ -362,6 +375,14 @@ pub(crate) fn rewrite_code(
         return Err("a widened branch in code with jsr/ret".into());
     }
 
+    let rewrite = Rewrite {
+        code: &code,
+        insns: &insns,
+        layout: &layout,
+        class,
+        method,
+        needed,
+    };
     let mut stack_map_seen = false;
     let mut attributes = Vec::new();
     let mut attribute_count: u16 = 0;
@@ -372,16 +393,7 @@ pub(crate) fn rewrite_code(
                     return Err("several StackMapTable attributes".into());
                 }
                 stack_map_seen = true;
-                let body = stack_map(
-                    Some(attribute.info),
-                    &needed,
-                    &insns,
-                    &code,
-                    &layout,
-                    pool,
-                    class,
-                    method,
-                )?;
+                let body = rewrite.stack_map(Some(attribute.info), pool)?;
                 body.ok_or("StackMapTable vanished")?
             }
             Known::LineNumbers => line_numbers(attribute.info, &layout)?,
@@ -394,9 +406,7 @@ pub(crate) fn rewrite_code(
         put_attribute(&mut attributes, attribute.name_index, &body)?;
         attribute_count += 1;
     }
-    if !stack_map_seen
-        && let Some(body) = stack_map(None, &needed, &insns, &code, &layout, pool, class, method)?
-    {
+    if !stack_map_seen && let Some(body) = rewrite.stack_map(None, pool)? {
         let name = pool.add_utf8(b"StackMapTable")?;
         put_attribute(&mut attributes, name, &body)?;
         attribute_count += 1;

@@ -174,6 +174,15 @@ impl<'i> Layout<'i> {
         Ok(self.block[self.index_of(old)?])
     }
 
+    /// [`Layout::block_of`] for offsets that must be an instruction (a
+    /// branch target, a handler, a frame), not the end of the code.
+    pub(crate) fn target(&self, old: u32) -> Result<u32, String> {
+        if self.index_of(old)? == self.insns.len() {
+            return Err(format!("offset {old} is the end of the code"));
+        }
+        self.block_of(old)
+    }
+
     /// The new offset of the instruction at original offset `old` itself.
     pub(crate) fn instruction_at(&self, old: u32) -> Result<u32, String> {
         let i = self.index_of(old)?;
@@ -186,10 +195,8 @@ impl<'i> Layout<'i> {
     /// The new start of a LineNumberTable or LocalVariableTable entry that
     /// started at `old` (an instruction).
     pub(crate) fn debug_start(&self, old: u32) -> Result<u32, String> {
-        if self.index_of(old)? == self.insns.len() {
-            return Err(format!("debug entry at {old}, the end of the code"));
-        }
-        if old == 0 { Ok(0) } else { self.block_of(old) }
+        let new = self.target(old)?;
+        Ok(if old == 0 { 0 } else { new })
     }
 
     /// Indices of the conditional branches that were widened; the
@@ -303,7 +310,7 @@ fn targets(insn: &Insn) -> Vec<u32> {
 
 impl OffsetMapping for Layout<'_> {
     fn frame_offset(&self, old: u32) -> Result<u32, String> {
-        self.block_of(old)
+        self.target(old)
     }
 
     fn new_instruction(&self, old: u32) -> Result<u32, String> {
