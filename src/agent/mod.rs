@@ -9,6 +9,7 @@ mod jvm;
 mod profiler;
 mod sampler;
 mod site_cache;
+mod times;
 mod traces;
 
 use crate::options::{self, Parsed};
@@ -140,6 +141,27 @@ impl Agent for HprofAgent {
         }
     }
 
+    fn class_file_load_hook<'callback>(
+        &self,
+        context: CallbackContext<'callback>,
+        mut event: ClassFileLoadHookEvent<'callback>,
+    ) {
+        let Some(timing) = PROFILER.get().and_then(|p| p.method_timing()) else {
+            return;
+        };
+        let name = event.name_str().ok().flatten();
+        if let Some(bytes) = timing.rewrite(name.as_deref(), event.class_data()) {
+            // On failure the class simply loads unchanged.
+            let _ = event.set_transformed_class(&context, &bytes);
+        }
+    }
+
+    fn exception_catch(&self, context: CallbackContext<'_>, event: ExceptionCatchEvent) {
+        if let Some(timing) = PROFILER.get().and_then(|p| p.method_timing()) {
+            timing.exception_caught(context.jvmti(), event.method());
+        }
+    }
+
     fn data_dump_request(&self, _context: CallbackContext<'_>) {
         if let Some(profiler) = PROFILER.get() {
             profiler.data_dump_request();
@@ -164,6 +186,10 @@ fn setup_jvmti(jvmti: &Jvmti, options: &options::Options) -> Result<(), String> 
             caps.set_can_tag_objects(true);
             caps.set_can_get_source_file_name(potential.can_get_source_file_name());
             caps.set_can_get_line_numbers(potential.can_get_line_numbers());
+            if options.cpu_times {
+                caps.set_can_generate_all_class_hook_events(true);
+                caps.set_can_generate_exception_events(true);
+            }
             if options.heap_sites {
                 caps.set_can_generate_sampled_object_alloc_events(true);
                 caps.set_can_generate_object_free_events(true);

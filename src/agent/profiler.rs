@@ -8,6 +8,7 @@ use super::classes::intern_class;
 use super::jvm::{self, JvmtiHandle, VmHandle};
 use super::sampler::{self, CpuSampling};
 use super::site_cache;
+use super::times::MethodTiming;
 use super::traces::TracePolicy;
 use crate::emit::sites::SiteSnapshot;
 use crate::emit::{Emitter, HeaderFacts, Style};
@@ -84,6 +85,8 @@ pub struct Profiler {
     allocations: Option<AllocationCounts>,
     /// CPU sampling (cpu=samples), when it could be set up.
     cpu: Option<CpuSampling>,
+    /// Method timing (cpu=times, cpu=old), when it could be set up.
+    timing: Option<MethodTiming>,
     /// Samples per trace since the last dump.
     cpu_counts: Mutex<HashMap<u32, u64>>,
     vm: VmHandle,
@@ -125,6 +128,14 @@ impl Profiler {
             .heap_sites
             .then(|| AllocationCounts::new(options.alloc_interval));
         let id_bytes = id_size(&options);
+        let timing = if options.cpu_times {
+            MethodTiming::install_tracker(jvmti)
+                .map(|_| MethodTiming::new(options.prof_trace_depth))
+                .map_err(|why| eprintln!("HPROF ERROR: cpu=times cannot run: {why}"))
+                .ok()
+        } else {
+            None
+        };
         let cpu = if options.cpu_samples {
             CpuSampling::new(options.interval_ms, options.depth)
                 .map_err(|why| eprintln!("HPROF ERROR: cpu=samples cannot run: {why}"))
@@ -141,6 +152,7 @@ impl Profiler {
             writer,
             allocations,
             cpu,
+            timing,
             cpu_counts: Mutex::default(),
             vm,
             heap_dump_path,
@@ -150,6 +162,16 @@ impl Profiler {
             dead: AtomicBool::new(false),
             dumping: Mutex::new(()),
         }
+    }
+
+    /// Method timing, when on.
+    pub fn method_timing(&self) -> Option<&MethodTiming> {
+        self.timing.as_ref()
+    }
+
+    /// The JVMTI environment of this run.
+    pub fn jvmti_env(&self) -> Jvmti {
+        self.jvmti.env()
     }
 
     fn accepting_events(&self) -> bool {
@@ -180,7 +202,10 @@ impl Profiler {
             control_flags,
             depth: self.options.depth.min(u16::MAX as u32) as u16,
         };
-        self.writer.write(self.emitter.file_header(&facts));
+        // cpu=old files are just the old "prof" table: no header (HPROF's rule).
+        if !self.options.cpu_old {
+            self.writer.write(self.emitter.file_header(&facts));
+        }
 
         let classes = jvm::loaded_classes(&env);
         let mut guard = self.model.lock();
@@ -219,6 +244,20 @@ impl Profiler {
         }
         if let Some(cpu) = &self.cpu {
             cpu.start(self.vm, move |_jni| self.cpu_tick());
+        }
+        if let (Some(timing), Some(jni)) = (&self.timing, jni) {
+            match timing.engage(jni) {
+                Ok(()) => {
+                    let events = [
+                        jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
+                        jvmti::JVMTI_EVENT_EXCEPTION_CATCH,
+                    ];
+                    if let Err(error) = env.enable_events_global(&events) {
+                        eprintln!("HPROF ERROR: cpu=times cannot run: events ({error:?})");
+                    }
+                }
+                Err(why) => eprintln!("HPROF ERROR: cpu=times cannot run: {why}"),
+            }
         }
     }
 
@@ -313,7 +352,10 @@ impl Profiler {
         model.threads.set_trace(serial, trace);
         let bytes = self.emitter.thread_start(&mut model, serial);
         drop(model);
-        self.writer.write(bytes);
+        // cpu=old files have no THREAD lines (HPROF's rule).
+        if !self.options.cpu_old {
+            self.writer.write(bytes);
+        }
     }
 
     /// ThreadEnd, on the ending thread: THREAD END, and its CPU timer stops.
@@ -327,7 +369,7 @@ impl Profiler {
         let env = self.jvmti.env();
         let mut model = self.model.lock();
         let (serial, _) = self.thread_serial(&env, &mut model, thread);
-        if model.threads.end(serial) {
+        if model.threads.end(serial) && !self.options.cpu_old {
             let bytes = self.emitter.thread_end(serial);
             drop(model);
             self.writer.write(bytes);
@@ -506,6 +548,13 @@ impl Profiler {
         if self.options.cpu_samples {
             parts.push(" CPU usage by sampling running threads ...");
         }
+        if self.options.cpu_times {
+            parts.push(if self.options.cpu_old {
+                " CPU usage in old prof format ..."
+            } else {
+                " CPU usage by timing methods ..."
+            });
+        }
         if self.options.verbose && !parts.is_empty() {
             eprint!("Dumping{}", parts.concat());
         }
@@ -538,6 +587,15 @@ impl Profiler {
                 self.options.cutoff,
                 ctime_now(),
             ));
+        }
+        if let Some(timing) = &self.timing {
+            let times = self.method_times(timing, &mut model);
+            bytes.extend(if self.options.cpu_old {
+                self.emitter.old_prof(&times)
+            } else {
+                self.emitter
+                    .cpu_times(&mut model, &times, self.options.cutoff, ctime_now())
+            });
         }
         drop(model);
         self.writer.write(bytes);
@@ -607,6 +665,51 @@ impl Profiler {
         }
     }
 
+    /// The timed calls since the last dump, one entry per trace (costs start
+    /// over after each dump, as HPROF's did).
+    fn method_times(
+        &self,
+        timing: &MethodTiming,
+        model: &mut Model,
+    ) -> Vec<crate::emit::times::TraceTime> {
+        let mut by_trace: HashMap<u32, crate::emit::times::TraceTime> = HashMap::new();
+        for (thread_serial, keys, costs) in timing.take_costs() {
+            let methods: Vec<_> = keys.iter().map(|&k| timing.method(k)).collect();
+            let trace_serial = super::traces::intern_timed(
+                model,
+                &keys,
+                &methods,
+                self.traces.per_thread.then_some(thread_serial),
+            );
+            let name = |i: usize, with_descriptor: bool| {
+                methods.get(i).and_then(|m| m.as_ref()).map(|m| {
+                    let class = m.class_name.replace('/', ".");
+                    if with_descriptor {
+                        format!("{class}.{}{}", m.method_name, m.descriptor)
+                    } else {
+                        format!("{class}.{}", m.method_name)
+                    }
+                })
+            };
+            let entry =
+                by_trace
+                    .entry(trace_serial)
+                    .or_insert_with(|| crate::emit::times::TraceTime {
+                        trace_serial,
+                        method: name(0, false).unwrap_or_else(|| "<Unknown Method>".into()),
+                        callee: name(0, true).unwrap_or_else(|| "<unknown callee>".into()),
+                        caller: name(1, true),
+                        calls: 0,
+                        self_ns: 0,
+                        total_ns: 0,
+                    });
+            entry.calls += costs.count;
+            entry.self_ns += costs.self_time;
+            entry.total_ns += costs.total_time;
+        }
+        by_trace.into_values().collect()
+    }
+
     /// SIGQUIT / DataDumpRequest.
     pub fn data_dump_request(&self) {
         if self.accepting_events() {
@@ -621,6 +724,11 @@ impl Profiler {
         }
         if let Some(cpu) = &self.cpu {
             cpu.stop();
+        }
+        // Calls are no longer timed from here on (HPROF disengaged its
+        // Tracker at the start of VM death too).
+        if let (Some(timing), Some(jni)) = (&self.timing, jni) {
+            timing.disengage(jni);
         }
         if self.options.doe && self.live.load(Ordering::Acquire) {
             self.dump(jni);

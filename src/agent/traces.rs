@@ -87,3 +87,57 @@ fn resolve_frame(
         line,
     }
 }
+
+/// Top bit of the frame keys of timed methods (their "method" is the
+/// timing collector's key, not a jmethodID; no pointer has this bit).
+const TIMED_FRAME: u64 = 1 << 63;
+
+/// The serial of the trace of a timed call: the method keys innermost
+/// first, resolved with what the rewriter recorded. Timed frames have no
+/// line numbers (HPROF printed `Unknown line` for them too).
+pub fn intern_timed(
+    model: &mut Model,
+    keys: &[u64],
+    methods: &[Option<super::times::TimedMethod>],
+    thread_serial: Option<u32>,
+) -> u32 {
+    let frames = keys
+        .iter()
+        .zip(methods)
+        .map(|(&key, method)| {
+            model.frames.intern(
+                FrameKey {
+                    method: TIMED_FRAME | key,
+                    location: -1,
+                },
+                || {
+                    let (class_signature, method_name, method_signature) = match method {
+                        Some(m) => (
+                            format!("L{};", m.class_name),
+                            m.method_name.clone(),
+                            m.descriptor.clone(),
+                        ),
+                        None => (
+                            "Unknown_class".into(),
+                            "<Unknown Method>".into(),
+                            "()V".into(),
+                        ),
+                    };
+                    FrameFacts {
+                        class_serial: 0,
+                        class_signature,
+                        method_name,
+                        method_signature,
+                        source_file: None,
+                        line: LINE_UNKNOWN,
+                    }
+                },
+            )
+        })
+        .collect();
+    model.traces.intern(TraceKey {
+        frames,
+        thread_serial,
+        phase: None,
+    })
+}

@@ -9,6 +9,7 @@ pub mod cpu;
 pub mod heap;
 pub mod heap_ascii;
 pub mod sites;
+pub mod times;
 
 use crate::format::ascii::{self, LineInfo, Section, TraceFrame, TraceSection};
 use crate::format::binary::{self, FileHeader, Record, RecordBody, Version};
@@ -269,6 +270,33 @@ impl Emitter {
             }
             Style::Binary => self.record(cpu::binary_record(samples, cutoff), &mut out),
         }
+        out
+    }
+
+    /// CPU TIME (ms): the traces of the listed rows first, then the section.
+    pub fn cpu_times(
+        &self,
+        model: &mut Model,
+        times: &[times::TraceTime],
+        cutoff: f64,
+        created: String,
+    ) -> Vec<u8> {
+        let listed: Vec<u32> = times::rank(times, cutoff)
+            .iter()
+            .map(|r| r.trace_serial)
+            .collect();
+        let mut out = self.unprinted_traces_of(model, &listed);
+        ascii::writer::write_section(
+            &Section::Cpu(times::ascii_section(times, cutoff, created)),
+            &mut out,
+        );
+        out
+    }
+
+    /// The cpu=old table (no traces: it names methods directly).
+    pub fn old_prof(&self, times: &[times::TraceTime]) -> Vec<u8> {
+        let mut out = Vec::new();
+        ascii::writer::write_section(&Section::OldProf(times::old_prof_rows(times)), &mut out);
         out
     }
 

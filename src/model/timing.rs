@@ -5,6 +5,37 @@
 //! instruments). Times are in nanoseconds of whatever clock the caller uses.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A multiply-rotate hasher for trace keys (a few small integers): every
+/// call exit hashes one, so SipHash's cost would show.
+#[derive(Default)]
+pub struct FastHasher(u64);
+
+impl Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.write_u64(value as u64);
+    }
+}
+
+/// Costs by trace (method keys, innermost first).
+pub type CostTable = HashMap<Box<[u64]>, CallCosts, BuildHasherDefault<FastHasher>>;
 
 /// One method call in progress.
 #[derive(Debug, Clone, Copy)]
@@ -30,7 +61,7 @@ pub struct CallCosts {
 #[derive(Debug, Default)]
 pub struct ThreadTiming {
     stack: Vec<Active>,
-    costs: HashMap<Box<[u64]>, CallCosts>,
+    costs: CostTable,
     /// Reused buffer for the trace of the call being accounted.
     trace: Vec<u64>,
 }
@@ -98,7 +129,7 @@ impl ThreadTiming {
     }
 
     /// Takes the costs collected so far (they start over).
-    pub fn take_costs(&mut self) -> HashMap<Box<[u64]>, CallCosts> {
+    pub fn take_costs(&mut self) -> CostTable {
         std::mem::take(&mut self.costs)
     }
 

@@ -1,0 +1,133 @@
+//! CPU TIME (ms) (cpu=times) and the old "prof" table (cpu=old): ranking,
+//! percentages and cutoff, as in reference §2.6 and §2.7.
+
+use crate::format::ascii::{CpuRow, CpuSection, CpuTitle, OldProfRow};
+
+/// Nanoseconds per millisecond.
+const NS_PER_MS: u64 = 1_000_000;
+
+/// The costs of one trace at dump time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceTime {
+    pub trace_serial: u32,
+    /// `class.method` of the timed method (top frame).
+    pub method: String,
+    /// `class.method(signature)` of the method and of its caller, for cpu=old.
+    pub callee: String,
+    pub caller: Option<String>,
+    /// Completed calls.
+    pub calls: u64,
+    /// Nanoseconds in the method itself, and from entry to exit.
+    pub self_ns: u64,
+    pub total_ns: u64,
+}
+
+/// Rows by self time, largest first (ties in trace serial order), stopping
+/// at the first trace with no completed call or a share below `cutoff`.
+/// The shares are computed from nanoseconds, so that methods shorter than a
+/// millisecond still rank; the columns show milliseconds.
+pub fn rank(times: &[TraceTime], cutoff: f64) -> Vec<CpuRow> {
+    let total: u64 = times.iter().map(|t| t.self_ns).sum();
+    let mut order: Vec<&TraceTime> = times.iter().collect();
+    order.sort_by_key(|t| (std::cmp::Reverse(t.self_ns), t.trace_serial));
+    let mut accum = 0.0;
+    let mut rows = Vec::new();
+    for (i, time) in order.into_iter().enumerate() {
+        let ratio = if total == 0 {
+            0.0
+        } else {
+            time.self_ns as f64 / total as f64
+        };
+        if time.calls == 0 || (total != 0 && ratio < cutoff) {
+            break;
+        }
+        accum += ratio;
+        rows.push(CpuRow {
+            rank: i as u64 + 1,
+            self_percent: ratio * 100.0,
+            accum_percent: accum * 100.0,
+            count: time.calls,
+            trace_serial: time.trace_serial,
+            method: Some(time.method.clone()),
+        });
+    }
+    rows
+}
+
+/// The `CPU TIME (ms)` section; `total` is the self time of everything, in ms.
+pub fn ascii_section(times: &[TraceTime], cutoff: f64, created: String) -> CpuSection {
+    let total_ns: u64 = times.iter().map(|t| t.self_ns).sum();
+    CpuSection {
+        title: CpuTitle::TimeMs,
+        total: total_ns / NS_PER_MS,
+        created,
+        rows: rank(times, cutoff),
+    }
+}
+
+/// The cpu=old table: most called first, time in ms including callees.
+pub fn old_prof_rows(times: &[TraceTime]) -> Vec<OldProfRow> {
+    let mut order: Vec<&TraceTime> = times.iter().filter(|t| t.calls > 0).collect();
+    order.sort_by_key(|t| (std::cmp::Reverse(t.calls), t.trace_serial));
+    order
+        .into_iter()
+        .map(|t| OldProfRow {
+            count: t.calls,
+            callee: Some(t.callee.clone()),
+            caller: t.caller.clone(),
+            time: t.total_ns / NS_PER_MS,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn time(trace: u32, calls: u64, self_ms: u64) -> TraceTime {
+        TraceTime {
+            trace_serial: trace,
+            method: format!("A.m{trace}"),
+            callee: format!("A.m{trace}()V"),
+            caller: None,
+            calls,
+            self_ns: self_ms * NS_PER_MS,
+            total_ns: 2 * self_ms * NS_PER_MS,
+        }
+    }
+
+    #[test]
+    fn ranks_by_self_time_and_shows_calls() {
+        let times = [
+            time(300_001, 12345, 30),
+            time(300_002, 777, 10),
+            time(300_003, 1, 200),
+        ];
+        let section = ascii_section(&times, 0.0001, "now".into());
+        assert_eq!(section.total, 240);
+        let order: Vec<(u32, u64)> = section
+            .rows
+            .iter()
+            .map(|r| (r.trace_serial, r.count))
+            .collect();
+        assert_eq!(order, vec![(300_003, 1), (300_001, 12345), (300_002, 777)]);
+        assert!((section.rows[0].self_percent - 200.0 / 240.0 * 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn sub_millisecond_methods_still_rank_and_old_rows_sort_by_calls() {
+        let mut fast = time(300_001, 10, 0);
+        fast.self_ns = 500;
+        let times = [fast, time(300_002, 3, 0)];
+        let rows = rank(&times, 0.0001);
+        assert_eq!(
+            rows.len(),
+            1,
+            "the call-less share below the cutoff ends the list"
+        );
+        assert_eq!(ascii_section(&times, 0.0001, String::new()).total, 0);
+        let old = old_prof_rows(&[time(300_001, 5, 1), time(300_002, 9, 1)]);
+        assert_eq!(old.iter().map(|r| r.count).collect::<Vec<_>>(), vec![9, 5]);
+        assert_eq!(old[0].time, 2);
+    }
+}

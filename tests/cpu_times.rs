@@ -1,0 +1,190 @@
+//! cpu=times and cpu=old on real JVMs: exact call counts through our own
+//! bytecode injection, self time that excludes callees, exits by exception
+//! accounted, and the program computing what it computes without the agent.
+
+mod common;
+
+use hprof_rs::format::ascii::{self, CpuSection, CpuTitle, OldProfRow, Section};
+use std::collections::HashMap;
+use std::fs;
+use std::path::Path;
+
+/// The fixture's result with or without the agent.
+const COUNTER_LINE: &str = "counter=313046";
+
+fn sections(path: &Path) -> Vec<Section> {
+    let bytes = fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    ascii::reader::parse(&bytes).unwrap_or_else(|e| panic!("{} is malformed: {e}", path.display()))
+}
+
+/// Completed calls per method name (rows of every trace added up).
+fn calls_per_method(section: &CpuSection) -> HashMap<String, u64> {
+    let mut calls = HashMap::new();
+    for row in &section.rows {
+        *calls
+            .entry(row.method.clone().unwrap_or_default())
+            .or_default() += row.count;
+    }
+    calls
+}
+
+#[test]
+fn call_counts_are_exact_and_the_sleeper_has_the_most_self_time() {
+    for jdk in common::jdks() {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("cpu-times-{label}"));
+        let mut cmd = common::java_command(&jdk, &dir);
+        cmd.arg(common::agentpath_arg("cpu=times,cutoff=0"))
+            .arg("TimedCalls");
+        let out = common::run(&mut cmd);
+        common::assert_success(&out, &format!("TimedCalls under cpu=times on {label}"));
+        assert!(
+            common::stdout_text(&out).contains(COUNTER_LINE),
+            "{label}: the program's result changed"
+        );
+        let stderr = common::stderr_text(&out);
+        assert!(!stderr.contains("HPROF ERROR"), "{label}: {stderr}");
+
+        let section = sections(&dir.join("java.hprof.txt"))
+            .into_iter()
+            .find_map(|s| match s {
+                Section::Cpu(cpu) if cpu.title == CpuTitle::TimeMs => Some(cpu),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{label}: no CPU TIME (ms) block"));
+        let calls = calls_per_method(&section);
+        assert_eq!(
+            calls.get("TimedCalls.a"),
+            Some(&12345),
+            "{label}: a() from a loop and a recursion"
+        );
+        assert_eq!(
+            calls.get("TimedCalls.b"),
+            Some(&777),
+            "{label}: b(), one call left by an exception"
+        );
+        assert_eq!(
+            calls.get("TimedCalls.recurse"),
+            Some(&345),
+            "{label}: recurse()"
+        );
+        assert_eq!(calls.get("TimedCalls.nap"), Some(&4), "{label}: nap()");
+        let top = &section.rows[0];
+        assert_eq!(
+            top.method.as_deref(),
+            Some("TimedCalls.nap"),
+            "{label}: the 200 ms sleeper ranks first"
+        );
+        assert!(
+            section.total >= 200,
+            "{label}: total {} ms is below the 200 ms slept",
+            section.total
+        );
+    }
+}
+
+#[test]
+fn cpu_old_writes_the_old_prof_table_only() {
+    for jdk in common::jdks() {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("cpu-old-{label}"));
+        let mut cmd = common::java_command(&jdk, &dir);
+        cmd.arg(common::agentpath_arg("cpu=old")).arg("TimedCalls");
+        let out = common::run(&mut cmd);
+        common::assert_success(&out, &format!("TimedCalls under cpu=old on {label}"));
+        assert!(common::stdout_text(&out).contains(COUNTER_LINE));
+        let path = dir.join("java.hprof.txt");
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with("count callee caller time\n"),
+            "{label}: cpu=old has no header:\n{}",
+            &text[..200.min(text.len())]
+        );
+        let rows: Vec<OldProfRow> = sections(&path)
+            .into_iter()
+            .filter_map(|s| {
+                if let Section::OldProf(rows) = s {
+                    Some(rows)
+                } else {
+                    None
+                }
+            })
+            .flatten()
+            .collect();
+        let find = |callee: &str, caller: &str| {
+            rows.iter()
+                .find(|r| {
+                    r.callee.as_deref() == Some(callee) && r.caller.as_deref() == Some(caller)
+                })
+                .map(|r| r.count)
+        };
+        assert_eq!(
+            find("TimedCalls.a()V", "TimedCalls.main([Ljava/lang/String;)V"),
+            Some(12000),
+            "{label}"
+        );
+        assert_eq!(
+            find("TimedCalls.a()V", "TimedCalls.recurse(I)I"),
+            Some(345),
+            "{label}"
+        );
+        assert_eq!(
+            find("TimedCalls.b(I)V", "TimedCalls.main([Ljava/lang/String;)V"),
+            Some(777),
+            "{label}"
+        );
+        assert!(
+            rows.windows(2).all(|w| w[0].count >= w[1].count),
+            "{label}: rows are sorted by count"
+        );
+    }
+}
+
+#[test]
+fn javac_output_is_unchanged_under_cpu_times() {
+    let dir = common::scratch_dir("cpu-times-javac");
+    // A real source tree that compiles on its own: the java-fixtures, plus
+    // the harness's compiled fixtures' own sources compiled twice.
+    let sources: Vec<_> = fs::read_dir(common::repo_root().join("java-fixtures"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "java"))
+        .collect();
+    let compile = |out: &str, agent: Option<&str>| {
+        let out_dir = dir.join(out);
+        fs::create_dir_all(&out_dir).unwrap();
+        let mut cmd = std::process::Command::new(common::javac());
+        cmd.current_dir(&dir)
+            .arg("--release")
+            .arg("11")
+            .arg("-d")
+            .arg(&out_dir);
+        if let Some(options) = agent {
+            cmd.arg(format!(
+                "-J{}",
+                common::agentpath_arg(options).to_string_lossy()
+            ));
+        }
+        cmd.args(&sources);
+        common::assert_success(&common::run(&mut cmd), &format!("javac into {out}"));
+        out_dir
+    };
+    let plain = compile("plain", None);
+    let timed = compile("timed", Some("cpu=times"));
+    let mut names: Vec<_> = fs::read_dir(&plain)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 10, "too few classes compiled: {names:?}");
+    for name in names {
+        assert_eq!(
+            fs::read(plain.join(&name)).unwrap(),
+            fs::read(timed.join(&name)).unwrap(),
+            "{name:?} differs"
+        );
+    }
+    let profile = sections(&dir.join("java.hprof.txt"));
+    let timed_javac = profile.iter().any(|s| matches!(s, Section::Cpu(c) if c.rows.iter().any(|r| r.method.as_deref().is_some_and(|m| m.starts_with("com.sun.tools.javac.")))));
+    assert!(timed_javac, "javac's own methods were not timed");
+}
