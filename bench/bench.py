@@ -23,6 +23,7 @@ import statistics
 import struct
 import subprocess
 import sys
+import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -496,10 +497,12 @@ def checksum_table(results: List[Result]) -> List[str]:
             continue
         rows = summarize(res)
         ref = reference_checksum(rows)
-        compared = res.runs
+        compared = [r for r in res.runs if not stopped(r)]
         same = all(r.checksum == ref for r in compared)
-        lines.append(f"| {res.workload.title} | `{ref}` | {len(compared)} "
-                     f"| {'yes' if same and ref else '**NO**'} |")
+        left = len(res.runs) - len(compared)
+        lines.append(f"| {res.workload.title} | `{ref}` | {len(compared)}"
+                     + (f" ({left} stopped at the time limit, not compared)" if left else "")
+                     + f" | {'yes' if same and ref else '**NO**'} |")
     return lines
 
 
@@ -534,7 +537,7 @@ def machine_facts(java_home: Path, lib: Path, shown: Path) -> List[str]:
                                   capture_output=True, text=True, check=False).stderr
     java_version = java_version.strip().splitlines()[1] if java_version.strip() else "?"
     packages = sh(["dpkg-query", "-W", "-f", "${Package} ${Version}\n"] + DEBIAN_PACKAGES)
-    commit = sh(["git", "-C", str(REPO), "log", "-1", "--format=%h %s"])
+    commit = sh(["git", "-C", str(REPO), "log", "-1", "--format=%h %cs %s"])[:72]
     dirty = sh(["git", "-C", str(REPO), "status", "--porcelain", "--", "src", "Cargo.toml",
                 "Cargo.lock", "build.rs"])
     hyperfine = sh(["hyperfine", "--version"])
@@ -573,14 +576,19 @@ def write_report(results: List[Result], meta: dict, run_dir: Path) -> str:
         f"## This run{quick}",
         "",
         f"- date: {started.strftime('%Y-%m-%d %H:%M UTC')}, took {total / 60:.1f} min",
-        f"- command: `{args.cmdline}`",
+        "- command:",
+        "",
+        "  ```sh",
+        f"  {args.cmdline}",
+        "  ```",
+        "",
         f"- runs per command: {args.runs} measured after {args.warmup} warmup round(s) "
         f"({args.startup_runs} for the startup rows); medians are of the measured runs",
         f"- load average (1, 5, 15 min) before: {args.load_before}; after: {args.load_after}",
     ]
     md += args.machine
     if args.note:
-        md += ["", f"**Note:** {args.note}"]
+        md += ["", para(f"**Note:** {args.note}", 92)]
     md += [
         "",
         "## Overhead",
@@ -592,23 +600,25 @@ def write_report(results: List[Result], meta: dict, run_dir: Path) -> str:
         "`status` says when a mode's collector has not been built yet: the row then measures",
         "an agent that loads but does not collect.",
         "",
-        "Runs alternate: each round is one `hyperfine --runs 1` call that times every command",
-        "of the workload once, in an order rotated by one each round. A mode that takes more",
-        f"than {args.slow_factor:g}× the no-agent time is run {args.slow_runs} time(s) only; a run "
-        f"is stopped after {args.timeout} s, and a row whose runs were all stopped shows `>`",
-        "lower bounds.",
+        para(
+            "Runs alternate: each round is one `hyperfine --runs 1` call that times every "
+            "command of the workload once, in an order rotated by one each round. A mode that "
+            f"takes more than {args.slow_factor:g}× the no-agent time is run {args.slow_runs} "
+            f"time(s) only; a run is stopped after {args.timeout} s, and a row whose runs were "
+            "all stopped shows `>` lower bounds.", 92),
         "",
     ]
     md += main_table(results)
     for res in results:
         if res.workload.heapdump:
             md += ["", "## Heap dump of a program holding about 200 MB live", "",
-                   "`HeapHolder` (bench/heapdump) builds about 200 MB of live objects from a fixed "
-                   "seed. With the agent it exits and the dump is written at VM exit (`doe=y`); "
-                   "`dump time` is the wall median minus the no-agent wall median. The jcmd row "
-                   "starts HeapHolder, waits for it to be ready and times "
-                   "`jcmd <pid> GC.heap_dump` (which includes starting jcmd's own JVM, about "
-                   "0.2 s); its wall time covers both JVMs.", ""]
+                   para(
+                       "`HeapHolder` (bench/heapdump) builds about 200 MB of live objects from a "
+                       "fixed seed. With the agent it exits and the dump is written at VM exit "
+                       "(`doe=y`); `dump time` is the wall median minus the no-agent wall median. "
+                       "The jcmd row starts HeapHolder, waits for it to be ready and times "
+                       "`jcmd <pid> GC.heap_dump` (which includes starting jcmd's own JVM, about "
+                       "0.2 s); its wall time covers both JVMs.", 92), ""]
             md += heapdump_table(res)
     md += ["", "## Checksums", "",
            "Every run's printed checksum (warmups included) against the no-agent run's.", ""]
@@ -640,6 +650,10 @@ WORKLOAD_NOTES = [
     "| heapdump | the JVM's heap | `bench/heapdump/HeapHolder.java` | counts and hashes of "
     "what it built |",
 ]
+
+
+def para(text: str, width: int) -> str:
+    return textwrap.fill(text, width, break_on_hyphens=False, break_long_words=False)
 
 
 def load_average() -> str:
