@@ -755,8 +755,6 @@ def main(argv) -> int:
     started = now()
     run_dir = CACHE / "runs" / started.strftime("%Y%m%d-%H%M%S")
     raw, work = run_dir / "raw", run_dir / "work"
-    raw.mkdir(parents=True, exist_ok=True)
-    work.mkdir(parents=True, exist_ok=True)
 
     chosen = [w.strip() for w in args.workloads.split(",") if w.strip()]
     all_wl = {w.key: w for w in workloads(work)}
@@ -772,6 +770,8 @@ def main(argv) -> int:
             print(f"bench: unknown mode(s): {', '.join(unknown)}", file=sys.stderr)
             return 2
 
+    raw.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
     # Run a private copy, so a rebuild during the benchmark cannot mix two agent versions.
     shown_lib = args.lib
     args.lib = run_dir / "libhprof_rs.so"
