@@ -6,6 +6,7 @@ mod classes;
 mod cpu_timers;
 mod heapdump;
 mod jvm;
+mod owned;
 mod profiler;
 mod sampler;
 mod site_cache;

@@ -9,6 +9,7 @@
 //! per-thread CPU clock would also cost a system call per entry and exit.
 
 use super::jvm;
+use super::owned::Owned;
 use crate::bci::{self, Injection};
 use crate::model::timing::{CallCosts, ThreadTiming};
 use jvmti_bindings::prelude::*;
@@ -34,7 +35,7 @@ pub fn method_key(class_number: u32, method_number: u32) -> u64 {
 /// One thread's timing, shared with the dump (which takes its costs).
 struct TimedThread {
     serial: u32,
-    timing: Mutex<ThreadTiming>,
+    timing: Owned<ThreadTiming>,
 }
 
 /// State of the timing collector.
@@ -211,7 +212,7 @@ impl MethodTiming {
         let now = self.now();
         let _ = LOCAL.try_with(|local| {
             if let Some(thread) = local.current.borrow().as_ref() {
-                thread.timing.lock().caught_in(key, now, self.depth);
+                thread.timing.update(|t| t.caught_in(key, now, self.depth));
             }
         });
     }
@@ -221,11 +222,18 @@ impl MethodTiming {
     pub fn take_costs(&self) -> Vec<(u32, Box<[u64]>, CallCosts)> {
         let mut threads = self.threads.lock();
         let mut all = Vec::new();
-        for thread in threads.iter() {
-            for (trace, costs) in thread.timing.lock().take_costs() {
-                all.push((thread.serial, trace, costs));
-            }
-        }
+        let timings: Vec<&Owned<ThreadTiming>> = threads.iter().map(|t| &t.timing).collect();
+        let mut index = 0;
+        super::owned::collect(&timings, |timing| {
+            let serial = threads[index].serial;
+            index += 1;
+            all.extend(
+                timing
+                    .take_costs()
+                    .into_iter()
+                    .map(|(trace, costs)| (serial, trace, costs)),
+            );
+        });
         // The thread's own handle is gone once it ended.
         threads.retain(|t| Arc::strong_count(t) > 1);
         all
@@ -246,14 +254,14 @@ impl MethodTiming {
                     .map_or(0, |p| jvm::thread_value(&p.jvmti_env(), thread) as u32);
                 let timed = Arc::new(TimedThread {
                     serial,
-                    timing: Mutex::default(),
+                    timing: Owned::default(),
                 });
                 self.threads.lock().push(timed.clone());
                 *current = Some(timed);
             }
         }
         if let Some(timed) = local.current.borrow().as_ref() {
-            body(&mut timed.timing.lock());
+            timed.timing.update(body);
         }
     }
 }
