@@ -212,7 +212,7 @@ impl MethodTiming {
         let now = self.now();
         let _ = LOCAL.try_with(|local| {
             if let Some(thread) = local.current.borrow().as_ref() {
-                thread.timing.update(|t| t.caught_in(key, now, self.depth));
+                thread.timing.update(|t| t.caught_in(key, now));
             }
         });
     }
@@ -254,7 +254,7 @@ impl MethodTiming {
                     .map_or(0, |p| jvm::thread_value(&p.jvmti_env(), thread) as u32);
                 let timed = Arc::new(TimedThread {
                     serial,
-                    timing: Owned::default(),
+                    timing: Owned::new(ThreadTiming::new(self.depth)),
                 });
                 self.threads.lock().push(timed.clone());
                 *current = Some(timed);
@@ -319,9 +319,8 @@ extern "system" fn native_return_site(
 ) {
     guarded(|timing, local| {
         let now = timing.now();
-        let depth = timing.depth;
         timing.with_thread(local, thread, |t| {
-            t.exit(method_key(cnum as u32, mnum as u32), now, depth)
+            t.exit(method_key(cnum as u32, mnum as u32), now)
         });
     });
 }

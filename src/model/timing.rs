@@ -41,6 +41,8 @@ pub type CostTable = HashMap<Box<[u64]>, CallCosts, BuildHasherDefault<FastHashe
 #[derive(Debug, Clone, Copy)]
 struct Active {
     method: u64,
+    /// Index of this call's trace in [`ThreadTiming::traces`].
+    trace: u32,
     start: u64,
     /// Time spent in instrumented callees so far.
     in_callees: u64,
@@ -57,80 +59,135 @@ pub struct CallCosts {
     pub total_time: u64,
 }
 
+/// Trace of a call with no instrumented caller.
+const NO_CALLER: u32 = u32::MAX;
+
 /// One thread's shadow stack and the costs it has collected.
-#[derive(Debug, Default)]
+///
+/// Each call's trace (its method and up to `depth - 1` callers) is found
+/// once, on entry, from its caller's trace and its method through a small
+/// memo table; an exit then only adds to that trace's costs. The trace keys
+/// themselves are hashed only the first time a (caller trace, method) pair
+/// is seen.
+#[derive(Debug)]
 pub struct ThreadTiming {
+    depth: usize,
     stack: Vec<Active>,
-    costs: CostTable,
-    /// Reused buffer for the trace of the call being accounted.
-    trace: Vec<u64>,
+    /// Method keys of each trace, innermost first.
+    traces: Vec<Box<[u64]>>,
+    costs: Vec<CallCosts>,
+    by_key: CostIndex,
+    /// (caller's trace, method) -> trace.
+    memo: HashMap<(u32, u64), u32, BuildHasherDefault<FastHasher>>,
+}
+
+/// Trace index by method keys.
+type CostIndex = HashMap<Box<[u64]>, u32, BuildHasherDefault<FastHasher>>;
+
+impl Default for ThreadTiming {
+    fn default() -> Self {
+        Self::new(4)
+    }
 }
 
 impl ThreadTiming {
+    /// Timing with traces of `depth` frames (at least 1).
+    pub fn new(depth: usize) -> Self {
+        Self {
+            depth: depth.max(1),
+            stack: Vec::new(),
+            traces: Vec::new(),
+            costs: Vec::new(),
+            by_key: CostIndex::default(),
+            memo: HashMap::default(),
+        }
+    }
+
     /// A method was entered at `now`.
     pub fn enter(&mut self, method: u64, now: u64) {
+        let caller = self.stack.last().map_or(NO_CALLER, |a| a.trace);
+        let trace = match self.memo.get(&(caller, method)) {
+            Some(&trace) => trace,
+            None => {
+                let trace = self.trace_for(caller, method);
+                self.memo.insert((caller, method), trace);
+                trace
+            }
+        };
         self.stack.push(Active {
             method,
+            trace,
             start: now,
             in_callees: 0,
         });
     }
 
+    /// The trace of `method` called from a call with trace `caller`.
+    fn trace_for(&mut self, caller: u32, method: u64) -> u32 {
+        let mut key = Vec::with_capacity(self.depth);
+        key.push(method);
+        if let Some(outer) = self.traces.get(caller as usize) {
+            key.extend(outer.iter().take(self.depth - 1));
+        }
+        if let Some(&trace) = self.by_key.get(key.as_slice()) {
+            return trace;
+        }
+        let trace = self.traces.len() as u32;
+        let key = key.into_boxed_slice();
+        self.traces.push(key.clone());
+        self.costs.push(CallCosts::default());
+        self.by_key.insert(key, trace);
+        trace
+    }
+
     /// `method` returns at `now`. Calls above it on the shadow stack were
     /// left by an exception and are accounted first; a return of a method
     /// that is not on the stack (entered before timing began) is ignored.
-    pub fn exit(&mut self, method: u64, now: u64, depth: usize) {
+    pub fn exit(&mut self, method: u64, now: u64) {
+        if self.stack.last().is_some_and(|a| a.method == method) {
+            self.pop(now);
+            return;
+        }
         let Some(position) = self.stack.iter().rposition(|a| a.method == method) else {
             return;
         };
         while self.stack.len() > position {
-            self.pop(now, depth);
+            self.pop(now);
         }
     }
 
     /// An exception was caught in `method` at `now`: the calls above its
     /// innermost activation ended. Nothing happens if it is not on the stack.
-    pub fn caught_in(&mut self, method: u64, now: u64, depth: usize) {
+    pub fn caught_in(&mut self, method: u64, now: u64) {
         let Some(position) = self.stack.iter().rposition(|a| a.method == method) else {
             return;
         };
         while self.stack.len() > position + 1 {
-            self.pop(now, depth);
+            self.pop(now);
         }
     }
 
-    fn pop(&mut self, now: u64, depth: usize) {
+    fn pop(&mut self, now: u64) {
         let Some(call) = self.stack.pop() else { return };
         let total = now.saturating_sub(call.start);
-        let self_time = total.saturating_sub(call.in_callees);
         if let Some(caller) = self.stack.last_mut() {
             caller.in_callees += total;
         }
-        self.trace.clear();
-        self.trace.push(call.method);
-        self.trace.extend(
-            self.stack
-                .iter()
-                .rev()
-                .take(depth.saturating_sub(1))
-                .map(|a| a.method),
-        );
-        self.trace.truncate(depth);
-        let costs = match self.costs.get_mut(self.trace.as_slice()) {
-            Some(costs) => costs,
-            None => self
-                .costs
-                .entry(self.trace.clone().into_boxed_slice())
-                .or_default(),
-        };
+        let costs = &mut self.costs[call.trace as usize];
         costs.count += 1;
-        costs.self_time += self_time;
+        costs.self_time += total.saturating_sub(call.in_callees);
         costs.total_time += total;
     }
 
-    /// Takes the costs collected so far (they start over).
+    /// Takes the costs collected so far, by trace (they start over).
     pub fn take_costs(&mut self) -> CostTable {
-        std::mem::take(&mut self.costs)
+        let mut out = CostTable::default();
+        for (trace, costs) in self.traces.iter().zip(self.costs.iter_mut()) {
+            if costs.count > 0 {
+                out.insert(trace.clone(), std::mem::take(costs));
+            }
+        }
+        out
     }
 
     /// Calls in progress.
@@ -156,10 +213,10 @@ mod tests {
         let mut t = ThreadTiming::default();
         t.enter(1, 0);
         t.enter(2, 10);
-        t.exit(2, 40, 4);
+        t.exit(2, 40);
         t.enter(2, 50);
-        t.exit(2, 60, 4);
-        t.exit(1, 100, 4);
+        t.exit(2, 60);
+        t.exit(1, 100);
         let costs = costs_of(&mut t);
         assert_eq!(
             costs[&vec![2, 1]],
@@ -187,9 +244,9 @@ mod tests {
         t.enter(2, 10);
         t.enter(3, 20);
         // 3 and 2 are left by an exception caught in 1.
-        t.caught_in(1, 50, 4);
+        t.caught_in(1, 50);
         assert_eq!(t.depth(), 1);
-        t.exit(1, 60, 4);
+        t.exit(1, 60);
         let costs = costs_of(&mut t);
         assert_eq!(costs[&vec![3, 2, 1]].count, 1);
         assert_eq!(
@@ -205,7 +262,7 @@ mod tests {
         // A return skipping frames accounts for them too.
         t.enter(5, 0);
         t.enter(6, 5);
-        t.exit(5, 10, 4);
+        t.exit(5, 10);
         let costs = costs_of(&mut t);
         assert_eq!(costs[&vec![6, 5]].count, 1);
         assert_eq!(costs[&vec![5]].count, 1);
@@ -213,14 +270,14 @@ mod tests {
 
     #[test]
     fn depth_limits_the_trace_and_recursion_is_counted_per_call() {
-        let mut t = ThreadTiming::default();
+        let mut t = ThreadTiming::new(2);
         for i in 0..5 {
             t.enter(9, i);
         }
         for i in 0..5 {
-            t.exit(9, 10 + i, 2);
+            t.exit(9, 10 + i);
         }
-        t.exit(42, 99, 2); // never entered: ignored
+        t.exit(42, 99); // never entered: ignored
         let costs = costs_of(&mut t);
         assert_eq!(costs[&vec![9, 9]].count, 4);
         assert_eq!(costs[&vec![9]].count, 1);
