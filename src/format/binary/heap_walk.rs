@@ -229,20 +229,21 @@ pub fn put_id(record: &mut [u8], at: usize, id_size: u32, value: u64) {
     record[at..at + id_size as usize].copy_from_slice(&bytes[8 - id_size as usize..]);
 }
 
-/// The objects a dump holds, as a sparse bitmap over 8-byte aligned
-/// addresses: a few MB for a heap of GBs, where a set of identifiers would
-/// take hundreds.
+/// The objects a dump holds, as a sparse bitmap over addresses: one bit
+/// per 16 bytes (a Java object takes at least 16, so two never share a
+/// bit), about 8 MB per GB of heap, where a set of identifiers would take
+/// hundreds.
 #[derive(Default)]
 pub struct PresentObjects {
-    /// 1 MiB of address space per block: one bit per 8 bytes.
+    /// 2 MiB of address space per block.
     blocks: std::collections::HashMap<u64, Box<[u64; 2048]>>,
 }
 
 impl PresentObjects {
     fn place(id: u64) -> (u64, usize, u64) {
-        let slot = id >> 3;
+        let slot = id >> 4;
         let bit = slot & ((1 << 17) - 1);
-        (id >> 20, (bit >> 6) as usize, 1 << (bit & 63))
+        (id >> 21, (bit >> 6) as usize, 1 << (bit & 63))
     }
 
     /// Records that the dump holds object `id`.
@@ -479,7 +480,7 @@ mod tests {
                 && present.contains(0x7_ffb0_08c8)
                 && present.contains(16)
         );
-        assert!(!present.contains(0x6_8741_6310) && !present.contains(24));
+        assert!(!present.contains(0x6_8741_6310) && !present.contains(32));
         let mut record = vec![0u8; 9];
         put_id(&mut record, 1, 8, 0x1122);
         assert_eq!(get_id(&record, 1, 8), 0x1122);
