@@ -552,3 +552,38 @@ fn a_panic_in_a_callback_is_contained_and_reported() {
         assert_complete_ascii_with_main(&ascii_file(&dir));
     }
 }
+
+#[test]
+fn an_out_of_memory_error_still_leaves_a_complete_file() {
+    for jdk in common::jdks() {
+        for format in ["a", "b"] {
+            let dir = common::scratch_dir(&format!("oom-{format}-{}", jdk.label));
+            let options = format!("format={format}");
+            let out = run_fixture(
+                &jdk,
+                &dir,
+                &[
+                    "-Xmx32m".as_ref(),
+                    common::agentpath_arg(&options).as_os_str(),
+                ],
+                "OutOfMemory",
+                &[],
+            );
+            common::assert_exit_code(&out, 1, &format!("OutOfMemory {options} on {}", jdk.label));
+            assert!(common::stderr_text(&out).contains("java.lang.OutOfMemoryError"));
+            if format == "a" {
+                assert_complete_ascii_with_main(&ascii_file(&dir));
+            } else {
+                let file = parse_binary(&dir.join("java.hprof"));
+                assert!(
+                    file.records
+                        .iter()
+                        .any(|r| matches!(r.body, RecordBody::HeapDumpEnd)),
+                    "{}: the exit dump is complete",
+                    jdk.label
+                );
+                assert_print_accepts(&dir.join("java.hprof"));
+            }
+        }
+    }
+}
