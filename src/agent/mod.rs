@@ -6,7 +6,6 @@ mod classes;
 mod cpu_timers;
 mod heapdump;
 mod jvm;
-mod owned;
 mod profiler;
 mod sampler;
 mod site_cache;
@@ -159,7 +158,7 @@ impl Agent for HprofAgent {
 
     fn exception_catch(&self, context: CallbackContext<'_>, event: ExceptionCatchEvent) {
         if let Some(timing) = PROFILER.get().and_then(|p| p.method_timing()) {
-            timing.exception_caught(context.jvmti(), event.method());
+            timing.exception_caught(context.jvmti(), context.jni().map(|j| &**j), event.method());
         }
     }
 

@@ -169,11 +169,6 @@ impl Profiler {
         self.timing.as_ref()
     }
 
-    /// The JVMTI environment of this run.
-    pub fn jvmti_env(&self) -> Jvmti {
-        self.jvmti.env()
-    }
-
     fn accepting_events(&self) -> bool {
         self.live.load(Ordering::Acquire) && !self.dead.load(Ordering::Acquire)
     }
@@ -248,6 +243,7 @@ impl Profiler {
         if let (Some(timing), Some(jni)) = (&self.timing, jni) {
             match timing.engage(jni) {
                 Ok(()) => {
+                    timing.start_clock(self.vm);
                     let events = [
                         jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
                         jvmti::JVMTI_EVENT_EXCEPTION_CATCH,
@@ -568,6 +564,20 @@ impl Profiler {
             self.heap_dump(jni);
         }
         self.deliver_pending_frees();
+        // The Tracker's costs are read before the model is locked: reading
+        // runs Java code, whose allocations may call back into the agent.
+        let current_env;
+        let jni = match jni {
+            Some(jni) => Some(jni),
+            None => {
+                current_env = self.vm.current_env();
+                current_env.as_ref()
+            }
+        };
+        let drained = match (&self.timing, jni) {
+            (Some(timing), Some(jni)) => timing.take_costs(&self.jvmti.env(), jni),
+            _ => Vec::new(),
+        };
         let mut model = self.model.lock();
         let mut bytes = self.emitter.class_loads(&mut model);
         if self.options.heap_sites {
@@ -589,7 +599,7 @@ impl Profiler {
             ));
         }
         if let Some(timing) = &self.timing {
-            let times = self.method_times(timing, &mut model);
+            let times = self.method_times(timing, &mut model, drained);
             bytes.extend(if self.options.cpu_old {
                 self.emitter.old_prof(&times)
             } else {
@@ -671,9 +681,10 @@ impl Profiler {
         &self,
         timing: &MethodTiming,
         model: &mut Model,
+        drained: Vec<(u32, Vec<u64>, super::times::CallCosts)>,
     ) -> Vec<crate::emit::times::TraceTime> {
         let mut by_trace: HashMap<u32, crate::emit::times::TraceTime> = HashMap::new();
-        for (thread_serial, keys, costs) in timing.take_costs() {
+        for (thread_serial, keys, costs) in drained {
             let methods: Vec<_> = keys.iter().map(|&k| timing.method(k)).collect();
             let trace_serial = super::traces::intern_timed(
                 model,

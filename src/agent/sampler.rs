@@ -23,6 +23,11 @@ thread_local! {
     static AGENT_THREAD: Cell<bool> = const { Cell::new(false) };
 }
 
+/// Marks the calling thread as one of the agent's own (its events are ignored).
+pub fn mark_agent_thread() {
+    AGENT_THREAD.with(|a| a.set(true));
+}
+
 /// True on a thread the agent started for itself.
 pub fn is_agent_thread() -> bool {
     AGENT_THREAD.try_with(Cell::get).unwrap_or(false)

@@ -1,22 +1,19 @@
 //! The cpu=times / cpu=old collector: every class loaded after VM init is
 //! rewritten (src/bci) so that each method calls `hprof_rs.Tracker` on entry
-//! and before each return; the Tracker's natives keep a per-thread shadow
-//! stack and charge each completed call to its trace.
+//! and before each return. The Tracker (java-tracker/hprof_rs/Tracker.java)
+//! keeps each thread's shadow stack and per-trace costs in Java, so a timed
+//! call costs no JNI transition; the agent reads the costs at each dump.
 //!
-//! The clock is the monotonic wall clock (CLOCK_MONOTONIC, through
-//! `Instant`), as HPROF's was on Linux: a method that sleeps or waits is
-//! charged for that time, which is what "where did the time go" asks; a
-//! per-thread CPU clock would also cost a system call per entry and exit.
+//! The clock is `System.nanoTime()`, the monotonic wall clock, as HPROF's
+//! was on Linux: a method that sleeps or waits is charged for that time,
+//! which is what "where did the time go" asks; a per-thread CPU clock would
+//! also cost a system call per entry and exit.
 
 use super::jvm;
-use super::owned::Owned;
 use crate::bci::{self, Injection};
-use crate::model::timing::{CallCosts, ThreadTiming};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
-use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
 
 /// A method the rewriter instrumented: where it is and what it is called.
 #[derive(Debug, Clone)]
@@ -27,69 +24,61 @@ pub struct TimedMethod {
     pub descriptor: String,
 }
 
-/// Method key: class number in the high half, method number in the low.
+/// The costs of the completed calls of one trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallCosts {
+    pub count: u64,
+    /// Nanoseconds in the method itself, and from entry to exit.
+    pub self_time: u64,
+    pub total_time: u64,
+}
+
+/// Method key: class number in the high half, method number in the low
+/// (the Tracker computes the same from the two injected constants).
 pub fn method_key(class_number: u32, method_number: u32) -> u64 {
     (u64::from(class_number) << 32) | u64::from(method_number)
 }
 
-/// One thread's timing, shared with the dump (which takes its costs).
-struct TimedThread {
-    serial: u32,
-    timing: Owned<ThreadTiming>,
+/// How often the clock thread updates the Tracker's clock.
+const CLOCK_PERIOD: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// JNI handles of the engaged Tracker, valid on any thread.
+#[derive(Clone, Copy)]
+struct TrackerHandles {
+    /// Global reference to the Tracker class.
+    class: usize,
+    engaged: usize,
+    clock: usize,
+    drain: usize,
+    caught: usize,
 }
 
 /// State of the timing collector.
 pub struct MethodTiming {
     /// Frames per trace (2 for cpu=old).
-    depth: usize,
+    depth: u32,
     injection: Injection,
     /// Methods by class number (index) and method number.
     classes: Mutex<Vec<(String, Vec<bci::MethodInfo>)>>,
-    threads: Mutex<Vec<Arc<TimedThread>>>,
     /// jmethodID -> method key, for ExceptionCatch.
     by_method_id: Mutex<HashMap<u64, Option<u64>>>,
-}
-
-static TIMING: OnceLock<&'static MethodTiming> = OnceLock::new();
-
-/// This thread's state, in one thread-local (each thread-local access is
-/// a function call in a shared library, and this is the hottest path).
-struct Local {
-    /// Set while this thread is inside the collector, so that Java code the
-    /// collector itself runs is not timed (and cannot recurse).
-    inside: Cell<bool>,
-    current: RefCell<Option<Arc<TimedThread>>>,
-}
-
-thread_local! {
-    static LOCAL: Local = const { Local { inside: Cell::new(false), current: RefCell::new(None) } };
-}
-
-/// Monotonic nanoseconds, read straight from the clock (no Duration math).
-fn monotonic_ns() -> u64 {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+    tracker: Mutex<Option<TrackerHandles>>,
+    clock_stop: std::sync::atomic::AtomicBool,
+    clock_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl MethodTiming {
     /// Timing with traces of `depth` frames.
     pub fn new(depth: u32) -> Self {
         Self {
-            depth: depth.max(1) as usize,
+            depth: depth.max(1),
             injection: Injection::tracker(),
             classes: Mutex::default(),
-            threads: Mutex::default(),
             by_method_id: Mutex::default(),
+            tracker: Mutex::new(None),
+            clock_stop: std::sync::atomic::AtomicBool::new(false),
+            clock_thread: Mutex::new(None),
         }
-    }
-
-    fn now(&self) -> u64 {
-        monotonic_ns()
     }
 
     /// At load time: puts the Tracker class on the boot class path (a
@@ -107,48 +96,87 @@ impl MethodTiming {
         Ok(dir)
     }
 
-    /// At VM init: registers the Tracker's natives and engages it.
-    pub fn engage(&'static self, jni: &JniEnv) -> Result<(), String> {
-        let _ = TIMING.set(self);
-        let class =
+    /// At VM init: sets the trace depth and engages the Tracker.
+    pub fn engage(&self, jni: &JniEnv) -> Result<(), String> {
+        let local =
             jvm::find_class(jni, bci::TRACKER_CLASS).ok_or("the Tracker class cannot be loaded")?;
-        let names: Vec<(std::ffi::CString, std::ffi::CString)> = bci::TRACKER_NATIVES
-            .iter()
-            .map(|(n, s)| {
-                (
-                    std::ffi::CString::new(*n).unwrap_or_default(),
-                    std::ffi::CString::new(*s).unwrap_or_default(),
-                )
-            })
-            .collect();
-        let functions: [*mut std::ffi::c_void; 2] =
-            [native_call_site as *mut _, native_return_site as *mut _];
-        let methods: Vec<jni::JNINativeMethod> = names
-            .iter()
-            .zip(functions)
-            .map(|((name, signature), function)| jni::JNINativeMethod {
-                name: name.as_ptr(),
-                signature: signature.as_ptr(),
-                fnPtr: function,
-            })
-            .collect();
-        // SAFETY: the natives match the Tracker's declarations
-        // (Thread, int, int) -> void; `methods` and its strings outlive the call.
-        unsafe { jni.register_natives(class, &methods) }
-            .map_err(|e| format!("RegisterNatives failed ({e})"))?;
-        set_engaged(jni, class, 0xFFFF)
+        let class = jvm::global_ref(jni, local);
+        let missing = |what: &str| format!("the Tracker has no {what}");
+        // SAFETY: names and signatures are those of Tracker.java (checked by
+        // a unit test against the embedded class); `class` is its class.
+        let handles = unsafe {
+            let field =
+                |(name, signature): (&str, &str)| jni.get_static_field_id(class, name, signature);
+            let method =
+                |(name, signature): (&str, &str)| jni.get_static_method_id(class, name, signature);
+            let depth = field(bci::TRACKER_DEPTH_FIELD).ok_or_else(|| missing("depth field"))?;
+            jni.set_static_int_field(class, depth, self.depth.min(i32::MAX as u32) as i32);
+            TrackerHandles {
+                class: class as usize,
+                engaged: field(bci::TRACKER_ENGAGED_FIELD)
+                    .ok_or_else(|| missing("engaged field"))? as usize,
+                clock: field(bci::TRACKER_CLOCK_FIELD).ok_or_else(|| missing("clock field"))?
+                    as usize,
+                drain: method(bci::TRACKER_DRAIN).ok_or_else(|| missing("drain method"))? as usize,
+                caught: method(bci::TRACKER_CAUGHT).ok_or_else(|| missing("caught method"))?
+                    as usize,
+            }
+        };
+        *self.tracker.lock() = Some(handles);
+        set_engaged(jni, handles, 0xFFFF);
+        Ok(())
     }
 
-    /// At VM death: calls stop being timed.
+    /// Starts the thread that keeps the Tracker's clock current: reading a
+    /// field costs a timed call far less than two System.nanoTime() calls;
+    /// the price is a resolution of about 0.1 ms (HPROF's clock had 1 ms).
+    pub fn start_clock(&'static self, vm: jvm::VmHandle) {
+        let Some(handles) = *self.tracker.lock() else {
+            return;
+        };
+        let spawned = std::thread::Builder::new()
+            .name("HPROF tracker clock".into())
+            .spawn(move || {
+                super::sampler::mark_agent_thread();
+                let Some(jni) = vm.attach_daemon("HPROF tracker clock") else {
+                    return;
+                };
+                while !self.clock_stop.load(std::sync::atomic::Ordering::Acquire) {
+                    // SAFETY: `clock` is the Tracker's static long field.
+                    unsafe {
+                        jni.set_static_long_field(
+                            handles.class as jni::jclass,
+                            handles.clock as jni::jfieldID,
+                            monotonic_ns() as i64,
+                        )
+                    };
+                    std::thread::sleep(CLOCK_PERIOD);
+                }
+                vm.detach();
+            });
+        if let Ok(handle) = spawned {
+            *self.clock_thread.lock() = Some(handle);
+        }
+    }
+
+    /// At VM death: calls stop being timed and the clock thread ends.
     pub fn disengage(&self, jni: &JniEnv) {
-        if let Some(class) = jvm::find_class(jni, bci::TRACKER_CLASS) {
-            let _ = set_engaged(jni, class, 0);
+        if let Some(handles) = *self.tracker.lock() {
+            set_engaged(jni, handles, 0);
+        }
+        self.clock_stop
+            .store(true, std::sync::atomic::Ordering::Release);
+        if let Some(handle) = self.clock_thread.lock().take() {
+            let _ = handle.join();
         }
     }
 
     /// ClassFileLoadHook: the rewritten class, or None to load it unchanged.
     pub fn rewrite(&self, name: Option<&str>, bytes: &[u8]) -> Option<Vec<u8>> {
-        if name == Some(bci::TRACKER_CLASS) || bytes.is_empty() {
+        if name == Some(bci::TRACKER_CLASS)
+            || bytes.is_empty()
+            || name.is_some_and(is_tracker_dependency)
+        {
             return None;
         }
         let mut classes = self.classes.lock();
@@ -204,123 +232,175 @@ impl MethodTiming {
         key
     }
 
-    /// ExceptionCatch: calls above the catching method ended by the exception.
-    pub fn exception_caught(&self, env: &Jvmti, method: jni::jmethodID) {
+    /// ExceptionCatch, on the catching thread: the calls above the catching
+    /// method ended by the exception.
+    pub fn exception_caught(&self, env: &Jvmti, jni: Option<&JniEnv>, method: jni::jmethodID) {
+        let (Some(jni), Some(handles)) = (jni, *self.tracker.lock()) else {
+            return;
+        };
         let Some(key) = self.key_of(env, method) else {
             return;
         };
-        let now = self.now();
-        let _ = LOCAL.try_with(|local| {
-            if let Some(thread) = local.current.borrow().as_ref() {
-                thread.timing.update(|t| t.caught_in(key, now));
-            }
-        });
-    }
-
-    /// Every thread's costs since the last dump: (thread serial, method
-    /// keys of the trace, costs). Threads that have ended are dropped after.
-    pub fn take_costs(&self) -> Vec<(u32, Box<[u64]>, CallCosts)> {
-        let mut threads = self.threads.lock();
-        let mut all = Vec::new();
-        let timings: Vec<&Owned<ThreadTiming>> = threads.iter().map(|t| &t.timing).collect();
-        let mut index = 0;
-        super::owned::collect(&timings, |timing| {
-            let serial = threads[index].serial;
-            index += 1;
-            all.extend(
-                timing
-                    .take_costs()
-                    .into_iter()
-                    .map(|(trace, costs)| (serial, trace, costs)),
+        // SAFETY: `caught` is Tracker.caught(long), a static void method of
+        // the class `handles.class` refers to.
+        unsafe {
+            jni.call_static_void_method(
+                handles.class as jni::jclass,
+                handles.caught as jni::jmethodID,
+                &[jni::jvalue { j: key as i64 }],
             );
-        });
-        // The thread's own handle is gone once it ended.
-        threads.retain(|t| Arc::strong_count(t) > 1);
-        all
+        }
+        clear_exception(jni);
     }
 
-    /// The calling thread's timing, registering it on first use.
-    fn with_thread(
-        &self,
-        local: &Local,
-        thread: jni::jthread,
-        body: impl FnOnce(&mut ThreadTiming),
-    ) {
-        {
-            let mut current = local.current.borrow_mut();
-            if current.is_none() {
-                let serial = super::PROFILER
-                    .get()
-                    .map_or(0, |p| jvm::thread_value(&p.jvmti_env(), thread) as u32);
-                let timed = Arc::new(TimedThread {
-                    serial,
-                    timing: Owned::new(ThreadTiming::new(self.depth)),
-                });
-                self.threads.lock().push(timed.clone());
-                *current = Some(timed);
+    /// Every thread's costs since the last call, read from the Tracker:
+    /// (thread serial, method keys of the trace innermost first, costs).
+    pub fn take_costs(&self, env: &Jvmti, jni: &JniEnv) -> Vec<(u32, Vec<u64>, CallCosts)> {
+        let Some(handles) = *self.tracker.lock() else {
+            return Vec::new();
+        };
+        // SAFETY: `drain` is Tracker.drain(), returning {Thread[], long[]};
+        // every reference read below is checked for null, and exceptions are
+        // cleared.
+        let (threads, data) = unsafe {
+            let result = jni.call_static_object_method(
+                handles.class as jni::jclass,
+                handles.drain as jni::jmethodID,
+                &[],
+            );
+            if result.is_null() || clear_exception(jni) {
+                return Vec::new();
             }
-        }
-        if let Some(timed) = local.current.borrow().as_ref() {
-            timed.timing.update(body);
-        }
+            let threads = jni.get_object_array_element(result, 0);
+            let longs = jni.get_object_array_element(result, 1);
+            if threads.is_null() || longs.is_null() {
+                return Vec::new();
+            }
+            let mut data = vec![0i64; jni.get_array_length(longs).max(0) as usize];
+            jni.get_long_array_region(longs, 0, data.len() as i32, &mut data);
+            let count = jni.get_array_length(threads).max(0);
+            let serials: Vec<u32> = (0..count)
+                .map(|i| {
+                    let thread = jni.get_object_array_element(threads, i);
+                    let serial = jvm::thread_value(env, thread) as u32;
+                    jvm::delete_local(Some(jni), thread);
+                    serial
+                })
+                .collect();
+            (serials, data)
+        };
+        parse_costs(&threads, &data)
     }
 }
 
-fn set_engaged(jni: &JniEnv, class: jni::jclass, value: i32) -> Result<(), String> {
-    let (name, signature) = bci::TRACKER_ENGAGED_FIELD;
-    // SAFETY: `class` is the Tracker class, whose static int field this is.
-    unsafe {
-        let field = jni
-            .get_static_field_id(class, name, signature)
-            .ok_or("the Tracker has no engaged field")?;
-        jni.set_static_int_field(class, field, value);
-    }
-    Ok(())
+/// Classes the Tracker's own code runs (thread-locals, arrays, the clock):
+/// timing them would make every timed call call itself.
+fn is_tracker_dependency(name: &str) -> bool {
+    const PREFIXES: [&str; 6] = [
+        "java/lang/ThreadLocal",
+        "java/lang/ref/",
+        "java/util/Arrays",
+        "java/lang/Math",
+        "java/lang/System",
+        "java/lang/Thread",
+    ];
+    PREFIXES.iter().any(|prefix| name.starts_with(prefix))
 }
 
-/// Runs `body` unless this thread is already inside the collector; a
-/// panic is contained here, never unwound into Java.
-fn guarded(body: impl FnOnce(&'static MethodTiming, &Local)) {
-    let Some(timing) = TIMING.get().copied() else {
-        return;
+/// Decodes the Tracker's drain() data: per trace, thread index, length n,
+/// n method keys, calls, self ns, total ns.
+fn parse_costs(thread_serials: &[u32], data: &[i64]) -> Vec<(u32, Vec<u64>, CallCosts)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + 2 <= data.len() {
+        let (thread, n) = (data[at] as usize, data[at + 1].max(0) as usize);
+        let Some(rest) = data.get(at + 2..at + 2 + n + 3) else {
+            break;
+        };
+        let keys = rest[..n].iter().map(|&k| k as u64).collect();
+        let costs = CallCosts {
+            count: rest[n] as u64,
+            self_time: rest[n + 1] as u64,
+            total_time: rest[n + 2] as u64,
+        };
+        out.push((
+            thread_serials.get(thread).copied().unwrap_or(0),
+            keys,
+            costs,
+        ));
+        at += 2 + n + 3;
+    }
+    out
+}
+
+/// Monotonic nanoseconds: the same clock as System.nanoTime() on Linux, so
+/// the Tracker can fall back to that before the clock thread runs.
+fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
     };
-    let _ = LOCAL.try_with(|local| {
-        if local.inside.replace(true) {
-            return;
-        }
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(timing, local)));
-        local.inside.set(false);
-    });
+    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
 
-/// `Tracker.nativeCallSite(Thread, int, int)`.
-extern "system" fn native_call_site(
-    _env: *mut jni::JNIEnv,
-    _class: jni::jclass,
-    thread: jni::jobject,
-    cnum: jni::jint,
-    mnum: jni::jint,
-) {
-    guarded(|timing, local| {
-        let now = timing.now();
-        timing.with_thread(local, thread, |t| {
-            t.enter(method_key(cnum as u32, mnum as u32), now)
-        });
-    });
+fn set_engaged(jni: &JniEnv, handles: TrackerHandles, value: i32) {
+    // SAFETY: `engaged` is the Tracker's static int field.
+    unsafe {
+        jni.set_static_int_field(
+            handles.class as jni::jclass,
+            handles.engaged as jni::jfieldID,
+            value,
+        )
+    };
 }
 
-/// `Tracker.nativeReturnSite(Thread, int, int)`.
-extern "system" fn native_return_site(
-    _env: *mut jni::JNIEnv,
-    _class: jni::jclass,
-    thread: jni::jobject,
-    cnum: jni::jint,
-    mnum: jni::jint,
-) {
-    guarded(|timing, local| {
-        let now = timing.now();
-        timing.with_thread(local, thread, |t| {
-            t.exit(method_key(cnum as u32, mnum as u32), now)
-        });
-    });
+/// Clears a pending Java exception; true if there was one.
+fn clear_exception(jni: &JniEnv) -> bool {
+    let pending = jni.exception_check();
+    if pending {
+        jni.exception_clear();
+    }
+    pending
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drained_data_decodes_per_trace() {
+        let data = [0, 2, 7, 9, 5, 100, 300, 1, 1, 8, 1, 10, 10];
+        let costs = parse_costs(&[200_001, 200_002], &data);
+        assert_eq!(costs.len(), 2);
+        assert_eq!(
+            costs[0],
+            (
+                200_001,
+                vec![7, 9],
+                CallCosts {
+                    count: 5,
+                    self_time: 100,
+                    total_time: 300
+                }
+            )
+        );
+        assert_eq!(
+            costs[1],
+            (
+                200_002,
+                vec![8],
+                CallCosts {
+                    count: 1,
+                    self_time: 10,
+                    total_time: 10
+                }
+            )
+        );
+        assert!(
+            parse_costs(&[], &[0, 5, 1]).is_empty(),
+            "truncated data is ignored"
+        );
+    }
 }

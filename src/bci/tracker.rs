@@ -19,13 +19,22 @@ pub const TRACKER_CLASS_FILE: &[u8] = include_bytes!("../../java-tracker/hprof_r
 /// signature.
 pub const TRACKER_ENGAGED_FIELD: (&str, &str) = ("engaged", "I");
 
-/// The natives the agent registers on the tracker (`RegisterNatives`):
-/// name and signature of the one called on entry, then on exit. Each gets
-/// `(JNIEnv*, jclass, jthread thread, jint cnum, jint mnum)`.
-pub const TRACKER_NATIVES: [(&str, &str); 2] = [
-    ("nativeCallSite", "(Ljava/lang/Thread;II)V"),
-    ("nativeReturnSite", "(Ljava/lang/Thread;II)V"),
-];
+/// The private static field holding the number of frames per trace, set
+/// by the agent before it engages the tracker: name and signature.
+pub const TRACKER_DEPTH_FIELD: (&str, &str) = ("depth", "I");
+
+/// The private static field of the Tracker's clock (monotonic nanoseconds),
+/// which an agent thread keeps current: name and signature.
+pub const TRACKER_CLOCK_FIELD: (&str, &str) = ("now", "J");
+
+/// The private static method the agent calls at a dump: it returns
+/// `{Thread[] threads, long[] data}`, the costs completed since the previous
+/// call (see Tracker.java for the layout of `data`).
+pub const TRACKER_DRAIN: (&str, &str) = ("drain", "()[Ljava/lang/Object;");
+
+/// The private static method the agent calls on ExceptionCatch, on the
+/// catching thread, with the catching method's key.
+pub const TRACKER_CAUGHT: (&str, &str) = ("caught", "(J)V");
 
 impl Injection {
     /// What `cpu=times` and `cpu=old` inject: `Tracker.CallSite(II)V` on
@@ -55,15 +64,20 @@ mod tests {
             .iter()
             .map(|m| (m.name.as_str(), m.descriptor.as_str()))
             .collect();
-        assert_eq!(
-            names,
-            [
-                ("<init>", "()V"),
-                ("CallSite", "(II)V"),
-                ("ReturnSite", "(II)V"),
-                (TRACKER_NATIVES[0].0, TRACKER_NATIVES[0].1),
-                (TRACKER_NATIVES[1].0, TRACKER_NATIVES[1].1),
-            ]
+        for expected in [
+            ("CallSite", "(II)V"),
+            ("ReturnSite", "(II)V"),
+            TRACKER_DRAIN,
+            TRACKER_CAUGHT,
+        ] {
+            assert!(
+                names.contains(&expected),
+                "the Tracker lacks {expected:?}: {names:?}"
+            );
+        }
+        assert!(
+            out.methods.iter().all(|m| !m.rewritten),
+            "the Tracker is never instrumented"
         );
     }
 }

@@ -10,7 +10,6 @@ pub mod ids;
 pub mod names;
 pub mod sites;
 pub mod threads;
-pub mod timing;
 pub mod traces;
 
 pub use classes::{ClassEntry, ClassTable};
