@@ -313,7 +313,7 @@ fn stream_heap_body(
 
 /// Opens a JVM heap dump and checks its identifier size; returns the reader
 /// positioned after the header, and that position.
-fn open_dump(path: &Path, id_size: u32) -> Result<(BufReader<File>, u64), ParseError> {
+pub(super) fn open_dump(path: &Path, id_size: u32) -> Result<(BufReader<File>, u64), ParseError> {
     let file = File::open(path).map_err(|e| ParseError {
         offset: 0,
         message: format!("cannot open {}: {e}", path.display()),

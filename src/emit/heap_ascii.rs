@@ -12,15 +12,14 @@ use crate::format::ParseError;
 use crate::format::ascii::writer::{write_heap_dump_begin, write_heap_dump_end, write_heap_entry};
 use crate::format::ascii::{HeapEntry, HeapRoot, LineInfo, Section, TraceFrame, TraceSection};
 use crate::format::binary::heap_walk::{self, PresentObjects, SubRecords};
-use crate::format::binary::reader::{parse_body, parse_heap_records, read_header};
+use crate::format::binary::reader::{parse_body, parse_heap_records};
 use crate::format::binary::{BasicType, HeapRecord, PrimitiveArray, RecordBody, Value, tags};
 use crate::format::names::signature_to_name;
 use crate::model::Model;
 use crate::model::traces::EMPTY_TRACE_SERIAL;
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 
 /// Bytes handed to the output at a time.
@@ -115,19 +114,7 @@ fn each_record(
     mut record: impl FnMut(RecordBody),
     mut heap: impl FnMut(&[u8]) -> Result<(), ParseError>,
 ) -> Result<(), ParseError> {
-    let file = File::open(path).map_err(|e| ParseError {
-        offset: 0,
-        message: format!("cannot open {}: {e}", path.display()),
-    })?;
-    let mut input = BufReader::with_capacity(1 << 20, file);
-    let header = read_header(&mut input)?;
-    if header.id_size != id_size {
-        return Err(ParseError {
-            offset: 0,
-            message: "unexpected identifier size".into(),
-        });
-    }
-    let mut offset = header.version.header_text().len() as u64 + 1 + 12;
+    let (mut input, mut offset) = super::heap::open_dump(path, id_size)?;
     loop {
         let mut head = [0u8; 9];
         match input.read_exact(&mut head) {
