@@ -554,6 +554,16 @@ impl Profiler {
         if self.options.verbose && !parts.is_empty() {
             eprint!("Dumping{}", parts.concat());
         }
+        // The VM-death callback brings its JNI environment; a SIGQUIT dump
+        // runs on the Signal Dispatcher, a Java thread whose own one is used.
+        let current_env;
+        let jni = match jni {
+            Some(jni) => Some(jni),
+            None => {
+                current_env = self.vm.current_env();
+                current_env.as_ref()
+            }
+        };
         // Sections in HPROF's order; each prints the traces it refers to first.
         if self.options.heap_dump {
             let mut model = self.model.lock();
@@ -566,14 +576,6 @@ impl Profiler {
         self.deliver_pending_frees();
         // The Tracker's costs are read before the model is locked: reading
         // runs Java code, whose allocations may call back into the agent.
-        let current_env;
-        let jni = match jni {
-            Some(jni) => Some(jni),
-            None => {
-                current_env = self.vm.current_env();
-                current_env.as_ref()
-            }
-        };
         let drained = match (&self.timing, jni) {
             (Some(timing), Some(jni)) => timing.take_costs(&self.jvmti.env(), jni),
             _ => Vec::new(),
@@ -618,19 +620,9 @@ impl Profiler {
     /// The heap dump section: the JVM dumps its heap to a temporary file,
     /// which is carried into the output and removed.
     fn heap_dump(&self, jni: Option<&JniEnv>) {
-        let current;
-        let jni = match jni {
-            Some(jni) => jni,
-            None => match self.vm.current_env() {
-                Some(env) => {
-                    current = env;
-                    &current
-                }
-                None => {
-                    eprintln!("HPROF ERROR: no JNI environment on this thread; heap dump skipped");
-                    return;
-                }
-            },
+        let Some(jni) = jni else {
+            eprintln!("HPROF ERROR: no JNI environment on this thread; heap dump skipped");
+            return;
         };
         let path = &self.heap_dump_path;
         let _ = std::fs::remove_file(path);
