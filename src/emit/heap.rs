@@ -68,7 +68,7 @@ fn signature_of(name: &str) -> String {
 }
 
 /// Reads one record header: (tag, time, length), or None at the end.
-fn read_record_header(
+pub(super) fn read_record_header(
     input: &mut impl Read,
     offset: u64,
 ) -> Result<Option<(u8, u32, u32)>, ParseError> {
@@ -98,7 +98,11 @@ fn read_record_header(
     Ok(Some((head[0], time, length)))
 }
 
-fn read_body(input: &mut impl Read, length: u32, offset: u64) -> Result<Vec<u8>, ParseError> {
+pub(super) fn read_body(
+    input: &mut impl Read,
+    length: u32,
+    offset: u64,
+) -> Result<Vec<u8>, ParseError> {
     let mut body = vec![0u8; length as usize];
     input.read_exact(&mut body).map_err(|_| ParseError {
         offset,

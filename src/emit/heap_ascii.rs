@@ -19,7 +19,6 @@ use crate::model::Model;
 use crate::model::traces::EMPTY_TRACE_SERIAL;
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::Path;
 
 /// Bytes handed to the output at a time.
@@ -115,20 +114,7 @@ fn each_record(
     mut heap: impl FnMut(&[u8]) -> Result<(), ParseError>,
 ) -> Result<(), ParseError> {
     let (mut input, mut offset) = super::heap::open_dump(path, id_size)?;
-    loop {
-        let mut head = [0u8; 9];
-        match input.read_exact(&mut head) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-            Err(e) => {
-                return Err(ParseError {
-                    offset,
-                    message: format!("read error: {e}"),
-                });
-            }
-        }
-        let tag = head[0];
-        let length = u32::from_be_bytes([head[5], head[6], head[7], head[8]]);
+    while let Some((tag, _time, length)) = super::heap::read_record_header(&mut input, offset)? {
         if tag == tags::HEAP_DUMP || tag == tags::HEAP_DUMP_SEGMENT {
             let mut walker = SubRecords::new(&mut input, u64::from(length), id_size, offset + 9);
             let mut buffer = Vec::new();
@@ -136,15 +122,12 @@ fn each_record(
                 heap(&buffer)?;
             }
         } else {
-            let mut body = vec![0u8; length as usize];
-            input.read_exact(&mut body).map_err(|_| ParseError {
-                offset,
-                message: "truncated record".into(),
-            })?;
+            let body = super::heap::read_body(&mut input, length, offset)?;
             record(parse_body(tag, &body, id_size, offset)?);
         }
         offset += 9 + u64::from(length);
     }
+    Ok(())
 }
 
 fn one_record(bytes: &[u8], id_size: u32) -> Result<HeapRecord, ParseError> {
