@@ -49,21 +49,31 @@ pub fn total(samples: &[TraceCount]) -> u64 {
     samples.iter().map(|s| s.count).sum()
 }
 
-/// Rows by count, largest first (ties in trace serial order), stopping at
-/// the first trace with no count or a share below `cutoff`.
-pub fn rank(samples: &[TraceCount], cutoff: f64) -> Vec<CpuRow> {
-    let total = total(samples);
-    let mut order: Vec<&TraceCount> = samples.iter().collect();
-    order.sort_by_key(|s| std::cmp::Reverse(s.count));
+/// What a CPU row is ranked by: `cost` (the shares are of the total
+/// cost) and `count` (the count column; a trace without one ends the list).
+pub(super) struct Ranked<'a> {
+    pub cost: u64,
+    pub count: u64,
+    pub trace_serial: u32,
+    pub method: Option<&'a str>,
+}
+
+/// Rows by cost, largest first (ties in trace serial order), stopping at the
+/// first trace with no count or, when there is any cost, a share below
+/// `cutoff`. Shared by CPU SAMPLES (cost = count) and CPU TIME (cost = self
+/// time).
+pub(super) fn rank_by_cost(mut items: Vec<Ranked<'_>>, cutoff: f64) -> Vec<CpuRow> {
+    let total: u64 = items.iter().map(|r| r.cost).sum();
+    items.sort_by_key(|r| (std::cmp::Reverse(r.cost), r.trace_serial));
     let mut accum = 0.0;
     let mut rows = Vec::new();
-    for (i, sample) in order.into_iter().enumerate() {
+    for (i, item) in items.into_iter().enumerate() {
         let ratio = if total == 0 {
             0.0
         } else {
-            sample.count as f64 / total as f64
+            item.cost as f64 / total as f64
         };
-        if sample.count == 0 || ratio < cutoff {
+        if item.count == 0 || (total != 0 && ratio < cutoff) {
             break;
         }
         accum += ratio;
@@ -71,12 +81,27 @@ pub fn rank(samples: &[TraceCount], cutoff: f64) -> Vec<CpuRow> {
             rank: i as u64 + 1,
             self_percent: ratio * 100.0,
             accum_percent: accum * 100.0,
-            count: sample.count,
-            trace_serial: sample.trace_serial,
-            method: sample.method.clone(),
+            count: item.count,
+            trace_serial: item.trace_serial,
+            method: item.method.map(str::to_owned),
         });
     }
     rows
+}
+
+/// Rows by count, largest first (ties in trace serial order), stopping at
+/// the first trace with no count or a share below `cutoff`.
+pub fn rank(samples: &[TraceCount], cutoff: f64) -> Vec<CpuRow> {
+    let items = samples
+        .iter()
+        .map(|s| Ranked {
+            cost: s.count,
+            count: s.count,
+            trace_serial: s.trace_serial,
+            method: s.method.as_deref(),
+        })
+        .collect();
+    rank_by_cost(items, cutoff)
 }
 
 /// The ASCII CPU SAMPLES section.

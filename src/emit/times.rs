@@ -1,6 +1,7 @@
 //! CPU TIME (ms) (cpu=times) and the old "prof" table (cpu=old): ranking,
 //! percentages and cutoff, as in reference §2.6 and §2.7.
 
+use super::cpu::{Ranked, rank_by_cost};
 use crate::format::ascii::{CpuRow, CpuSection, CpuTitle, OldProfRow};
 
 /// Nanoseconds per millisecond.
@@ -27,31 +28,16 @@ pub struct TraceTime {
 /// The shares are computed from nanoseconds, so that methods shorter than a
 /// millisecond still rank; the columns show milliseconds.
 pub fn rank(times: &[TraceTime], cutoff: f64) -> Vec<CpuRow> {
-    let total: u64 = times.iter().map(|t| t.self_ns).sum();
-    let mut order: Vec<&TraceTime> = times.iter().collect();
-    order.sort_by_key(|t| (std::cmp::Reverse(t.self_ns), t.trace_serial));
-    let mut accum = 0.0;
-    let mut rows = Vec::new();
-    for (i, time) in order.into_iter().enumerate() {
-        let ratio = if total == 0 {
-            0.0
-        } else {
-            time.self_ns as f64 / total as f64
-        };
-        if time.calls == 0 || (total != 0 && ratio < cutoff) {
-            break;
-        }
-        accum += ratio;
-        rows.push(CpuRow {
-            rank: i as u64 + 1,
-            self_percent: ratio * 100.0,
-            accum_percent: accum * 100.0,
-            count: time.calls,
-            trace_serial: time.trace_serial,
-            method: Some(time.method.clone()),
-        });
-    }
-    rows
+    let items = times
+        .iter()
+        .map(|t| Ranked {
+            cost: t.self_ns,
+            count: t.calls,
+            trace_serial: t.trace_serial,
+            method: Some(t.method.as_str()),
+        })
+        .collect();
+    rank_by_cost(items, cutoff)
 }
 
 /// The `CPU TIME (ms)` section; `total` is the self time of everything, in ms.
