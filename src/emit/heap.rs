@@ -142,22 +142,21 @@ impl Emitter {
                     // Our files with heap dumps are 1.0.2: every body is a segment.
                     encode_record_header(tags::HEAP_DUMP_SEGMENT, self.now(), length, &mut pending);
                     out(std::mem::take(&mut pending));
-                    let id_size = self.id_size;
-                    let mut patch = |record: &mut [u8]| {
-                        if let Some(at) = heap_walk::trace_field_offset(record[0], id_size) {
-                            let serial = renumber.trace(heap_walk::get_u4(record, at));
-                            heap_walk::put_u4(record, at, serial);
-                        }
-                        dropped += drop_dangling(record, id_size, &present);
+                    let mut patch = PatchForCopy {
+                        renumber: &renumber,
+                        present: &present,
+                        id_size: self.id_size,
+                        dropped: 0,
                     };
                     sub_records += stream_heap_body(
                         &mut input,
                         length,
                         body_offset,
-                        id_size,
+                        self.id_size,
                         &mut patch,
                         out,
                     )?;
+                    dropped += patch.dropped;
                 }
                 tags::HEAP_DUMP_END => self.record(RecordBody::HeapDumpEnd, &mut pending),
                 _ => {
@@ -266,22 +265,40 @@ impl Emitter {
     }
 }
 
-/// Streams one heap dump body of `length` bytes in large blocks: calls
-/// `each` on every sub-record (which may patch it in place, lengths
-/// unchanged), then hands the patched bytes to `out`. Returns the number of
+/// What a pass over heap dump sub-records does with them. Arrays that do
+/// not fit in the current block come in pieces (their head, then their
+/// elements), so no array is ever held whole: a 6-million-element object
+/// array is 48 MB.
+trait SubRecordVisitor {
+    /// A whole sub-record, which may be patched in place (lengths unchanged).
+    fn record(&mut self, record: &mut [u8]);
+    /// The head of an array whose elements follow in pieces: the sub-record
+    /// up to its element type (primitive) or class (object array).
+    fn array_head(&mut self, head: &mut [u8]);
+    /// Whole elements of the object array whose head came last.
+    fn object_ids(&mut self, _ids: &mut [u8]) {}
+}
+
+/// Streams one heap dump body of `length` bytes in blocks of about
+/// [`CHUNK`]: hands every sub-record to `visit` (whole, or an array in
+/// pieces), then the patched bytes to `out`. Returns the number of
 /// sub-records.
 fn stream_heap_body(
     input: &mut impl Read,
     length: u32,
     offset: u64,
     id_size: u32,
-    each: &mut dyn FnMut(&mut [u8]),
+    visit: &mut dyn SubRecordVisitor,
     out: &mut dyn FnMut(Vec<u8>),
 ) -> Result<u64, ParseError> {
     let fail = |message: String| ParseError { offset, message };
+    let id = id_size as usize;
     let mut left = u64::from(length);
     let mut block: Vec<u8> = Vec::with_capacity(2 * CHUNK);
     let mut count = 0;
+    // The element bytes still to come of an array being streamed, and
+    // whether they are object identifiers.
+    let mut array_rest: Option<(u64, bool)> = None;
     loop {
         if left > 0 {
             let want = (CHUNK as u64).min(left) as usize;
@@ -292,12 +309,35 @@ fn stream_heap_body(
                 .map_err(|_| fail("heap dump record runs past the end of the file".into()))?;
             left -= want as u64;
         }
-        // Every complete sub-record is handled; a partial one waits for more bytes.
+        // Every complete sub-record or array piece is handled; a partial
+        // one waits for more bytes.
         let mut scanned = 0;
-        while let Some(n) = heap_walk::sub_record_len(&block[scanned..], id_size).map_err(fail)? {
-            each(&mut block[scanned..scanned + n]);
-            scanned += n;
-            count += 1;
+        loop {
+            let rest = &mut block[scanned..];
+            if let Some((bytes_left, ids)) = array_rest {
+                let mut take = bytes_left.min(rest.len() as u64) as usize;
+                if ids {
+                    take -= take % id;
+                    visit.object_ids(&mut rest[..take]);
+                }
+                scanned += take;
+                let bytes_left = bytes_left - take as u64;
+                array_rest = (bytes_left > 0).then_some((bytes_left, ids));
+                if bytes_left > 0 {
+                    break;
+                }
+            } else if let Some(n) = heap_walk::sub_record_len(rest, id_size).map_err(fail)? {
+                visit.record(&mut rest[..n]);
+                scanned += n;
+                count += 1;
+            } else if let Some((head, whole, ids)) = heap_walk::array_head_len(rest, id_size) {
+                visit.array_head(&mut rest[..head]);
+                scanned += head;
+                count += 1;
+                array_rest = Some((whole - head as u64, ids)).filter(|&(n, _)| n > 0);
+            } else {
+                break;
+            }
         }
         if scanned > 0 {
             let rest = block.split_off(scanned);
@@ -305,7 +345,7 @@ fn stream_heap_body(
             block.reserve(2 * CHUNK);
         }
         if left == 0 {
-            if !block.is_empty() {
+            if !block.is_empty() || array_rest.is_some() {
                 return Err(fail(
                     "a heap dump sub-record runs past the end of its record".into(),
                 ));
@@ -343,10 +383,9 @@ pub fn present_objects(path: &Path, id_size: u32) -> Result<PresentObjects, Pars
     let mut present = PresentObjects::default();
     while let Some((tag, _time, length)) = read_record_header(&mut input, offset)? {
         if tag == tags::HEAP_DUMP || tag == tags::HEAP_DUMP_SEGMENT {
-            let mut note = |record: &mut [u8]| {
-                if let Some(id) = heap_walk::dumped_object(record, id_size) {
-                    present.insert(id);
-                }
+            let mut note = NotePresent {
+                present: &mut present,
+                id_size,
             };
             stream_heap_body(
                 &mut input,
@@ -364,16 +403,205 @@ pub fn present_objects(path: &Path, id_size: u32) -> Result<PresentObjects, Pars
     Ok(present)
 }
 
+/// The presence pass's visitor: notes every object dumped.
+struct NotePresent<'a> {
+    present: &'a mut PresentObjects,
+    id_size: u32,
+}
+
+impl SubRecordVisitor for NotePresent<'_> {
+    fn record(&mut self, record: &mut [u8]) {
+        if let Some(id) = heap_walk::dumped_object(record, self.id_size) {
+            self.present.insert(id);
+        }
+    }
+
+    fn array_head(&mut self, head: &mut [u8]) {
+        self.record(head);
+    }
+}
+
+/// The copy's visitor: gives trace serials this file's numbers and nulls
+/// references to objects the dump lacks, counting them.
+struct PatchForCopy<'a> {
+    renumber: &'a Renumbering,
+    present: &'a PresentObjects,
+    id_size: u32,
+    dropped: u64,
+}
+
+impl PatchForCopy<'_> {
+    fn renumber_trace(&self, record: &mut [u8]) {
+        if let Some(at) = heap_walk::trace_field_offset(record[0], self.id_size) {
+            let serial = self.renumber.trace(heap_walk::get_u4(record, at));
+            heap_walk::put_u4(record, at, serial);
+        }
+    }
+}
+
+impl SubRecordVisitor for PatchForCopy<'_> {
+    fn record(&mut self, record: &mut [u8]) {
+        self.renumber_trace(record);
+        self.dropped += drop_dangling(record, self.id_size, self.present);
+    }
+
+    fn array_head(&mut self, head: &mut [u8]) {
+        self.renumber_trace(head);
+    }
+
+    fn object_ids(&mut self, ids: &mut [u8]) {
+        let size = self.id_size as usize;
+        for at in (0..ids.len()).step_by(size) {
+            self.dropped += u64::from(null_if_absent(ids, at, self.id_size, self.present));
+        }
+    }
+}
+
+/// Sets the reference at `at` to null when the dump lacks its object.
+fn null_if_absent(bytes: &mut [u8], at: usize, id_size: u32, present: &PresentObjects) -> bool {
+    let id = heap_walk::get_id(bytes, at, id_size);
+    let absent = id != 0 && !present.contains(id);
+    if absent {
+        heap_walk::put_id(bytes, at, id_size, 0);
+    }
+    absent
+}
+
 /// Sets the references of `record` to objects the dump lacks to null.
 /// Returns how many there were.
 pub fn drop_dangling(record: &mut [u8], id_size: u32, present: &PresentObjects) -> u64 {
-    let mut dropped = 0;
-    for slot in heap_walk::reference_slots(record, id_size) {
-        let id = heap_walk::get_id(record, slot, id_size);
-        if id != 0 && !present.contains(id) {
-            heap_walk::put_id(record, slot, id_size, 0);
-            dropped += 1;
+    heap_walk::reference_slots(record, id_size)
+        .into_iter()
+        .map(|slot| u64::from(null_if_absent(record, slot, id_size, present)))
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::binary::records::{HeapRecord, PrimitiveArray};
+    use crate::format::binary::writer::encode_heap_record;
+
+    /// Records around arrays far larger than a block, one of them with
+    /// references to objects that are not in the dump.
+    fn body_with_large_arrays(id_size: u32) -> Vec<u8> {
+        let big = 3 * CHUNK / id_size as usize + 5;
+        let records = [
+            HeapRecord::InstanceDump {
+                object_id: 0x100,
+                trace_serial: 7,
+                class_id: 0x50,
+                values: vec![1, 2, 3, 4],
+            },
+            HeapRecord::ObjectArrayDump {
+                array_id: 0x200,
+                trace_serial: 7,
+                array_class_id: 0x60,
+                // present, null, absent (0x999 is dumped nowhere), ...
+                elements: (0..big as u64)
+                    .map(|i| [0x100, 0, 0x990 + i % 16, 0x300][i as usize % 4])
+                    .collect(),
+            },
+            HeapRecord::PrimitiveArrayDump {
+                array_id: 0x300,
+                trace_serial: 7,
+                elements: PrimitiveArray::Byte((0..2 * CHUNK + 3).map(|i| i as i8).collect()),
+            },
+            HeapRecord::ObjectArrayDump {
+                array_id: 0x400,
+                trace_serial: 8,
+                array_class_id: 0x60,
+                elements: vec![0x200, 0x777],
+            },
+        ];
+        let mut body = Vec::new();
+        for record in &records {
+            encode_heap_record(record, id_size, &mut body);
+        }
+        body
+    }
+
+    #[test]
+    fn large_arrays_stream_in_pieces_with_the_same_result_as_whole() {
+        for id_size in [4, 8] {
+            let body = body_with_large_arrays(id_size);
+            let length = body.len() as u32;
+            let mut present = PresentObjects::default();
+            let mut note = NotePresent {
+                present: &mut present,
+                id_size,
+            };
+            let count =
+                stream_heap_body(&mut &body[..], length, 0, id_size, &mut note, &mut |_| {})
+                    .unwrap();
+            assert_eq!(count, 4);
+            for id in [0x100, 0x200, 0x300, 0x400] {
+                assert!(present.contains(id), "{id:#x} noted");
+            }
+            assert!(!present.contains(0x990) && !present.contains(0x777));
+
+            // The same patching applied to whole records, for comparison.
+            let renumber = Renumbering {
+                traces: HashMap::from([(7, 300_007), (8, 300_008)]),
+                ..Renumbering::default()
+            };
+            let mut expected = body.clone();
+            let mut whole = PatchForCopy {
+                renumber: &renumber,
+                present: &present,
+                id_size,
+                dropped: 0,
+            };
+            let mut at = 0;
+            while at < expected.len() {
+                let n = heap_walk::sub_record_len(&expected[at..], id_size)
+                    .unwrap()
+                    .unwrap();
+                whole.record(&mut expected[at..at + n]);
+                at += n;
+            }
+
+            let mut patch = PatchForCopy {
+                renumber: &renumber,
+                present: &present,
+                id_size,
+                dropped: 0,
+            };
+            let mut copied = Vec::new();
+            let mut largest = 0;
+            stream_heap_body(&mut &body[..], length, 0, id_size, &mut patch, &mut |b| {
+                largest = largest.max(b.len());
+                copied.extend(b);
+            })
+            .unwrap();
+            assert_eq!(patch.dropped, whole.dropped);
+            assert!(patch.dropped > (3 * CHUNK / id_size as usize / 4) as u64);
+            assert!(
+                copied == expected,
+                "streamed copy equals whole-record patching"
+            );
+            assert!(
+                largest <= 2 * CHUNK,
+                "no piece larger than two blocks: {largest}"
+            );
         }
     }
-    dropped
+
+    #[test]
+    fn an_array_cut_short_by_its_record_is_an_error() {
+        let body = body_with_large_arrays(8);
+        let cut = (body.len() - 100) as u32;
+        let result = stream_heap_body(
+            &mut &body[..],
+            cut,
+            0,
+            8,
+            &mut NotePresent {
+                present: &mut PresentObjects::default(),
+                id_size: 8,
+            },
+            &mut |_| {},
+        );
+        assert!(result.is_err());
+    }
 }

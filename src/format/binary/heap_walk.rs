@@ -168,6 +168,29 @@ pub fn sub_record_len(bytes: &[u8], id_size: u32) -> Result<Option<usize>, Strin
     Ok(length.filter(|&n| n <= bytes.len()))
 }
 
+/// For an array sub-record at the start of `bytes` whose head (everything
+/// before the elements) is there: the head's length, the whole sub-record's
+/// length, and whether the elements are object identifiers. Lets a copy
+/// stream a large array's elements instead of holding the array whole.
+pub fn array_head_len(bytes: &[u8], id_size: u32) -> Option<(usize, u64, bool)> {
+    let id = id_size as usize;
+    let count = |at: usize| bytes.get(at..at + 4).map(|b| u64::from(get_u4(b, 0)));
+    match *bytes.first()? {
+        heap::OBJ_ARRAY_DUMP => {
+            let head = 1 + 2 * id + 8;
+            let n = count(1 + id + 4).filter(|_| bytes.len() >= head)?;
+            Some((head, head as u64 + n * id as u64, true))
+        }
+        heap::PRIM_ARRAY_DUMP => {
+            let head = 1 + id + 9;
+            let n = count(1 + id + 4)?;
+            let size = BasicType::from_u8(*bytes.get(head - 1)?)?.size(id_size);
+            Some((head, head as u64 + n * size as u64, false))
+        }
+        _ => None,
+    }
+}
+
 /// The identifier of the object a sub-record dumps (instance, array or
 /// class), if it dumps one.
 pub fn dumped_object(record: &[u8], id_size: u32) -> Option<u64> {
