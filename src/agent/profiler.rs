@@ -626,12 +626,16 @@ impl Profiler {
         };
         let path = &self.heap_dump_path;
         let _ = std::fs::remove_file(path);
-        let mut out = |bytes: Vec<u8>| {
-            self.writer.write(bytes);
-            // Waiting for each chunk to be written keeps memory bounded.
-            self.writer.flush();
-        };
+        let mut output = super::heapdump::DumpOutput::new(&self.writer);
+        let started = std::time::Instant::now();
         let result = super::heapdump::dump_heap(jni, path).and_then(|()| {
+            // (Progress is in bytes of the JVM's dump, which the binary copy
+            // follows one to one; the ASCII conversion does not.)
+            if self.options.verbose && self.emitter.style() == Style::Binary {
+                let size = std::fs::metadata(path).map_or(0, |m| m.len());
+                output.report_progress(size, started.elapsed());
+            }
+            let mut out = |bytes: Vec<u8>| output.hand_over(bytes);
             let malformed = |e| format!("the JVM's heap dump is malformed: {e}");
             match self.emitter.style() {
                 Style::Binary => {
@@ -656,7 +660,9 @@ impl Profiler {
                         &self.model,
                         &ctime_now(),
                         jvm::java_feature_version(&self.jvmti.env()).is_some_and(|v| v < 21),
-                        &mut out,
+                        &mut |text| {
+                            out(text);
+                        },
                     )
                     .map_err(malformed),
             }

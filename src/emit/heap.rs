@@ -113,8 +113,9 @@ pub(super) fn read_body(
 
 impl Emitter {
     /// Carries the JVM heap dump at `path` into this file's binary output,
-    /// handing bytes to `out` in chunks of a few MiB (so memory stays bounded
-    /// whatever the heap size). References to objects the dump lacks are set
+    /// handing bytes to `out` in blocks of a few MiB (so memory stays bounded
+    /// whatever the heap size); `out` gives back an empty buffer to fill
+    /// next (the one handed over, once written, or a new one). References to objects the dump lacks are set
     /// to null, so that every reference in our file resolves. Returns the
     /// number of heap sub-records and of references dropped.
     pub fn carry_heap_dump(
@@ -122,7 +123,7 @@ impl Emitter {
         path: &Path,
         model: &Mutex<Model>,
         memory: &mut DumpMemory,
-        out: &mut dyn FnMut(Vec<u8>),
+        out: &mut dyn FnMut(Vec<u8>) -> Vec<u8>,
     ) -> Result<(u64, u64), ParseError> {
         let present = present_objects(path, self.id_size)?;
         let (mut input, mut offset) = open_dump(path, self.id_size)?;
@@ -141,13 +142,8 @@ impl Emitter {
                 tags::HEAP_DUMP | tags::HEAP_DUMP_SEGMENT => {
                     // Our files with heap dumps are 1.0.2: every body is a segment.
                     encode_record_header(tags::HEAP_DUMP_SEGMENT, self.now(), length, &mut pending);
-                    out(std::mem::take(&mut pending));
-                    let mut patch = PatchForCopy {
-                        renumber: &renumber,
-                        present: &present,
-                        id_size: self.id_size,
-                        dropped: 0,
-                    };
+                    pending = out(pending);
+                    let mut patch = PatchForCopy::new(&renumber, &present, self.id_size);
                     sub_records += stream_heap_body(
                         &mut input,
                         length,
@@ -289,12 +285,13 @@ fn stream_heap_body(
     offset: u64,
     id_size: u32,
     visit: &mut dyn SubRecordVisitor,
-    out: &mut dyn FnMut(Vec<u8>),
+    out: &mut dyn FnMut(Vec<u8>) -> Vec<u8>,
 ) -> Result<u64, ParseError> {
     let fail = |message: String| ParseError { offset, message };
     let id = id_size as usize;
     let mut left = u64::from(length);
     let mut block: Vec<u8> = Vec::with_capacity(2 * CHUNK);
+    let mut tail = Vec::new();
     let mut count = 0;
     // The element bytes still to come of an array being streamed, and
     // whether they are object identifiers.
@@ -340,9 +337,14 @@ fn stream_heap_body(
             }
         }
         if scanned > 0 {
-            let rest = block.split_off(scanned);
-            out(std::mem::replace(&mut block, rest));
-            block.reserve(2 * CHUNK);
+            // The unfinished sub-record at the end (a few bytes: arrays
+            // come in pieces) moves to the front of the next block.
+            tail.clear();
+            tail.extend_from_slice(&block[scanned..]);
+            block.truncate(scanned);
+            block = out(block);
+            block.clear();
+            block.extend_from_slice(&tail);
         }
         if left == 0 {
             if !block.is_empty() || array_rest.is_some() {
@@ -393,7 +395,7 @@ pub fn present_objects(path: &Path, id_size: u32) -> Result<PresentObjects, Pars
                 offset + 9,
                 id_size,
                 &mut note,
-                &mut |_| {},
+                &mut |block| block,
             )?;
         } else {
             read_body(&mut input, length, offset)?;
@@ -428,12 +430,33 @@ struct PatchForCopy<'a> {
     present: &'a PresentObjects,
     id_size: u32,
     dropped: u64,
+    /// The last trace renumbered, (JVM's serial, ours): nearly every
+    /// object of a JVM dump carries the same trace.
+    last_trace: Option<(u32, u32)>,
 }
 
-impl PatchForCopy<'_> {
-    fn renumber_trace(&self, record: &mut [u8]) {
+impl<'a> PatchForCopy<'a> {
+    fn new(renumber: &'a Renumbering, present: &'a PresentObjects, id_size: u32) -> Self {
+        Self {
+            renumber,
+            present,
+            id_size,
+            dropped: 0,
+            last_trace: None,
+        }
+    }
+
+    fn renumber_trace(&mut self, record: &mut [u8]) {
         if let Some(at) = heap_walk::trace_field_offset(record[0], self.id_size) {
-            let serial = self.renumber.trace(heap_walk::get_u4(record, at));
+            let jvm_serial = heap_walk::get_u4(record, at);
+            let serial = match self.last_trace {
+                Some((jvm, ours)) if jvm == jvm_serial => ours,
+                _ => {
+                    let ours = self.renumber.trace(jvm_serial);
+                    self.last_trace = Some((jvm_serial, ours));
+                    ours
+                }
+            };
             heap_walk::put_u4(record, at, serial);
         }
     }
@@ -531,9 +554,8 @@ mod tests {
                 present: &mut present,
                 id_size,
             };
-            let count =
-                stream_heap_body(&mut &body[..], length, 0, id_size, &mut note, &mut |_| {})
-                    .unwrap();
+            let count = stream_heap_body(&mut &body[..], length, 0, id_size, &mut note, &mut |b| b)
+                .unwrap();
             assert_eq!(count, 4);
             for id in [0x100, 0x200, 0x300, 0x400] {
                 assert!(present.contains(id), "{id:#x} noted");
@@ -546,12 +568,7 @@ mod tests {
                 ..Renumbering::default()
             };
             let mut expected = body.clone();
-            let mut whole = PatchForCopy {
-                renumber: &renumber,
-                present: &present,
-                id_size,
-                dropped: 0,
-            };
+            let mut whole = PatchForCopy::new(&renumber, &present, id_size);
             let mut at = 0;
             while at < expected.len() {
                 let n = heap_walk::sub_record_len(&expected[at..], id_size)
@@ -561,17 +578,13 @@ mod tests {
                 at += n;
             }
 
-            let mut patch = PatchForCopy {
-                renumber: &renumber,
-                present: &present,
-                id_size,
-                dropped: 0,
-            };
+            let mut patch = PatchForCopy::new(&renumber, &present, id_size);
             let mut copied = Vec::new();
             let mut largest = 0;
             stream_heap_body(&mut &body[..], length, 0, id_size, &mut patch, &mut |b| {
                 largest = largest.max(b.len());
-                copied.extend(b);
+                copied.extend_from_slice(&b);
+                b
             })
             .unwrap();
             assert_eq!(patch.dropped, whole.dropped);
@@ -600,7 +613,7 @@ mod tests {
                 present: &mut PresentObjects::default(),
                 id_size: 8,
             },
-            &mut |_| {},
+            &mut |b| b,
         );
         assert!(result.is_err());
     }

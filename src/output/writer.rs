@@ -8,7 +8,8 @@ use std::io::Write;
 use std::thread::JoinHandle;
 
 enum Message {
-    Bytes(Vec<u8>),
+    /// Bytes to write, and where to send the emptied buffer back, if anywhere.
+    Bytes(Vec<u8>, Option<Sender<Vec<u8>>>),
     /// Flush, then acknowledge.
     Flush(Sender<()>),
     /// Flush, close the sink, acknowledge and stop.
@@ -40,8 +41,21 @@ impl OutputWriter {
     /// Queues bytes for output (after everything queued before them).
     pub fn write(&self, bytes: Vec<u8>) {
         if !bytes.is_empty() {
-            let _ = self.queue.send(Message::Bytes(bytes));
+            let _ = self.queue.send(Message::Bytes(bytes, None));
         }
+    }
+
+    /// Queues bytes for output like [`write`](Self::write), and once they
+    /// are written sends the emptied buffer to `back`, so that a producer
+    /// of a long stream (a heap dump) can cycle a few buffers instead of
+    /// allocating one per block.
+    pub fn write_and_return(&self, bytes: Vec<u8>, back: &Sender<Vec<u8>>) {
+        let _ = self.queue.send(Message::Bytes(bytes, Some(back.clone())));
+    }
+
+    /// Whether the writer thread still takes output (it stops at close).
+    pub fn is_open(&self) -> bool {
+        self.thread.lock().is_some()
     }
 
     /// Waits until everything queued so far is written and flushed.
@@ -70,7 +84,14 @@ fn run(mut sink: Sink, inbox: Receiver<Message>) -> Sink {
     let mut failed = false;
     for message in inbox {
         let (result, ack, stop) = match message {
-            Message::Bytes(bytes) => (unless(failed, || sink.write_all(&bytes)), None, false),
+            Message::Bytes(mut bytes, back) => {
+                let result = unless(failed, || sink.write_all(&bytes));
+                if let Some(back) = back {
+                    bytes.clear();
+                    let _ = back.try_send(bytes);
+                }
+                (result, None, false)
+            }
             Message::Flush(done) => (unless(failed, || sink.flush()), Some(done), false),
             Message::Close(done) => (unless(failed, || sink.finish()), Some(done), true),
         };
@@ -101,6 +122,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn written_buffers_come_back_empty_with_their_capacity() {
+        let writer = OutputWriter::start(Sink::Memory(Vec::new())).unwrap();
+        let (back, returned) = bounded(2);
+        let mut block = Vec::with_capacity(1000);
+        block.extend_from_slice(b"JAVA PROFILE");
+        writer.write_and_return(block, &back);
+        let again = returned.recv().unwrap();
+        assert!(again.is_empty() && again.capacity() >= 1000);
+        let Some(Sink::Memory(bytes)) = writer.close() else {
+            panic!("no sink back")
+        };
+        assert_eq!(bytes, b"JAVA PROFILE");
+    }
+
+    #[test]
     fn bytes_arrive_in_order_and_close_returns_the_sink() {
         let writer = OutputWriter::start(Sink::Memory(Vec::new())).unwrap();
         writer.write(b"JAVA ".to_vec());
@@ -111,6 +147,7 @@ mod tests {
         };
         assert_eq!(bytes, b"JAVA PROFILE");
         assert!(writer.close().is_none(), "second close does nothing");
+        assert!(!writer.is_open());
         writer.write(b"late".to_vec()); // must not panic after close
         writer.flush(); // must not hang after close
     }
