@@ -12,6 +12,10 @@ import java.lang.reflect.Constructor;
  *
  * With the argument "big" it instead allocates 20,000,000 int[16] arrays
  * (1.6 GB in all, none kept) from makeArray, for checking sampled estimates.
+ *
+ * With the argument "large" it allocates 30 byte[8 MiB] arrays from
+ * makeLarge and keeps 10 of them (large arrays are tracked without tags in
+ * sampled mode; their live count comes from a census at each dump).
  */
 public class AllocSites {
     static final int COUNT = 10000;
@@ -53,6 +57,15 @@ public class AllocSites {
         return Array.newInstance(long.class, 4);
     }
 
+    static byte[] makeLarge() {
+        return new byte[8 << 20];
+    }
+
+    static final int LARGE = 30;
+    static final int LARGE_KEPT = 10;
+    static byte[][] large = new byte[LARGE_KEPT][];
+    static volatile byte[] largeSink;
+
     static Object[] others = new Object[2 * OTHERS];
     static volatile int[] sink;
 
@@ -65,6 +78,20 @@ public class AllocSites {
                 sum += sink.length;
             }
             System.out.println("allocated " + BIG + " int[16], sum " + sum);
+            return;
+        }
+        if (args.length > 0 && args[0].equals("large")) {
+            for (int i = 0; i < LARGE; i++) {
+                byte[] a = makeLarge();
+                if (i % 3 == 0) {
+                    large[i / 3] = a;
+                } else {
+                    largeSink = a;
+                }
+            }
+            largeSink = null;
+            System.gc();
+            System.out.println("allocated " + LARGE + " byte[8 MiB], kept " + LARGE_KEPT);
             return;
         }
         Constructor<Reflected> constructor = Reflected.class.getDeclaredConstructor();

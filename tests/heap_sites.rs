@@ -513,3 +513,36 @@ fn sampled_mode_estimates_the_big_site_within_10_percent() {
         );
     }
 }
+
+/// Large primitive arrays are counted without a tag in sampled mode (a tag
+/// would keep G1 from freeing them early); a census at the dump finds the
+/// live ones. Exact mode tags them: both must agree, 30 made and 10 live.
+#[test]
+fn large_arrays_are_counted_live_in_sampled_and_exact_mode() {
+    const SIZE: u64 = (8 << 20) + 16; // byte[8 MiB] with its 16-byte header
+    for jdk in common::jdks() {
+        for (test, options) in [
+            ("large-sampled", "heap=sites,alloc_interval=512k"),
+            ("large-exact", "heap=sites"),
+        ] {
+            let sites = sites_of(&jdk, test, options, "AllocSites", &["large"]);
+            let rows = sites.of_class_via("byte[]", "AllocSites.makeLarge");
+            let what = format!("{}: {options}", jdk.label);
+            assert_eq!(rows.len(), 1, "{what}: one makeLarge site");
+            let row = rows[0];
+            assert_eq!(
+                (row.allocated_objects, row.live_objects),
+                (30, 10),
+                "{what}: alloc'ed/live objects"
+            );
+            // Sampled weights of an 8 MiB object round to one object and
+            // to its size plus at most a byte.
+            for (bytes, objects) in [(row.allocated_bytes, 30), (row.live_bytes, 10)] {
+                assert!(
+                    (objects * SIZE..=objects * (SIZE + 1)).contains(&bytes),
+                    "{what}: {bytes} bytes for {objects} objects of {SIZE}"
+                );
+            }
+        }
+    }
+}

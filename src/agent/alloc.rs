@@ -62,6 +62,9 @@ pub struct AllocationCounts {
     /// Objects that got an identifier tag instead of an allocation tag
     /// (class objects), with where they were counted: id -> (site, size).
     identified: Mutex<HashMap<u64, (u32, u64)>>,
+    /// Large arrays counted without a tag (sampled mode): identity hash ->
+    /// (site, size) of each, until a census finds it gone.
+    untagged: Mutex<HashMap<i32, Vec<(u32, u64)>>>,
 }
 
 impl AllocationCounts {
@@ -86,6 +89,51 @@ impl AllocationCounts {
         let (bytes, objects) = weight(size, self.interval);
         self.sites.allocated(site, bytes, objects);
         self.identified.lock().insert(object_id, (site, size));
+    }
+
+    /// Counts an object that carries no tag, known by its identity hash
+    /// until a [`census`](Self::census) finds it gone.
+    pub fn allocated_untagged(&self, site: u32, size: u64, hash: i32) {
+        let (bytes, objects) = weight(size, self.interval);
+        self.sites.allocated(site, bytes, objects);
+        self.untagged
+            .lock()
+            .entry(hash)
+            .or_default()
+            .push((site, size));
+    }
+
+    /// Whether any object is counted without a tag.
+    pub fn has_untagged(&self) -> bool {
+        !self.untagged.lock().is_empty()
+    }
+
+    /// The untagged objects alive now, as (identity hash, size): every
+    /// other one counted without a tag is moved from live to freed. (Two
+    /// objects with the same hash and size are told apart by count only.)
+    pub fn census(&self, alive: &[(i32, u64)]) {
+        let mut wanted: HashMap<(i32, u64), usize> = HashMap::new();
+        for &key in alive {
+            *wanted.entry(key).or_default() += 1;
+        }
+        let mut untagged = self.untagged.lock();
+        untagged.retain(|&hash, objects| {
+            objects.retain(|&(site, size)| {
+                let still = wanted.get_mut(&(hash, size)).filter(|n| **n > 0);
+                match still {
+                    Some(n) => {
+                        *n -= 1;
+                        true
+                    }
+                    None => {
+                        let (bytes, count) = weight(size, self.interval);
+                        self.sites.freed(site, bytes, count);
+                        false
+                    }
+                }
+            });
+            !objects.is_empty()
+        });
     }
 
     /// ObjectFree: moves the object from live to freed at its site.
@@ -130,6 +178,31 @@ mod tests {
         assert!((bytes as f64 - 16.0 * 32768.0).abs() < 16.0 * 2.0);
         // An object much larger than the interval is always sampled: weight 1.
         assert_eq!(weight(64 * 1024 * 1024, 512 * 1024), (64 * 1024 * 1024, 1));
+    }
+
+    #[test]
+    fn a_census_frees_the_untagged_objects_it_does_not_find() {
+        let counts = AllocationCounts::new(512 * 1024);
+        let mb = 1 << 20;
+        counts.allocated_untagged(1, 8 * mb, 11);
+        counts.allocated_untagged(1, 8 * mb, 12);
+        counts.allocated_untagged(2, 8 * mb, 11); // same hash, other site
+        counts.allocated_untagged(2, 4 * mb, 13);
+        // Alive: hash 11 once with 8 MiB, and 13; an unknown object too.
+        counts.census(&[(11, 8 * mb), (13, 4 * mb), (99, mb)]);
+        let live = |site| counts.sites.stats(site).live_objects;
+        // Hash 11 at 8 MiB matches once: the first counted (site 1) stays.
+        assert_eq!((live(1), live(2)), (1, 1));
+        assert_eq!(
+            counts.sites.stats(2).live_bytes,
+            weight(4 * mb, 512 * 1024).0
+        );
+        // A second census with nothing alive frees the rest, once.
+        counts.census(&[]);
+        assert_eq!((live(1), live(2)), (0, 0));
+        assert!(!counts.has_untagged());
+        counts.census(&[]);
+        assert_eq!(counts.sites.stats(1).allocated_objects, 2);
     }
 
     #[test]

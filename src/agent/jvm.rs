@@ -110,6 +110,80 @@ pub fn set_tag(env: &Jvmti, object: jni::jobject, tag: u64) -> Result<(), jvmtiE
     unsafe { env.set_tag(object, tag as jni::jlong) }
 }
 
+/// The identity hash code of `object` (the one `System.identityHashCode`
+/// returns; asking installs it, which changes nothing the program sees).
+pub fn identity_hash(env: &Jvmti, object: jni::jobject) -> Option<i32> {
+    if object.is_null() {
+        return None;
+    }
+    // SAFETY: `object` is a non-null live reference from the current callback.
+    unsafe { env.get_object_hash_code(object) }.ok()
+}
+
+/// The tag a census gives for a moment to the arrays it finds (bit 62:
+/// not an allocation tag, and above every identifier the agent makes).
+const CENSUS_TAG: i64 = 1 << 62;
+
+/// Every untagged primitive array of at least `min_bytes` alive now, as
+/// (identity hash, size). Walks the heap (a pause, as any heap walk), tags
+/// what it finds for a moment to get references to it, and clears the tags.
+pub fn census_large_arrays(
+    env: &Jvmti,
+    jni: &JniEnv,
+    min_bytes: u64,
+) -> Result<Vec<(i32, u64)>, jvmtiError> {
+    unsafe extern "system" fn mark(
+        _class_tag: jni::jlong,
+        size: jni::jlong,
+        tag_ptr: *mut jni::jlong,
+        _elements: jni::jint,
+        _element_type: jvmti::jvmtiPrimitiveType,
+        _values: *const std::ffi::c_void,
+        user_data: *mut std::ffi::c_void,
+    ) -> jni::jint {
+        // SAFETY: `user_data` is the `min_bytes` passed to IterateThroughHeap
+        // below, alive for the whole walk; `tag_ptr` is the JVM's pointer
+        // to this object's tag, writable during the callback.
+        unsafe {
+            if size as u64 >= *(user_data as *const u64) {
+                *tag_ptr = CENSUS_TAG;
+            }
+        }
+        0
+    }
+    let callbacks = jvmti::jvmtiHeapCallbacks {
+        array_primitive_value_callback: Some(mark),
+        ..Default::default()
+    };
+    // SAFETY: the callback table and `min_bytes` outlive the call; the
+    // callback only writes the tag the JVM hands it.
+    unsafe {
+        env.iterate_through_heap(
+            jvmti::JVMTI_HEAP_FILTER_TAGGED,
+            std::ptr::null_mut(),
+            &callbacks,
+            &min_bytes as *const u64 as *const std::ffi::c_void,
+        )?;
+    }
+    let (objects, _) = env.get_objects_with_tags(&[CENSUS_TAG])?;
+    let mut found = Vec::with_capacity(objects.len());
+    for object in objects {
+        // SAFETY: `object` is a local reference GetObjectsWithTags just
+        // made on this thread; it is deleted once read.
+        unsafe {
+            if let (Ok(hash), Ok(size)) = (
+                env.get_object_hash_code(object),
+                env.get_object_size(object),
+            ) {
+                found.push((hash, size as u64));
+            }
+            let _ = env.set_tag(object, 0);
+            jni.delete_local_ref(object);
+        }
+    }
+    Ok(found)
+}
+
 /// The JVM signature of a class, e.g. `Ljava/lang/String;`.
 pub fn class_signature(env: &Jvmti, class: jni::jclass) -> Option<String> {
     // SAFETY: `class` is a live class reference from the current callback.

@@ -27,6 +27,15 @@ static PROFILER: OnceLock<Profiler> = OnceLock::new();
 /// unwound into the JVM.
 pub const X_PANIC_IN_THREAD_START: i64 = 0x100;
 
+/// Bit of the hidden `X=` option that makes the allocation callback return
+/// at once: what the JVM's event posting alone costs (a measuring aid for
+/// the floor of exact allocation tracking; the SITES table stays empty).
+pub const X_ALLOC_EVENT_ONLY: i64 = 0x200;
+
+/// Bit of the hidden `X=` option that makes the allocation callback take
+/// the stack and return (event posting plus stack walk; measuring aid).
+pub const X_ALLOC_STACK_ONLY: i64 = 0x400;
+
 /// The agent type the JVM's entry points dispatch to.
 #[derive(Default)]
 pub struct HprofAgent;
