@@ -65,6 +65,9 @@ pub struct AllocationCounts {
     /// Large arrays counted without a tag (sampled mode): identity hash ->
     /// (site, size) of each, until a census finds it gone.
     untagged: Mutex<HashMap<i32, Vec<(u32, u64)>>>,
+    /// The array classes (`[B`, `[I`, ...) of those objects: a census
+    /// walks only these classes' instances.
+    untagged_classes: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl AllocationCounts {
@@ -93,7 +96,12 @@ impl AllocationCounts {
 
     /// Counts an object that carries no tag, known by its identity hash
     /// until a [`census`](Self::census) finds it gone.
-    pub fn allocated_untagged(&self, site: u32, size: u64, hash: i32) {
+    pub fn allocated_untagged(&self, site: u32, size: u64, hash: i32, class_signature: &str) {
+        if !self.untagged_classes.lock().contains(class_signature) {
+            self.untagged_classes
+                .lock()
+                .insert(class_signature.to_owned());
+        }
         let (bytes, objects) = weight(size, self.interval);
         self.sites.allocated(site, bytes, objects);
         self.untagged
@@ -103,9 +111,13 @@ impl AllocationCounts {
             .push((site, size));
     }
 
-    /// Whether any object is counted without a tag.
-    pub fn has_untagged(&self) -> bool {
-        !self.untagged.lock().is_empty()
+    /// The classes of the objects counted without a tag that no census
+    /// has yet found gone (none when there are no such objects).
+    pub fn untagged_classes(&self) -> Vec<String> {
+        if self.untagged.lock().is_empty() {
+            return Vec::new();
+        }
+        self.untagged_classes.lock().iter().cloned().collect()
     }
 
     /// The untagged objects alive now, as (identity hash, size): every
@@ -184,10 +196,10 @@ mod tests {
     fn a_census_frees_the_untagged_objects_it_does_not_find() {
         let counts = AllocationCounts::new(512 * 1024);
         let mb = 1 << 20;
-        counts.allocated_untagged(1, 8 * mb, 11);
-        counts.allocated_untagged(1, 8 * mb, 12);
-        counts.allocated_untagged(2, 8 * mb, 11); // same hash, other site
-        counts.allocated_untagged(2, 4 * mb, 13);
+        counts.allocated_untagged(1, 8 * mb, 11, "[B");
+        counts.allocated_untagged(1, 8 * mb, 12, "[B");
+        counts.allocated_untagged(2, 8 * mb, 11, "[B"); // same hash, other site
+        counts.allocated_untagged(2, 4 * mb, 13, "[B");
         // Alive: hash 11 once with 8 MiB, and 13; an unknown object too.
         counts.census(&[(11, 8 * mb), (13, 4 * mb), (99, mb)]);
         let live = |site| counts.sites.stats(site).live_objects;
@@ -200,7 +212,7 @@ mod tests {
         // A second census with nothing alive frees the rest, once.
         counts.census(&[]);
         assert_eq!((live(1), live(2)), (0, 0));
-        assert!(!counts.has_untagged());
+        assert!(counts.untagged_classes().is_empty());
         counts.census(&[]);
         assert_eq!(counts.sites.stats(1).allocated_objects, 2);
     }

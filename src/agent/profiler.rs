@@ -465,11 +465,12 @@ impl Profiler {
         let size = size.max(0) as u64;
         if allocations.interval > 0
             && size >= LARGE_ARRAY_BYTES
-            && jvm::class_signature(&env, class).is_some_and(|s| is_primitive_array(&s))
+            && let Some(signature) = jvm::class_signature(&env, class)
+            && is_primitive_array(&signature)
         {
             // Counted without a tag; the census at each dump finds the live ones.
             if let Some(hash) = jvm::identity_hash(&env, object) {
-                allocations.allocated_untagged(site, size, hash);
+                allocations.allocated_untagged(site, size, hash, &signature);
                 return;
             }
         }
@@ -541,15 +542,24 @@ impl Profiler {
         let (Some(allocations), Some(jni)) = (&self.allocations, jni) else {
             return;
         };
-        if !allocations.has_untagged() {
-            return;
+        let env = self.jvmti.env();
+        let mut live = Vec::new();
+        for signature in allocations.untagged_classes() {
+            // A primitive array class is always there to find; should it not
+            // be, the walk covers every class instead.
+            let class = jvm::find_class(jni, &signature).unwrap_or(std::ptr::null_mut());
+            match jvm::census_large_arrays(&env, jni, class, LARGE_ARRAY_BYTES) {
+                Ok(found) => live.extend(found),
+                Err(e) => {
+                    eprintln!(
+                        "HPROF ERROR: large-array census failed ({e:?}); live counts of large arrays may be high"
+                    );
+                    return;
+                }
+            }
+            jvm::delete_local(Some(jni), class);
         }
-        match jvm::census_large_arrays(&self.jvmti.env(), jni, LARGE_ARRAY_BYTES) {
-            Ok(live) => allocations.census(&live),
-            Err(e) => eprintln!(
-                "HPROF ERROR: large-array census failed ({e:?}); their live counts may be high"
-            ),
-        }
+        allocations.census(&live);
     }
 
     /// The sites as they stand, for a dump.
