@@ -64,10 +64,24 @@ pub struct AllocationCounts {
     identified: Mutex<HashMap<u64, (u32, u64)>>,
     /// Large arrays counted without a tag (sampled mode): identity hash ->
     /// (site, size) of each, until a census finds it gone.
-    untagged: Mutex<HashMap<i32, Vec<(u32, u64)>>>,
+    untagged: Mutex<Untagged>,
     /// The array classes (`[B`, `[I`, ...) of those objects: a census
     /// walks only these classes' instances.
     untagged_classes: Mutex<std::collections::BTreeSet<String>>,
+}
+
+/// At most this many objects are counted without a tag between two
+/// censuses (about 10 MB of bookkeeping); beyond it large arrays are tagged
+/// like any object, so memory stays bounded in a long run without dumps.
+const UNTAGGED_LIMIT: usize = 250_000;
+
+/// The objects counted without a tag.
+#[derive(Default)]
+struct Untagged {
+    /// identity hash -> (site, size) of each object with that hash.
+    by_hash: HashMap<i32, Vec<(u32, u64)>>,
+    /// How many objects `by_hash` holds.
+    len: usize,
 }
 
 impl AllocationCounts {
@@ -95,8 +109,23 @@ impl AllocationCounts {
     }
 
     /// Counts an object that carries no tag, known by its identity hash
-    /// until a [`census`](Self::census) finds it gone.
-    pub fn allocated_untagged(&self, site: u32, size: u64, hash: i32, class_signature: &str) {
+    /// until a [`census`](Self::census) finds it gone. Returns false, and
+    /// counts nothing, when too many are waiting for a census already (the
+    /// object is then to be tagged and counted with [`allocated`](Self::allocated)).
+    pub fn allocated_untagged(
+        &self,
+        site: u32,
+        size: u64,
+        hash: i32,
+        class_signature: &str,
+    ) -> bool {
+        let mut untagged = self.untagged.lock();
+        if untagged.len >= UNTAGGED_LIMIT {
+            return false;
+        }
+        untagged.by_hash.entry(hash).or_default().push((site, size));
+        untagged.len += 1;
+        drop(untagged);
         if !self.untagged_classes.lock().contains(class_signature) {
             self.untagged_classes
                 .lock()
@@ -104,17 +133,13 @@ impl AllocationCounts {
         }
         let (bytes, objects) = weight(size, self.interval);
         self.sites.allocated(site, bytes, objects);
-        self.untagged
-            .lock()
-            .entry(hash)
-            .or_default()
-            .push((site, size));
+        true
     }
 
     /// The classes of the objects counted without a tag that no census
     /// has yet found gone (none when there are no such objects).
     pub fn untagged_classes(&self) -> Vec<String> {
-        if self.untagged.lock().is_empty() {
+        if self.untagged.lock().len == 0 {
             return Vec::new();
         }
         self.untagged_classes.lock().iter().cloned().collect()
@@ -129,7 +154,8 @@ impl AllocationCounts {
             *wanted.entry(key).or_default() += 1;
         }
         let mut untagged = self.untagged.lock();
-        untagged.retain(|&hash, objects| {
+        let mut freed = 0;
+        untagged.by_hash.retain(|&hash, objects| {
             objects.retain(|&(site, size)| {
                 let still = wanted.get_mut(&(hash, size)).filter(|n| **n > 0);
                 match still {
@@ -140,12 +166,14 @@ impl AllocationCounts {
                     None => {
                         let (bytes, count) = weight(size, self.interval);
                         self.sites.freed(site, bytes, count);
+                        freed += 1;
                         false
                     }
                 }
             });
             !objects.is_empty()
         });
+        untagged.len -= freed;
     }
 
     /// ObjectFree: moves the object from live to freed at its site.
@@ -215,6 +243,26 @@ mod tests {
         assert!(counts.untagged_classes().is_empty());
         counts.census(&[]);
         assert_eq!(counts.sites.stats(1).allocated_objects, 2);
+    }
+
+    #[test]
+    fn untagged_bookkeeping_is_bounded_and_a_census_makes_room() {
+        let counts = AllocationCounts::new(512 * 1024);
+        for i in 0..UNTAGGED_LIMIT {
+            assert!(counts.allocated_untagged(1, 1 << 20, i as i32, "[I"));
+        }
+        assert!(!counts.allocated_untagged(1, 1 << 20, -1, "[I"), "full");
+        assert_eq!(
+            counts.sites.stats(1).allocated_objects,
+            UNTAGGED_LIMIT as u64,
+            "a refused object is not counted here"
+        );
+        counts.census(&[(7, 1 << 20)]);
+        assert_eq!(counts.sites.stats(1).live_objects, 1);
+        assert!(
+            counts.allocated_untagged(1, 1 << 20, -1, "[I"),
+            "room again"
+        );
     }
 
     #[test]

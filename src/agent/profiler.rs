@@ -469,8 +469,9 @@ impl Profiler {
             && is_primitive_array(&signature)
         {
             // Counted without a tag; the census at each dump finds the live ones.
-            if let Some(hash) = jvm::identity_hash(&env, object) {
-                allocations.allocated_untagged(site, size, hash, &signature);
+            if let Some(hash) = jvm::identity_hash(&env, object)
+                && allocations.allocated_untagged(site, size, hash, &signature)
+            {
                 return;
             }
         }
