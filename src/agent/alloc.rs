@@ -126,11 +126,11 @@ impl AllocationCounts {
         untagged.by_hash.entry(hash).or_default().push((site, size));
         untagged.len += 1;
         drop(untagged);
-        if !self.untagged_classes.lock().contains(class_signature) {
-            self.untagged_classes
-                .lock()
-                .insert(class_signature.to_owned());
+        let mut classes = self.untagged_classes.lock();
+        if !classes.contains(class_signature) {
+            classes.insert(class_signature.to_owned());
         }
+        drop(classes);
         let (bytes, objects) = weight(size, self.interval);
         self.sites.allocated(site, bytes, objects);
         true

@@ -171,18 +171,14 @@ pub fn census_large_arrays(
     let (objects, _) = env.get_objects_with_tags(&[CENSUS_TAG])?;
     let mut found = Vec::with_capacity(objects.len());
     for object in objects {
-        // SAFETY: `object` is a local reference GetObjectsWithTags just
-        // made on this thread; it is deleted once read.
-        unsafe {
-            if let (Ok(hash), Ok(size)) = (
-                env.get_object_hash_code(object),
-                env.get_object_size(object),
-            ) {
-                found.push((hash, size as u64));
-            }
-            let _ = env.set_tag(object, 0);
-            jni.delete_local_ref(object);
+        // SAFETY: `object` is a live local reference GetObjectsWithTags just
+        // made on this thread.
+        let size = unsafe { env.get_object_size(object) };
+        if let (Some(hash), Ok(size)) = (identity_hash(env, object), size) {
+            found.push((hash, size as u64));
         }
+        let _ = set_tag(env, object, 0);
+        delete_local(Some(jni), object);
     }
     Ok(found)
 }

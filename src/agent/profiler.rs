@@ -549,7 +549,9 @@ impl Profiler {
             // A primitive array class is always there to find; should it not
             // be, the walk covers every class instead.
             let class = jvm::find_class(jni, &signature).unwrap_or(std::ptr::null_mut());
-            match jvm::census_large_arrays(&env, jni, class, LARGE_ARRAY_BYTES) {
+            let census = jvm::census_large_arrays(&env, jni, class, LARGE_ARRAY_BYTES);
+            jvm::delete_local(Some(jni), class);
+            match census {
                 Ok(found) => live.extend(found),
                 Err(e) => {
                     eprintln!(
@@ -558,7 +560,6 @@ impl Profiler {
                     return;
                 }
             }
-            jvm::delete_local(Some(jni), class);
         }
         allocations.census(&live);
     }

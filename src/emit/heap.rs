@@ -115,9 +115,10 @@ impl Emitter {
     /// Carries the JVM heap dump at `path` into this file's binary output,
     /// handing bytes to `out` in blocks of a few MiB (so memory stays bounded
     /// whatever the heap size); `out` gives back an empty buffer to fill
-    /// next (the one handed over, once written, or a new one). References to objects the dump lacks are set
-    /// to null, so that every reference in our file resolves. Returns the
-    /// number of heap sub-records and of references dropped.
+    /// next (the one handed over, once written, or a new one). References
+    /// to objects the dump lacks are set to null, so that every reference in
+    /// our file resolves. Returns the number of heap sub-records and of
+    /// references dropped.
     pub fn carry_heap_dump(
         &self,
         path: &Path,

@@ -129,12 +129,11 @@ pub fn sub_record_len(bytes: &[u8], id_size: u32) -> Result<Option<usize>, Strin
         heap::ROOT_JNI_LOCAL | heap::ROOT_JAVA_FRAME | heap::ROOT_THREAD_OBJ => fixed(id + 8),
         heap::ROOT_NATIVE_STACK | heap::ROOT_THREAD_BLOCK => fixed(id + 4),
         heap::INSTANCE_DUMP => Ok(u4_at(1 + 2 * id + 4).map(|n| 1 + 2 * id + 8 + n)),
-        heap::OBJ_ARRAY_DUMP => Ok(u4_at(1 + id + 4).map(|n| 1 + 2 * id + 8 + n * id)),
-        heap::PRIM_ARRAY_DUMP => {
-            let Some(n) = u4_at(1 + id + 4) else {
-                return Ok(None);
-            };
-            Ok(type_size(1 + id + 8)?.map(|size| 1 + id + 9 + n * size))
+        heap::OBJ_ARRAY_DUMP | heap::PRIM_ARRAY_DUMP => {
+            if tag == heap::PRIM_ARRAY_DUMP {
+                type_size(1 + id + 8)?; // an invalid element type is an error
+            }
+            Ok(array_head_len(bytes, id_size).map(|(_, whole, _)| whole as usize))
         }
         heap::CLASS_DUMP => {
             let mut at = 1 + 7 * id + 8;
