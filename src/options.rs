@@ -199,6 +199,19 @@ impl OptionError {
     }
 }
 
+/// The `file=` value of a raw agent option string that is not UTF-8, byte
+/// for byte: [`parse`] sees a lossy copy of such a string, and a file name
+/// must still name the file the user meant. `None` for UTF-8 strings (the
+/// parsed value is exact) and when there is no `file=`.
+pub fn raw_file_value(raw: &[u8]) -> Option<&[u8]> {
+    if std::str::from_utf8(raw).is_ok() {
+        return None;
+    }
+    raw.split(|&b| b == b',')
+        .filter_map(|option| option.strip_prefix(b"file="))
+        .next_back()
+}
+
 /// Longest option name: HPROF read names into a 16-byte C buffer.
 const NAME_MAX: usize = 15;
 /// Longest value: HPROF's value buffer was `FILENAME_MAX + 1` (Linux: 4097).

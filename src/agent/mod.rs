@@ -60,13 +60,18 @@ impl Agent for HprofAgent {
                 let _ = stdout.flush();
                 std::process::exit(0);
             }
-            Ok(Parsed::Options(options)) => options,
+            Ok(Parsed::Options(mut options)) => {
+                traces::bound_depth(&mut options);
+                options
+            }
             Err(error) => {
                 eprintln!("{}", error.message());
                 std::process::exit(1);
             }
         };
-        if PROFILER.get().is_some() {
+        if let Some(first) = PROFILER.get() {
+            // Nothing was profiled: the first load's file goes (if it made it).
+            first.abandon_output();
             fail_at_load(
                 "Cannot load this JVM TI agent twice, check your java command line for duplicate hprof options.",
             );
@@ -75,7 +80,9 @@ impl Agent for HprofAgent {
             Ok(env) => env,
             Err(code) => fail_at_load(&format!("Unable to access JVMTI (GetEnv returned {code})")),
         };
-        let sink = Sink::open(&options, std::process::id()).unwrap_or_else(|e| fail_at_load(&e.0));
+        let raw_file_name = context.option_bytes().and_then(options::raw_file_value);
+        let sink = Sink::open(&options, std::process::id(), raw_file_name)
+            .unwrap_or_else(|e| fail_at_load(&e.0));
         let sink_name = match &options.destination {
             options::Destination::File(_) => sink.describe().to_owned(),
             options::Destination::Net { .. } => options.default_file_name().to_owned(),
@@ -171,6 +178,19 @@ impl Agent for HprofAgent {
         }
     }
 
+    fn resource_exhausted<'callback>(
+        &self,
+        context: CallbackContext<'callback>,
+        event: ResourceExhaustedEvent<'callback>,
+    ) {
+        if event.flags() & jvmti::JVMTI_RESOURCE_EXHAUSTED_JAVA_HEAP == 0 {
+            return;
+        }
+        if let Some(profiler) = PROFILER.get() {
+            profiler.heap_exhausted(context.jni().map(|j| &**j));
+        }
+    }
+
     fn data_dump_request(&self, _context: CallbackContext<'_>) {
         if let Some(profiler) = PROFILER.get() {
             profiler.data_dump_request();
@@ -195,6 +215,9 @@ fn setup_jvmti(jvmti: &Jvmti, options: &options::Options) -> Result<(), String> 
             caps.set_can_tag_objects(true);
             caps.set_can_get_source_file_name(potential.can_get_source_file_name());
             caps.set_can_get_line_numbers(potential.can_get_line_numbers());
+            caps.set_can_generate_resource_exhaustion_heap_events(
+                potential.can_generate_resource_exhaustion_heap_events(),
+            );
             if options.cpu_times {
                 caps.set_can_generate_all_class_hook_events(true);
                 caps.set_can_generate_exception_events(true);

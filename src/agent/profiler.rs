@@ -112,6 +112,8 @@ pub struct Profiler {
     live: AtomicBool,
     /// Set at VM death; events after it are ignored.
     dead: AtomicBool,
+    /// Set at the first exhaustion of the Java heap (its dump is written then).
+    heap_exhausted: AtomicBool,
     /// Held while a dump is written; a second request meanwhile is dropped.
     dumping: Mutex<()>,
 }
@@ -172,8 +174,15 @@ impl Profiler {
             class_class_tag: AtomicU64::new(0),
             live: AtomicBool::new(false),
             dead: AtomicBool::new(false),
+            heap_exhausted: AtomicBool::new(false),
             dumping: Mutex::new(()),
         }
+    }
+
+    /// The agent refuses to start after all: nothing is written, and an
+    /// output file this run created is removed.
+    pub fn abandon_output(&self) {
+        self.writer.abandon();
     }
 
     /// Method timing, when on.
@@ -303,6 +312,7 @@ impl Profiler {
             jvmti::JVMTI_EVENT_THREAD_START,
             jvmti::JVMTI_EVENT_THREAD_END,
             jvmti::JVMTI_EVENT_DATA_DUMP_REQUEST,
+            jvmti::JVMTI_EVENT_RESOURCE_EXHAUSTED,
         ];
         if self.emitter.style() == Style::Binary {
             events.push(jvmti::JVMTI_EVENT_CLASS_LOAD);
@@ -319,14 +329,27 @@ impl Profiler {
         }
     }
 
-    /// The serial of `thread`, registering it (without a THREAD START) if
-    /// new. Threads are known by a number in their JVMTI thread-local slot,
-    /// so object tags stay free for allocation accounting.
-    fn thread_serial(&self, env: &Jvmti, model: &mut Model, thread: jni::jthread) -> (u32, bool) {
-        let stored = jvm::thread_value(env, thread);
-        if stored != 0 {
-            return (stored as u32, false);
+    /// The serial of `thread`, registering it if new. Threads are known by
+    /// a number in their JVMTI thread-local slot, so object tags stay free
+    /// for allocation accounting.
+    fn thread_serial(&self, env: &Jvmti, model: &mut Model, thread: jni::jthread) -> u32 {
+        match jvm::thread_value(env, thread) {
+            0 => self.register_thread(env, model, thread, &[]),
+            stored => stored as u32,
         }
+    }
+
+    /// Gives `thread` a serial and writes its THREAD START, with the trace
+    /// of `frames`: every serial a trace or record refers to has its THREAD
+    /// START in the file, also for threads first seen in an allocation or
+    /// a sample (those started before VM init, virtual threads).
+    fn register_thread(
+        &self,
+        env: &Jvmti,
+        model: &mut Model,
+        thread: jni::jthread,
+        frames: &[jvm::RawFrame],
+    ) -> u32 {
         let facts = jvm::thread_facts(env, thread);
         let object_id = model.objects.next();
         let serial = model.threads.add(
@@ -337,7 +360,23 @@ impl Profiler {
             EMPTY_TRACE_SERIAL,
         );
         jvm::set_thread_value(env, thread, u64::from(serial));
-        (serial, true)
+        let trace = self.traces.intern(env, model, frames, serial);
+        model.threads.set_trace(serial, trace);
+        // cpu=old files have no THREAD lines (HPROF's rule).
+        if !self.options.cpu_old {
+            self.writer.write(self.emitter.thread_start(model, serial));
+        }
+        serial
+    }
+
+    /// The thread serial a trace of `thread` is keyed by: with `thread=y`
+    /// its serial, else 0 (and the thread need not be registered).
+    fn trace_thread_serial(&self, env: &Jvmti, model: &mut Model, thread: jni::jthread) -> u32 {
+        if self.traces.per_thread {
+            self.thread_serial(env, model, thread)
+        } else {
+            0
+        }
     }
 
     /// ThreadStart (and the main thread at VM init), on the thread itself:
@@ -349,35 +388,31 @@ impl Profiler {
         let env = self.jvmti.env();
         let frames = jvm::stack_frames(&env, thread, self.traces.depth);
         let mut model = self.model.lock();
-        let (serial, new) = self.thread_serial(&env, &mut model, thread);
+        let serial = match jvm::thread_value(&env, thread) {
+            0 => self.register_thread(&env, &mut model, thread, &frames),
+            stored => stored as u32,
+        };
         if let Some(cpu) = &self.cpu {
             cpu.thread_started(jni, thread, serial);
-        }
-        if !new {
-            return;
-        }
-        let trace = self.traces.intern(&env, &mut model, &frames, serial);
-        model.threads.set_trace(serial, trace);
-        let bytes = self.emitter.thread_start(&mut model, serial);
-        drop(model);
-        // cpu=old files have no THREAD lines (HPROF's rule).
-        if !self.options.cpu_old {
-            self.writer.write(bytes);
         }
     }
 
     /// ThreadEnd, on the ending thread: THREAD END, and its CPU timer stops.
     pub fn thread_ended(&self, jni: Option<&JniEnv>, thread: jni::jthread) {
-        if let Some(cpu) = &self.cpu {
-            cpu.thread_ended(jni);
-        }
+        let unsampled = self.cpu.as_ref().and_then(|cpu| cpu.thread_ended(jni));
         if !self.accepting_events() || sampler::is_agent_thread() {
             return;
         }
         let env = self.jvmti.env();
         let mut model = self.model.lock();
-        let (serial, _) = self.thread_serial(&env, &mut model, thread);
-        if model.threads.end(serial) && !self.options.cpu_old {
+        if let Some((serial, intervals)) = unsampled {
+            // Its Java frames are gone (ThreadEnd comes after run() returned).
+            let trace = self.traces.intern(&env, &mut model, &[], serial);
+            *self.cpu_counts.lock().entry(trace).or_default() += u64::from(intervals);
+        }
+        // A thread never registered had no THREAD START: no THREAD END either.
+        let serial = jvm::thread_value(&env, thread) as u32;
+        if serial != 0 && model.threads.end(serial) && !self.options.cpu_old {
             let bytes = self.emitter.thread_end(serial);
             drop(model);
             self.writer.write(bytes);
@@ -394,7 +429,7 @@ impl Profiler {
         let frames = jvm::stack_frames(&env, thread, self.traces.depth);
         let mut guard = self.model.lock();
         let model = &mut *guard;
-        let (thread_serial, _) = self.thread_serial(&env, model, thread);
+        let thread_serial = self.trace_thread_serial(&env, model, thread);
         let trace = self.traces.intern(&env, model, &frames, thread_serial);
         intern_class(&env, &mut model.classes, &model.objects, class, trace);
         let bytes = self.emitter.class_loads(model);
@@ -504,7 +539,7 @@ impl Profiler {
             .collect();
         let mut guard = self.model.lock();
         let model = &mut *guard;
-        let (thread_serial, _) = self.thread_serial(env, model, thread);
+        let thread_serial = self.trace_thread_serial(env, model, thread);
         let known = intern_class(
             env,
             &mut model.classes,
@@ -775,6 +810,31 @@ impl Profiler {
             entry.total_ns += costs.total_time;
         }
         by_trace.into_values().collect()
+    }
+
+    /// ResourceExhausted for the Java heap: the first time, a full dump is
+    /// written at once. A program that dies of an OutOfMemoryError with its
+    /// heap still full ends without a VM death event (the JVM's shutdown
+    /// needs memory it no longer has), so the exit dump would never come;
+    /// this one holds everything up to the error, like the JVM's
+    /// -XX:+HeapDumpOnOutOfMemoryError.
+    pub fn heap_exhausted(&self, jni: Option<&JniEnv>) {
+        if !self.accepting_events() || self.heap_exhausted.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // HotSpot logs each posting of this event on stdout ("[error][jvmti]
+        // Posting Resource Exhausted event"): one such line is the price of
+        // the dump, more would only add noise to the program's output.
+        let _ = self
+            .jvmti
+            .env()
+            .disable_events_global(&[jvmti::JVMTI_EVENT_RESOURCE_EXHAUSTED]);
+        if self.options.verbose {
+            eprintln!(
+                "HPROF: the Java heap is exhausted (OutOfMemoryError); dumping the profile now"
+            );
+        }
+        self.dump(jni);
     }
 
     /// SIGQUIT / DataDumpRequest.

@@ -5,6 +5,7 @@
 
 use super::cpu_timers::{self, CpuTimer};
 use super::jvm::{self, RawFrame, VmHandle};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
@@ -54,7 +55,9 @@ pub struct CpuSampling {
     depth: u32,
     /// Timed threads by timer slot.
     timed: Mutex<HashMap<usize, Timed>>,
+    /// Set once sampling stops; the sender half wakes the sampler at once.
     stop: AtomicBool,
+    wake: (Sender<()>, Receiver<()>),
     sampler: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -68,6 +71,7 @@ impl CpuSampling {
             depth,
             timed: Mutex::default(),
             stop: AtomicBool::new(false),
+            wake: bounded(1),
             sampler: Mutex::new(None),
         })
     }
@@ -96,26 +100,35 @@ impl CpuSampling {
         });
     }
 
-    /// ThreadEnd, on the ending thread: stop its timer.
-    pub fn thread_ended(&self, jni: Option<&JniEnv>) {
-        let Some(timer) = TIMER.try_with(|t| t.take()).ok().flatten() else {
-            return;
-        };
-        if let Some(timed) = self.timed.lock().remove(&timer.slot) {
-            if let Some(jni) = jni {
-                jvm::delete_global(jni, timed.thread as jni::jobject);
-            }
+    /// ThreadEnd, on the ending thread: stop its timer. Returns the
+    /// thread's serial and the CPU intervals it consumed since the sampler
+    /// last looked (a short thread can end between two looks: its samples
+    /// still count, with no stack to charge them to).
+    pub fn thread_ended(&self, jni: Option<&JniEnv>) -> Option<(u32, u32)> {
+        let timer = TIMER.try_with(|t| t.take()).ok().flatten()?;
+        // Under the lock the sampler holds while it reads slots and walks
+        // stacks: its intervals are counted either there or here, once.
+        let mut all = self.timed.lock();
+        let timed = all.remove(&timer.slot);
+        if let (Some(timed), Some(jni)) = (timed, jni) {
+            jvm::delete_global(jni, timed.thread as jni::jobject);
         }
-        timer.stop();
+        let pending = timer.stop();
+        drop(all);
+        timed.map(|t| (t.serial, pending)).filter(|&(_, n)| n > 0)
     }
 
-    /// The threads that ran since the last call, with their stacks.
+    /// The threads that ran since the last call, with their stacks. A
+    /// thread whose stack cannot be had (it blocked or ended since its
+    /// sample was due) still counts, with no frames: no sample is dropped.
     pub fn collect(&self, env: &Jvmti) -> Vec<Ran> {
+        // Held until the walk is done: an ending thread deletes its global
+        // reference under this lock, so none is used after it is freed.
+        let timed = self.timed.lock();
         let pending = cpu_timers::take_pending();
         if pending.is_empty() {
             return Vec::new();
         }
-        let timed = self.timed.lock();
         let (threads, who): (Vec<jni::jthread>, Vec<(u32, u32)>) = pending
             .iter()
             .filter_map(|(slot, n)| {
@@ -124,16 +137,15 @@ impl CpuSampling {
                     .map(|t| (t.thread as jni::jthread, (t.serial, *n)))
             })
             .unzip();
-        drop(timed);
         if threads.is_empty() {
             return Vec::new();
         }
         // A thread that ran but has blocked since (the CPU was spent before
         // the wait) is not charged to its waiting frame.
         let stacks = jvm::runnable_stacks_of(env, &threads, self.depth);
+        drop(timed);
         who.into_iter()
             .zip(stacks)
-            .filter(|(_, frames)| !frames.is_empty())
             .map(|((serial, intervals), frames)| Ran {
                 serial,
                 intervals,
@@ -142,9 +154,15 @@ impl CpuSampling {
             .collect()
     }
 
-    /// Starts the sampler thread, which calls `tick` every interval until stopped.
+    /// Starts the sampler thread, which calls `tick` every quarter interval
+    /// (at least every 1 ms) until stopped. A tick with no thread having
+    /// reached a CPU interval only scans the timer slots; looking often
+    /// takes a thread's stack soon after its sample is due, while it still
+    /// runs the code that used the CPU (a short thread may have ended a
+    /// whole interval later).
     pub fn start(&'static self, vm: VmHandle, tick: impl Fn(&JniEnv) + Send + 'static) {
         let interval = Duration::from_millis(u64::from(self.interval_ms));
+        let interval = (interval / 4).clamp(Duration::from_millis(1), interval);
         let spawned = std::thread::Builder::new()
             .name(SAMPLER_THREAD_NAME.into())
             .spawn(move || {
@@ -153,8 +171,9 @@ impl CpuSampling {
                     eprintln!("HPROF ERROR: cannot attach the cpu sampling thread; no CPU samples");
                     return;
                 };
-                while !self.stop.load(Ordering::Acquire) {
-                    std::thread::sleep(interval);
+                // Waits one period, or less when stopped: a VM that is
+                // ending never waits for the sampler's sleep.
+                while let Err(RecvTimeoutError::Timeout) = self.wake.1.recv_timeout(interval) {
                     if self.stop.load(Ordering::Acquire) {
                         break;
                     }
@@ -177,6 +196,7 @@ impl CpuSampling {
     /// Stops the sampler thread and waits for it.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Release);
+        let _ = self.wake.0.try_send(());
         if let Some(handle) = self.sampler.lock().take() {
             let _ = handle.join();
         }

@@ -7,7 +7,25 @@ use crate::model::traces::EMPTY_TRACE_SERIAL;
 use crate::model::{
     ClassTable, FrameFacts, FrameKey, LINE_UNKNOWN, Model, ObjectIds, TraceKey, line_for_location,
 };
+use crate::options::Options;
 use jvmti_bindings::prelude::*;
+
+/// The most frames a trace holds. What a stack walk costs, and what the
+/// JVM is asked to fill, grows with the depth: an unbounded `depth=` made
+/// the agent ask for 2^31 frames (a 32 GB buffer) at start-up.
+pub const MAX_TRACE_DEPTH: u32 = 1024;
+
+/// Caps the options' trace depths at [`MAX_TRACE_DEPTH`], saying so once.
+pub fn bound_depth(options: &mut Options) {
+    if options.depth > MAX_TRACE_DEPTH {
+        eprintln!(
+            "HPROF: depth={} is taken as {MAX_TRACE_DEPTH}, the most frames a trace holds",
+            options.depth
+        );
+        options.depth = MAX_TRACE_DEPTH;
+    }
+    options.prof_trace_depth = options.prof_trace_depth.min(MAX_TRACE_DEPTH);
+}
 
 /// How traces are keyed in this run.
 #[derive(Debug, Clone, Copy)]

@@ -581,3 +581,13 @@ fn derived_settings() {
     assert_eq!(ok("file=prof.out").file_name(), Some("prof.out"));
     assert_eq!(ok("net=h:1").file_name(), None);
 }
+
+#[test]
+fn a_file_name_that_is_not_utf8_is_recovered_byte_for_byte() {
+    assert_eq!(
+        super::raw_file_value(b"heap=sites,file=out-\xff.txt,depth=2"),
+        Some(&b"out-\xff.txt"[..])
+    );
+    assert_eq!(super::raw_file_value(b"heap=sites,file=out.txt"), None);
+    assert_eq!(super::raw_file_value(b"heap=sites,depth=\xff"), None);
+}

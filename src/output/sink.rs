@@ -1,18 +1,23 @@
 //! Opening the destination: the output file or the `net=` socket.
+//!
+//! The output file is opened the way any tool opens a file it was asked to
+//! write: an existing regular file is truncated (at the first write, so a
+//! run that never starts leaves it as it was), a device or a FIFO is
+//! written into as it is. Nothing at the path is ever removed or replaced.
 
 use crate::options::{Destination, Options};
+use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
 
 /// Where profile bytes go.
 pub enum Sink {
-    File {
-        path: String,
-        out: BufWriter<File>,
-    },
+    File(FileSink),
     Socket {
         peer: String,
         stream: TcpStream,
@@ -20,6 +25,21 @@ pub enum Sink {
     },
     /// For tests: an in-memory buffer.
     Memory(Vec<u8>),
+}
+
+/// An open output file.
+pub struct FileSink {
+    path: PathBuf,
+    /// The path as text, for messages.
+    label: String,
+    out: BufWriter<File>,
+    /// The file was a regular file before we opened it: it is emptied
+    /// just before the first byte is written.
+    truncate_first: bool,
+    /// The file did not exist before: we made it.
+    created: bool,
+    /// Some bytes were written.
+    written: bool,
 }
 
 /// Why the destination could not be opened; the message is HPROF's.
@@ -36,38 +56,59 @@ impl std::fmt::Display for OpenError {
 const BUFFER_BYTES: usize = 64 * 1024;
 
 impl Sink {
-    /// Opens the destination the options name. `pid` is used for `force=n`.
-    pub fn open(options: &Options, pid: u32) -> Result<Sink, OpenError> {
+    /// Opens the destination the options name. `pid` is used for `force=n`;
+    /// `raw_file_name` is the `file=` value as the command line's bytes
+    /// (a name that is not UTF-8 is kept byte for byte).
+    pub fn open(
+        options: &Options,
+        pid: u32,
+        raw_file_name: Option<&[u8]>,
+    ) -> Result<Sink, OpenError> {
         match &options.destination {
             Destination::Net { host, port } => Self::connect(host, *port),
             Destination::File(name) => {
-                let requested = name.as_deref().unwrap_or(options.default_file_name());
-                let binary = options.format == crate::options::Format::Binary;
-                let path = if !options.force && Path::new(requested).exists() {
-                    super::unique_file_name(requested, binary, pid)
-                } else {
-                    requested.to_owned()
+                let requested: PathBuf = match (raw_file_name, name) {
+                    (Some(raw), Some(_)) => OsStr::from_bytes(raw).into(),
+                    (None, Some(name)) => name.into(),
+                    (_, None) => options.default_file_name().into(),
                 };
-                Self::create_file(&path)
+                let binary = options.format == crate::options::Format::Binary;
+                let path = if !options.force && requested.exists() {
+                    super::unique_file_name(requested.as_os_str(), binary, pid)
+                } else {
+                    requested
+                };
+                Self::open_file(&path).map(Sink::File)
             }
         }
     }
 
-    fn create_file(path: &str) -> Result<Sink, OpenError> {
-        // Remove first so that a file owned by someone else, or a symbolic
-        // link, is replaced rather than written through.
-        let _ = std::fs::remove_file(path);
-        OpenOptions::new()
+    fn open_file(path: &Path) -> Result<FileSink, OpenError> {
+        let label = path.to_string_lossy().into_owned();
+        let cannot = |e: io::Error| OpenError(format!("can't create profile file: {label} ({e})"));
+        let existed = std::fs::metadata(path).is_ok();
+        // Non-blocking, so that a FIFO nobody reads fails here (ENXIO)
+        // instead of holding the JVM's start-up until a reader comes.
+        let file = OpenOptions::new()
             .write(true)
             .create(true)
-            .truncate(true)
             .mode(0o644)
+            .custom_flags(libc::O_NONBLOCK)
             .open(path)
-            .map(|file| Sink::File {
-                path: path.to_owned(),
-                out: BufWriter::with_capacity(BUFFER_BYTES, file),
-            })
-            .map_err(|e| OpenError(format!("can't create profile file: {path} ({e})")))
+            .map_err(cannot)?;
+        set_blocking(&file).map_err(cannot)?;
+        let metadata = file.metadata().map_err(cannot)?;
+        if metadata.is_dir() {
+            return Err(cannot(io::Error::from_raw_os_error(libc::EISDIR)));
+        }
+        Ok(FileSink {
+            path: path.to_owned(),
+            label: label.clone(),
+            out: BufWriter::with_capacity(BUFFER_BYTES, file),
+            truncate_first: existed && metadata.is_file(),
+            created: !existed,
+            written: false,
+        })
     }
 
     fn connect(host: &str, port: u16) -> Result<Sink, OpenError> {
@@ -89,17 +130,30 @@ impl Sink {
     /// A description for messages: the file name or `host:port`.
     pub fn describe(&self) -> &str {
         match self {
-            Sink::File { path, .. } => path,
+            Sink::File(file) => &file.label,
             Sink::Socket { peer, .. } => peer,
             Sink::Memory(_) => "<memory>",
         }
     }
 
-    /// A second handle on the socket, for reading front-end commands.
-    pub fn socket_reader(&self) -> Option<TcpStream> {
+    /// A second handle on the socket, which can shut it down from another
+    /// thread (ending a write blocked on a peer that does not read).
+    pub fn socket_handle(&self) -> Option<TcpStream> {
         match self {
             Sink::Socket { stream, .. } => stream.try_clone().ok(),
             _ => None,
+        }
+    }
+
+    /// The run ended before anything was written (the agent refused to
+    /// start): a file we created is removed again; anything that was at
+    /// the path before is left untouched.
+    pub fn abandon(&mut self) {
+        if let Sink::File(file) = self
+            && file.created
+            && !file.written
+        {
+            let _ = std::fs::remove_file(&file.path);
         }
     }
 
@@ -107,7 +161,11 @@ impl Sink {
     pub fn finish(&mut self) -> io::Result<()> {
         self.flush()?;
         match self {
-            Sink::File { out, .. } => out.get_ref().sync_all(),
+            // A device or FIFO cannot be synced; that is no failure.
+            Sink::File(file) => match file.out.get_ref().sync_all() {
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+                other => other,
+            },
             Sink::Socket { stream, .. } => stream.shutdown(Shutdown::Both),
             Sink::Memory(_) => Ok(()),
         }
@@ -117,7 +175,7 @@ impl Sink {
 impl Write for Sink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Sink::File { out, .. } => out.write(buf),
+            Sink::File(file) => file.write(buf),
             Sink::Socket { out, .. } => out.write(buf),
             Sink::Memory(v) => v.write(buf),
         }
@@ -125,9 +183,33 @@ impl Write for Sink {
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Sink::File { out, .. } => out.flush(),
+            Sink::File(file) => file.out.flush(),
             Sink::Socket { out, .. } => out.flush(),
             Sink::Memory(_) => Ok(()),
         }
     }
+}
+
+impl FileSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if !self.written && !buf.is_empty() {
+            if self.truncate_first {
+                self.out.get_ref().set_len(0)?;
+            }
+            self.written = true;
+        }
+        self.out.write(buf)
+    }
+}
+
+/// Clears O_NONBLOCK (set only to open a FIFO without waiting for a reader).
+fn set_blocking(file: &File) -> io::Result<()> {
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own, reading then writing its status flags.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }

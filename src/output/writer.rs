@@ -1,11 +1,29 @@
 //! The writer thread: the only place that does output I/O, so collectors and
 //! JVM callbacks never block on a slow disk or socket longer than a channel send.
+//!
+//! Nothing waits on the output forever: whoever waits for the writer (a
+//! full queue, a flush, the close at exit) gives up once the output has
+//! made no progress for [`STALL_LIMIT`]. The output is then abandoned: a
+//! socket is shut down (which also ends the write it is blocked in), the
+//! rest of the profile is dropped and the number of bytes dropped is
+//! reported once. A peer that accepts the connection but never reads can
+//! therefore delay the JVM's exit by [`STALL_LIMIT`] at most.
 
 use super::sink::Sink;
-use crossbeam_channel::{Receiver, Sender, bounded};
+use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender, bounded};
 use parking_lot::Mutex;
 use std::io::Write;
+use std::net::{Shutdown, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long the output may make no progress before it is abandoned.
+pub const STALL_LIMIT: Duration = Duration::from_secs(5);
+
+/// How often a waiter checks for progress.
+const POLL: Duration = Duration::from_millis(100);
 
 enum Message {
     /// Bytes to write, and where to send the emptied buffer back, if anywhere.
@@ -14,34 +32,62 @@ enum Message {
     Flush(Sender<()>),
     /// Flush, close the sink, acknowledge and stop.
     Close(Sender<()>),
+    /// Nothing was profiled: undo the file's creation, acknowledge and stop.
+    Abandon(Sender<()>),
 }
 
 /// Messages queued before a sender waits for the writer to catch up.
 const QUEUE_DEPTH: usize = 4096;
 
+/// What the writer thread and its waiters share.
+#[derive(Default)]
+struct Shared {
+    /// Messages the writer thread has finished with (it moves while output flows).
+    progress: AtomicU64,
+    /// Set when the output was given up for lack of progress.
+    abandoned: AtomicBool,
+    /// Bytes never written: after a write failure, or after abandoning.
+    dropped: AtomicU64,
+}
+
 /// Handle to the writer thread.
 pub struct OutputWriter {
     queue: Sender<Message>,
     thread: Mutex<Option<JoinHandle<Sink>>>,
+    shared: Arc<Shared>,
+    /// The socket, when the output is one: shutting it down ends a write
+    /// blocked on a peer that does not read.
+    socket: Option<TcpStream>,
+    /// The destination, for messages.
+    name: String,
 }
 
 impl OutputWriter {
     /// Starts the writer thread on `sink`.
     pub fn start(sink: Sink) -> std::io::Result<Self> {
         let (queue, inbox) = bounded(QUEUE_DEPTH);
-        let thread = std::thread::Builder::new()
-            .name("hprof-rs writer".into())
-            .spawn(move || run(sink, inbox))?;
+        let shared = Arc::new(Shared::default());
+        let socket = sink.socket_handle();
+        let name = sink.describe().to_owned();
+        let thread = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("hprof-rs writer".into())
+                .spawn(move || run(sink, inbox, &shared))?
+        };
         Ok(Self {
             queue,
             thread: Mutex::new(Some(thread)),
+            shared,
+            socket,
+            name,
         })
     }
 
     /// Queues bytes for output (after everything queued before them).
     pub fn write(&self, bytes: Vec<u8>) {
         if !bytes.is_empty() {
-            let _ = self.queue.send(Message::Bytes(bytes, None));
+            self.send(Message::Bytes(bytes, None));
         }
     }
 
@@ -50,56 +96,196 @@ impl OutputWriter {
     /// of a long stream (a heap dump) can cycle a few buffers instead of
     /// allocating one per block.
     pub fn write_and_return(&self, bytes: Vec<u8>, back: &Sender<Vec<u8>>) {
-        let _ = self.queue.send(Message::Bytes(bytes, Some(back.clone())));
+        self.send(Message::Bytes(bytes, Some(back.clone())));
     }
 
-    /// Whether the writer thread still takes output (it stops at close).
+    /// Whether the writer thread still takes output (it stops at close, and
+    /// when the output was abandoned).
     pub fn is_open(&self) -> bool {
-        self.thread.lock().is_some()
+        self.thread.lock().is_some() && !self.shared.abandoned.load(Ordering::Acquire)
     }
 
     /// Waits until everything queued so far is written and flushed.
     pub fn flush(&self) {
         let (done, wait) = bounded(1);
-        if self.queue.send(Message::Flush(done)).is_ok() {
-            let _ = wait.recv();
+        if self.send(Message::Flush(done)) {
+            self.wait_for(&wait);
         }
     }
 
     /// Writes everything queued, closes the destination and stops the thread.
-    /// Returns the sink (useful for tests of in-memory output). Later calls do nothing.
+    /// Returns the sink (useful for tests of in-memory output). Later calls
+    /// do nothing. Returns at the latest once the output made no progress
+    /// for [`STALL_LIMIT`], reporting what was dropped.
     pub fn close(&self) -> Option<Sink> {
+        self.finish(Message::Close)
+    }
+
+    /// The run is given up before anything was profiled: a file the run
+    /// created is removed again.
+    pub fn abandon(&self) {
+        self.finish(Message::Abandon);
+    }
+
+    fn finish(&self, message: fn(Sender<()>) -> Message) -> Option<Sink> {
         let handle = self.thread.lock().take()?;
         let (done, wait) = bounded(1);
-        if self.queue.send(Message::Close(done)).is_ok() {
-            let _ = wait.recv();
+        let acknowledged = self.send(message(done)) && self.wait_for(&wait);
+        let dropped = self.shared.dropped.load(Ordering::Acquire);
+        if self.shared.abandoned.load(Ordering::Acquire) {
+            eprintln!(
+                "HPROF ERROR: output to {} made no progress for {} s; stopped writing it, \
+                 {dropped} bytes of profile dropped [writer.rs]",
+                self.name,
+                STALL_LIMIT.as_secs()
+            );
         }
-        handle.join().ok()
+        // A writer stuck in a write that cannot be ended (a FIFO nobody
+        // reads) is left behind; the process ends without it.
+        if acknowledged {
+            handle.join().ok()
+        } else {
+            None
+        }
+    }
+
+    /// Queues a message, waiting while the queue is full as long as the
+    /// output makes progress. False when the message was dropped.
+    fn send(&self, mut message: Message) -> bool {
+        let mut watch = StallWatch::new(&self.shared);
+        loop {
+            if self.shared.abandoned.load(Ordering::Acquire) {
+                self.count_dropped(&message);
+                return false;
+            }
+            match self.queue.send_timeout(message, POLL) {
+                Ok(()) => return true,
+                Err(SendTimeoutError::Disconnected(_)) => return false,
+                Err(SendTimeoutError::Timeout(back)) => message = back,
+            }
+            if watch.stalled() {
+                self.give_up();
+            }
+        }
+    }
+
+    /// Waits for the writer's acknowledgement as long as the output makes
+    /// progress. True when it came.
+    fn wait_for(&self, acknowledgement: &Receiver<()>) -> bool {
+        self.receive(acknowledgement).is_some()
+    }
+
+    /// Waits for what the writer thread sends back on `from` (an
+    /// acknowledgement, a written buffer) as long as the output makes
+    /// progress; `None` once it has stalled or stopped.
+    pub fn receive<T>(&self, from: &Receiver<T>) -> Option<T> {
+        if self.shared.abandoned.load(Ordering::Acquire) {
+            return from.try_recv().ok();
+        }
+        let mut watch = StallWatch::new(&self.shared);
+        let mut deadline_after_giving_up = None;
+        loop {
+            match from.recv_timeout(POLL) {
+                Ok(value) => return Some(value),
+                Err(RecvTimeoutError::Disconnected) => return None,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            if let Some(deadline) = deadline_after_giving_up {
+                // The socket is shut down: its writer returns at once. A
+                // writer still busy is stuck in something else.
+                if Instant::now() >= deadline {
+                    return None;
+                }
+            } else if watch.stalled() || self.shared.abandoned.load(Ordering::Acquire) {
+                self.give_up();
+                deadline_after_giving_up = Some(Instant::now() + Duration::from_secs(1));
+            }
+        }
+    }
+
+    /// Abandons the output: later bytes are dropped, a socket is shut down.
+    fn give_up(&self) {
+        if !self.shared.abandoned.swap(true, Ordering::AcqRel)
+            && let Some(socket) = &self.socket
+        {
+            let _ = socket.shutdown(Shutdown::Both);
+        }
+    }
+
+    fn count_dropped(&self, message: &Message) {
+        if let Message::Bytes(bytes, _) = message {
+            self.shared
+                .dropped
+                .fetch_add(bytes.len() as u64, Ordering::AcqRel);
+        }
     }
 }
 
-fn run(mut sink: Sink, inbox: Receiver<Message>) -> Sink {
+/// Tells when the writer thread has made no progress for [`STALL_LIMIT`].
+struct StallWatch<'a> {
+    shared: &'a Shared,
+    seen: u64,
+    since: Instant,
+}
+
+impl<'a> StallWatch<'a> {
+    fn new(shared: &'a Shared) -> Self {
+        Self {
+            shared,
+            seen: shared.progress.load(Ordering::Acquire),
+            since: Instant::now(),
+        }
+    }
+
+    fn stalled(&mut self) -> bool {
+        let now = self.shared.progress.load(Ordering::Acquire);
+        if now != self.seen {
+            self.seen = now;
+            self.since = Instant::now();
+        }
+        self.since.elapsed() >= STALL_LIMIT
+    }
+}
+
+fn run(mut sink: Sink, inbox: Receiver<Message>, shared: &Shared) -> Sink {
     // After the first failure, output stops (reported once) but the program
     // goes on: a full disk must not take the profiled application down.
     let mut failed = false;
     for message in inbox {
+        let failed_before = failed || shared.abandoned.load(Ordering::Acquire);
         let (result, ack, stop) = match message {
             Message::Bytes(mut bytes, back) => {
-                let result = unless(failed, || sink.write_all(&bytes));
+                let result = if failed_before {
+                    shared
+                        .dropped
+                        .fetch_add(bytes.len() as u64, Ordering::AcqRel);
+                    Ok(())
+                } else {
+                    write_counting(&mut sink, &bytes, shared)
+                };
                 if let Some(back) = back {
                     bytes.clear();
                     let _ = back.try_send(bytes);
                 }
                 (result, None, false)
             }
-            Message::Flush(done) => (unless(failed, || sink.flush()), Some(done), false),
-            Message::Close(done) => (unless(failed, || sink.finish()), Some(done), true),
+            Message::Flush(done) => (unless(failed_before, || sink.flush()), Some(done), false),
+            Message::Close(done) => (unless(failed_before, || sink.finish()), Some(done), true),
+            Message::Abandon(done) => {
+                sink.abandon();
+                (Ok(()), Some(done), true)
+            }
         };
+        shared.progress.fetch_add(1, Ordering::AcqRel);
         if let Err(error) = result {
-            eprintln!(
-                "HPROF ERROR: System write failed: {error}; no more output to {} [writer.rs]",
-                sink.describe()
-            );
+            // A socket shut down because it stalled is reported by the
+            // waiter that gave up on it, with what was dropped.
+            if !shared.abandoned.load(Ordering::Acquire) {
+                eprintln!(
+                    "HPROF ERROR: System write failed: {error}; no more output to {} [writer.rs]",
+                    sink.describe()
+                );
+            }
             failed = true;
         }
         if let Some(done) = ack {
@@ -110,6 +296,35 @@ fn run(mut sink: Sink, inbox: Receiver<Message>) -> Sink {
         }
     }
     sink
+}
+
+/// Writes `bytes`, counting what could not be written when a write fails.
+fn write_counting(sink: &mut Sink, bytes: &[u8], shared: &Shared) -> std::io::Result<()> {
+    // In pieces, so that a slow reader shows progress between them.
+    const PIECE: usize = 64 * 1024;
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        match sink.write(&rest[..rest.len().min(PIECE)]) {
+            Ok(0) => {
+                shared
+                    .dropped
+                    .fetch_add(rest.len() as u64, Ordering::AcqRel);
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            Ok(n) => {
+                rest = &rest[n..];
+                shared.progress.fetch_add(1, Ordering::AcqRel);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                shared
+                    .dropped
+                    .fetch_add(rest.len() as u64, Ordering::AcqRel);
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Runs `io` unless output has already failed.

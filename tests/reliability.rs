@@ -1,0 +1,540 @@
+//! Reliability: each test is one way the agent once hurt the program it
+//! profiled (found by trying it as a hostile user would), run on the JDKs
+//! where it applies, and checks that the program now runs as it does alone
+//! and that the profile is complete.
+
+mod common;
+
+use common::Jdk;
+use hprof_rs::format::ascii::{self, Section};
+use std::ffi::OsString;
+use std::fs;
+use std::net::TcpListener;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// The JDKs of the matrix with one of `majors` (Debian's 17 stands for 17).
+fn jdks_of(majors: &[u32]) -> Vec<Jdk> {
+    let mut chosen: Vec<Jdk> = Vec::new();
+    for jdk in common::jdks() {
+        if majors.contains(&jdk.major) && !chosen.iter().any(|c| c.major == jdk.major) {
+            chosen.push(jdk);
+        }
+    }
+    chosen
+}
+
+/// Runs `check` on each JDK and reports every JDK's failure, not only the first.
+fn on_each(jdks: &[Jdk], check: impl Fn(&Jdk)) {
+    let failures: Vec<String> = jdks
+        .iter()
+        .filter_map(|jdk| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(jdk)))
+                .err()
+                .map(|e| {
+                    let why = e
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    format!("[{}] {why}", jdk.label)
+                })
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// `java <jvm_args> <main> <args>` in `dir`, with a timeout.
+fn run_java(
+    jdk: &Jdk,
+    dir: &Path,
+    jvm_args: &[OsString],
+    main: &str,
+    args: &[&str],
+    timeout: Duration,
+) -> Output {
+    let mut cmd = common::java_command(jdk, dir);
+    cmd.args(jvm_args).arg(main).args(args);
+    common::run_timeout(&mut cmd, timeout)
+}
+
+/// The fixture `Hello` with the agent and `options`.
+fn run_hello(jdk: &Jdk, dir: &Path, options: &str) -> Output {
+    run_java(
+        jdk,
+        dir,
+        &[agent(options)],
+        "Hello",
+        &[],
+        common::DEFAULT_TIMEOUT,
+    )
+}
+
+fn agent(options: &str) -> OsString {
+    common::agentpath_arg(options)
+}
+
+/// Parses an ASCII profile, panicking with the offset when it is malformed.
+fn parse_ascii(path: &Path) -> Vec<Section> {
+    let bytes = fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    ascii::reader::parse(&bytes).unwrap_or_else(|e| panic!("{} is malformed: {e}", path.display()))
+}
+
+/// `hprof-rs print <file>` must accept the file.
+fn assert_print_accepts(path: &Path) {
+    let out = common::run(
+        Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
+            .arg("print")
+            .arg(path),
+    );
+    common::assert_success(&out, &format!("hprof-rs print {}", path.display()));
+}
+
+fn scratch(name: &str, jdk: &Jdk) -> PathBuf {
+    common::scratch_dir(&format!("reliability-{name}-{}", jdk.label))
+}
+
+// ---------------------------------------------------------------------------
+// 1. file= never destroys what is at the path
+// ---------------------------------------------------------------------------
+
+/// An existing file is written in place (a hard link to it sees the
+/// profile: it was not unlinked and replaced), and a link is written through.
+#[test]
+fn file_option_writes_in_place_and_never_replaces_the_file() {
+    on_each(&jdks_of(&[17, 25]), |jdk| {
+        let dir = scratch("in-place", jdk);
+        let target = dir.join("profile.txt");
+        fs::write(
+            &target,
+            "an older, longer profile that must be truncated\n".repeat(100),
+        )
+        .unwrap();
+        let other_name = dir.join("other-name.txt");
+        fs::hard_link(&target, &other_name).unwrap();
+        let inode = fs::metadata(&target).unwrap().ino();
+        let out = run_hello(jdk, &dir, &format!("heap=sites,file={}", target.display()));
+        common::assert_success(&out, "Hello with file=<existing file>");
+        assert_eq!(
+            fs::metadata(&target).unwrap().ino(),
+            inode,
+            "the file was replaced"
+        );
+        let seen = fs::read_to_string(&other_name).unwrap();
+        assert!(
+            seen.starts_with("JAVA PROFILE 1.0.1") && !seen.contains("an older"),
+            "the other name of the file does not see the new profile: {:.200}",
+            seen
+        );
+        parse_ascii(&target);
+
+        // A symbolic link is written through, and stays a link.
+        let real = dir.join("real.txt");
+        let link = dir.join("link.txt");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let out = run_hello(jdk, &dir, &format!("heap=sites,file={}", link.display()));
+        common::assert_success(&out, "Hello with file=<symlink>");
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        parse_ascii(&real);
+    });
+}
+
+fn make_fifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+}
+
+/// A FIFO is written into as it is (a reader on the other end gets the
+/// profile and the FIFO stays a FIFO); with no reader, the agent refuses
+/// with HPROF's error at once instead of holding the JVM's start.
+#[test]
+fn file_option_writes_into_a_fifo_and_refuses_one_without_reader() {
+    on_each(&jdks_of(&[17, 25]), |jdk| {
+        let dir = scratch("fifo", jdk);
+        let fifo = dir.join("profile.fifo");
+        make_fifo(&fifo);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::read(&fifo).unwrap())
+        };
+        // The reader opens the FIFO first: give it the time to block in open.
+        std::thread::sleep(Duration::from_millis(300));
+        let out = run_hello(jdk, &dir, &format!("heap=sites,file={}", fifo.display()));
+        common::assert_success(&out, "Hello with file=<fifo>");
+        let bytes = reader.join().unwrap();
+        assert!(
+            bytes.starts_with(b"JAVA PROFILE 1.0.1"),
+            "the reader got no profile"
+        );
+        ascii::reader::parse(&bytes).expect("the profile read from the FIFO parses");
+        assert!(
+            fs::metadata(&fifo).unwrap().file_type().is_fifo(),
+            "not a FIFO any more"
+        );
+
+        let out = run_java(
+            jdk,
+            &dir,
+            &[agent(&format!("heap=sites,file={}", fifo.display()))],
+            "Hello",
+            &[],
+            Duration::from_secs(30),
+        );
+        common::assert_exit_code(&out, 1, "file=<fifo without reader>");
+        let err = common::stderr_text(&out);
+        assert!(
+            err.contains("HPROF ERROR: can't create profile file"),
+            "stderr: {err}"
+        );
+        assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    });
+}
+
+// ---------------------------------------------------------------------------
+// 2. depth= costs are bounded
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_huge_depth_is_capped_not_allocated() {
+    on_each(&jdks_of(&[11, 17, 25]), |jdk| {
+        let dir = scratch("depth", jdk);
+        let runs = [
+            (2147483647u64, "heap=sites", "AllocThreads", "0"),
+            (10000000, "cpu=samples", "Busy", "500"),
+        ];
+        for (depth, mode, main, arg) in runs {
+            let file = dir.join(format!("depth-{depth}.txt"));
+            let args: &[&str] = if arg == "0" { &[] } else { &[arg] };
+            let out = run_java(
+                jdk,
+                &dir,
+                &[agent(&format!(
+                    "{mode},depth={depth},file={}",
+                    file.display()
+                ))],
+                main,
+                args,
+                Duration::from_secs(60),
+            );
+            common::assert_success(&out, &format!("{mode},depth={depth}"));
+            let err = common::stderr_text(&out);
+            assert!(
+                err.contains(&format!("depth={depth} is taken as 1024")),
+                "no note about the depth: {err}"
+            );
+            let sections = parse_ascii(&file);
+            let deepest = sections
+                .iter()
+                .filter_map(|s| match s {
+                    Section::Trace(t) => Some(t.frames.len()),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(0);
+            assert!((1..=1024).contains(&deepest), "deepest trace: {deepest}");
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------
+// 3. a socket peer that never reads cannot hold the JVM's exit
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_peer_that_never_reads_delays_exit_by_the_stall_limit_at_most() {
+    on_each(&jdks_of(&[17, 25]), |jdk| {
+        let dir = scratch("stalled-peer", jdk);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // Accepts, then holds the connection without ever reading.
+        let holder = std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            std::thread::sleep(Duration::from_secs(60));
+            drop(conn);
+        });
+        let started = Instant::now();
+        let out = run_java(
+            jdk,
+            &dir,
+            &[
+                OsString::from("-Xmx256m"),
+                agent(&format!("heap=dump,format=b,net=127.0.0.1:{port}")),
+            ],
+            "BigHeap",
+            &["64"],
+            Duration::from_secs(45),
+        );
+        let took = started.elapsed();
+        common::assert_success(&out, "BigHeap with a peer that never reads");
+        assert_eq!(common::stdout_text(&out).trim(), "held");
+        let err = common::stderr_text(&out);
+        assert!(
+            err.contains("made no progress for 5 s") && err.contains("bytes of profile dropped"),
+            "stderr does not say what was dropped: {err}"
+        );
+        assert!(took < Duration::from_secs(40), "exit took {took:?}");
+        drop(holder);
+    });
+}
+
+// ---------------------------------------------------------------------------
+// 4. the sampler's sleep never delays the exit
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_long_sampling_interval_does_not_delay_the_exit() {
+    on_each(&jdks_of(&[17, 25]), |jdk| {
+        let dir = scratch("interval", jdk);
+        for interval in ["20000", "2147483647"] {
+            let started = Instant::now();
+            let out = run_java(
+                jdk,
+                &dir,
+                &[agent(&format!("cpu=samples,interval={interval}"))],
+                "Hello",
+                &[],
+                Duration::from_secs(60),
+            );
+            common::assert_success(&out, &format!("interval={interval}"));
+            // Hello alone takes well under a second; the old sampler slept
+            // a whole interval (20 s, or forever) before the VM could end.
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "interval={interval}: the run took {:?}",
+                started.elapsed()
+            );
+            parse_ascii(&dir.join("java.hprof.txt"));
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------
+// 9. an OutOfMemoryError that leaves the heap full still leaves the profile
+// ---------------------------------------------------------------------------
+
+#[test]
+fn an_out_of_memory_death_with_the_heap_full_leaves_the_whole_profile() {
+    on_each(&jdks_of(&[11, 17, 21, 25]), |jdk| {
+        let dir = scratch("heap-full", jdk);
+        let alone = run_java(
+            jdk,
+            &dir,
+            &[OsString::from("-Xmx32m")],
+            "HeapFull",
+            &[],
+            common::DEFAULT_TIMEOUT,
+        );
+        common::assert_exit_code(&alone, 1, "HeapFull alone");
+        for options in ["heap=sites", "cpu=samples", "heap=sites,format=b"] {
+            let file = dir.join(if options.contains("format=b") {
+                "java.hprof"
+            } else {
+                "java.hprof.txt"
+            });
+            let out = run_java(
+                jdk,
+                &dir,
+                &[OsString::from("-Xmx32m"), agent(options)],
+                "HeapFull",
+                &[],
+                common::DEFAULT_TIMEOUT,
+            );
+            common::assert_exit_code(&out, 1, &format!("HeapFull {options}"));
+            assert!(common::stdout_text(&out).starts_with("filling the heap"));
+            assert_print_accepts(&file);
+            if options.contains("format=b") {
+                continue;
+            }
+            let sections = parse_ascii(&file);
+            if options == "heap=sites" {
+                let sites = sections
+                    .iter()
+                    .find_map(|s| match s {
+                        Section::Sites(sites) => Some(sites),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| panic!("{options}: no SITES in the file"));
+                let long_arrays: u64 = sites
+                    .rows
+                    .iter()
+                    .filter(|r| r.class_name == "long[]")
+                    .map(|r| r.allocated_objects)
+                    .sum();
+                // Each long[16] is 144 bytes: a 32 MB heap holds well over 100,000.
+                assert!(
+                    long_arrays > 100_000,
+                    "{options}: {long_arrays} long[] counted"
+                );
+            } else {
+                assert!(
+                    sections.iter().any(|s| matches!(s, Section::Cpu(_))),
+                    "{options}: no CPU SAMPLES in the file"
+                );
+            }
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------
+// 10. threads that use less than one interval of CPU are sampled fairly
+// ---------------------------------------------------------------------------
+
+#[test]
+fn short_threads_add_up_to_the_cpu_they_used() {
+    on_each(&jdks_of(&[17, 25]), |jdk| {
+        let dir = scratch("short-threads", jdk);
+        let out = run_java(
+            jdk,
+            &dir,
+            &[agent("cpu=samples,interval=10")],
+            "ShortThreads",
+            &["2000", "8"],
+            Duration::from_secs(300),
+        );
+        common::assert_success(&out, "ShortThreads 2000 8");
+        let stdout = common::stdout_text(&out);
+        let cpu_ms: u64 = stdout
+            .trim()
+            .strip_prefix("cpu_ms=")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no cpu_ms in {stdout:?}"));
+        let sections = parse_ascii(&dir.join("java.hprof.txt"));
+        let samples: u64 = sections
+            .iter()
+            .filter_map(|s| match s {
+                Section::Cpu(cpu) => Some(cpu.total),
+                _ => None,
+            })
+            .sum();
+        // One sample per 10 ms of CPU: the threads' spinning alone is
+        // cpu_ms / 10; the rest of the program (start-up, the main thread,
+        // each thread's own start and end) adds a little.
+        let expected = cpu_ms as f64 / 10.0;
+        let ratio = samples as f64 / expected;
+        eprintln!(
+            "[{}] {samples} samples, {cpu_ms} ms of CPU: ratio {ratio:.3}",
+            jdk.label
+        );
+        assert!(
+            (0.9..=1.25).contains(&ratio),
+            "{samples} samples for {cpu_ms} ms of CPU in 2000 short threads (ratio {ratio:.2})"
+        );
+    });
+}
+
+// ---------------------------------------------------------------------------
+// 12. every thread serial a trace refers to has its THREAD START
+// ---------------------------------------------------------------------------
+
+fn assert_every_trace_thread_started(sections: &[Section], what: &str) {
+    let started: std::collections::BTreeSet<u32> = sections
+        .iter()
+        .filter_map(|s| match s {
+            Section::ThreadStart { thread_serial, .. } => Some(*thread_serial),
+            _ => None,
+        })
+        .collect();
+    let mut referred = 0;
+    for section in sections {
+        if let Section::Trace(trace) = section
+            && let Some(thread) = trace.thread_serial
+        {
+            referred += 1;
+            assert!(
+                started.contains(&thread),
+                "{what}: TRACE {} refers to thread {thread}, which has no THREAD START",
+                trace.serial
+            );
+        }
+    }
+    assert!(referred > 0, "{what}: no trace carries a thread");
+}
+
+#[test]
+fn heap_sites_with_thread_y_starts_every_thread_it_names() {
+    on_each(&jdks_of(&[11, 17, 25]), |jdk| {
+        let dir = scratch("sites-threads", jdk);
+        let out = run_java(
+            jdk,
+            &dir,
+            &[agent("heap=sites,thread=y,depth=2")],
+            "AllocThreads",
+            &[],
+            common::DEFAULT_TIMEOUT,
+        );
+        common::assert_success(&out, "AllocThreads heap=sites,thread=y");
+        let sections = parse_ascii(&dir.join("java.hprof.txt"));
+        assert_every_trace_thread_started(&sections, "heap=sites,thread=y");
+    });
+}
+
+// ---------------------------------------------------------------------------
+// 13. an agent that refuses to start leaves no file behind
+// ---------------------------------------------------------------------------
+
+#[test]
+fn loading_the_agent_twice_leaves_no_file_and_keeps_an_existing_one() {
+    on_each(&jdks_of(&[17, 25]), |jdk| {
+        let dir = scratch("twice", jdk);
+        let twice = [agent("heap=sites"), agent("heap=sites")];
+        let out = run_java(jdk, &dir, &twice, "Hello", &[], common::DEFAULT_TIMEOUT);
+        common::assert_exit_code(&out, 1, "agent loaded twice");
+        assert!(
+            common::stderr_text(&out).contains("Cannot load this JVM TI agent twice"),
+            "{}",
+            common::stderr_text(&out)
+        );
+        let file = dir.join("java.hprof.txt");
+        assert!(!file.exists(), "an empty file was left behind");
+
+        // A file that was there before is left exactly as it was.
+        fs::write(&file, "precious\n").unwrap();
+        let out = run_java(jdk, &dir, &twice, "Hello", &[], common::DEFAULT_TIMEOUT);
+        common::assert_exit_code(&out, 1, "agent loaded twice, file present");
+        assert_eq!(fs::read_to_string(&file).unwrap(), "precious\n");
+    });
+}
+
+// ---------------------------------------------------------------------------
+// 14. a file name that is not UTF-8 is kept byte for byte
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_file_name_that_is_not_utf8_is_written_under_that_name() {
+    on_each(&jdks_of(&[17, 25]), |jdk| {
+        let dir = scratch("non-utf8", jdk);
+        let name = b"profile-\xe9t\xe9.txt";
+        let mut arg = common::agentpath_arg("heap=sites,file=").into_vec();
+        arg.extend_from_slice(name);
+        let out = run_java(
+            jdk,
+            &dir,
+            &[OsString::from_vec(arg)],
+            "Hello",
+            &[],
+            common::DEFAULT_TIMEOUT,
+        );
+        common::assert_success(&out, "file=<latin-1 name>");
+        let path = dir.join(std::ffi::OsStr::from_bytes(name));
+        assert!(
+            path.exists(),
+            "no file named {:?}; the directory holds {:?}",
+            path,
+            fs::read_dir(&dir)
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name())
+                .collect::<Vec<_>>()
+        );
+        parse_ascii(&path);
+    });
+}
