@@ -84,7 +84,15 @@ impl Agent for HprofAgent {
         let sink = Sink::open(&options, std::process::id(), raw_file_name)
             .unwrap_or_else(|e| fail_at_load(&e.0));
         let sink_name = match &options.destination {
-            options::Destination::File(_) => sink.describe().to_owned(),
+            options::Destination::File(_) if std::path::Path::new(sink.describe()).is_file() => {
+                sink.describe().to_owned()
+            }
+            // Not beside a device or a FIFO (/dev/full, a pipe): in the
+            // temporary directory.
+            options::Destination::File(_) => std::env::temp_dir()
+                .join(options.default_file_name())
+                .to_string_lossy()
+                .into_owned(),
             options::Destination::Net { .. } => options.default_file_name().to_owned(),
         };
         let writer = OutputWriter::start(sink).unwrap_or_else(|e| {
@@ -265,7 +273,8 @@ fn install_panic_report() {
 }
 
 /// Where the JVM writes a heap dump before it is carried into the output:
-/// beside the output file (or in the working directory for `net=`), with
+/// beside the output file (in the temporary directory when the output is
+/// a device or a FIFO, in the working directory for `net=`), with
 /// the process id so that two JVMs never share one.
 fn heap_dump_temp_path(output: &str) -> String {
     // The JVM insists on the .hprof ending.

@@ -293,10 +293,12 @@ impl Profiler {
         let traces: Vec<(u32, u32)> = ran
             .iter()
             .map(|r| {
-                (
-                    self.traces.intern(&env, &mut model, &r.frames, r.serial),
-                    r.intervals,
-                )
+                let trace = if r.frames.is_empty() {
+                    self.traces.intern_no_java_frames(&mut model, r.serial)
+                } else {
+                    self.traces.intern(&env, &mut model, &r.frames, r.serial)
+                };
+                (trace, r.intervals)
             })
             .collect();
         drop(model);
@@ -407,7 +409,7 @@ impl Profiler {
         let mut model = self.model.lock();
         if let Some((serial, intervals)) = unsampled {
             // Its Java frames are gone (ThreadEnd comes after run() returned).
-            let trace = self.traces.intern(&env, &mut model, &[], serial);
+            let trace = self.traces.intern_no_java_frames(&mut model, serial);
             *self.cpu_counts.lock().entry(trace).or_default() += u64::from(intervals);
         }
         // A thread never registered had no THREAD START: no THREAD END either.
@@ -626,6 +628,11 @@ impl Profiler {
         let Some(_guard) = self.dumping.try_lock() else {
             return;
         };
+        self.dump_now(jni);
+    }
+
+    /// The dump itself; the caller holds `dumping`.
+    fn dump_now(&self, jni: Option<&JniEnv>) {
         let mut parts = Vec::new();
         if self.options.heap_dump {
             parts.push(" Java heap ...");
@@ -857,11 +864,12 @@ impl Profiler {
         if let (Some(timing), Some(jni)) = (&self.timing, jni) {
             timing.disengage(jni);
         }
-        if self.options.doe && self.live.load(Ordering::Acquire) {
-            self.dump(jni);
-        }
-        // Wait for a SIGQUIT dump still being written before closing.
+        // A SIGQUIT dump still being written is waited for, then the exit
+        // dump follows it: what happened since that dump is not lost.
         let _guard = self.dumping.lock();
+        if self.options.doe && self.live.load(Ordering::Acquire) {
+            self.dump_now(jni);
+        }
         self.writer.close();
     }
 }

@@ -66,6 +66,36 @@ impl TracePolicy {
     }
 }
 
+/// Key of the pseudo-frame `<no Java frames>.<unknown>`: no jmethodID has
+/// this value (like [`TIMED_FRAME`], a bit no pointer sets).
+const NO_JAVA_FRAMES: u64 = 1 << 62;
+
+impl TracePolicy {
+    /// The trace of a CPU sample whose Java stack could not be taken (the
+    /// thread ended or blocked before the sampler looked): one pseudo-frame,
+    /// so the sample is counted, visibly, and readers that expect every
+    /// CPU SAMPLES row to have frames (hprof2flamegraph) still work.
+    pub fn intern_no_java_frames(&self, model: &mut Model, thread_serial: u32) -> u32 {
+        let key = FrameKey {
+            method: NO_JAVA_FRAMES,
+            location: -1,
+        };
+        let frame = model.frames.intern(key, || FrameFacts {
+            class_serial: 0,
+            class_signature: "L<no Java frames>;".into(),
+            method_name: "<unknown>".into(),
+            method_signature: "()V".into(),
+            source_file: None,
+            line: LINE_UNKNOWN,
+        });
+        model.traces.intern(TraceKey {
+            frames: vec![frame],
+            thread_serial: self.per_thread.then_some(thread_serial),
+            phase: None,
+        })
+    }
+}
+
 fn resolve_frame(
     env: &Jvmti,
     classes: &mut ClassTable,
