@@ -1,17 +1,28 @@
 //! The heap=dump collector: asks the JVM to write its own heap dump (the
-//! HotSpot dumper behind `jcmd GC.heap_dump`, reached through the
-//! HotSpotDiagnostic management bean) into a temporary file, which the
-//! emitter then carries into our output. The JVM's dumper is the fastest
-//! way to a complete dump and needs only a few MB of extra memory; see
-//! README.md ("heap=dump") for what that choice means for the output.
+//! HotSpot dumper behind `jcmd GC.heap_dump`) into a temporary file, which
+//! the emitter then carries into our output. The dumper is reached through
+//! the JVM's management function table (see `jmm.rs`), so that the dump
+//! holds the program's objects only; the HotSpotDiagnostic management bean
+//! is the fallback. The JVM's dumper is the fastest way to a complete dump
+//! and needs only a few MB of extra memory; see README.md ("heap=dump") for
+//! what that choice means for the output.
 
+use super::jmm::HeapDumper;
 use crate::output::OutputWriter;
 use crossbeam_channel::{Receiver, Sender, bounded};
 use jvmti_bindings::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// Writes the JVM's heap dump of live objects to `path` (which must not exist).
-pub fn dump_heap(jni: &JniEnv, path: &str) -> Result<(), String> {
+/// Writes the JVM's heap dump of live objects to `path` (which must not
+/// exist), through the MXBean if `through_bean` or if the management table
+/// is out of reach.
+pub fn dump_heap(
+    jni: &JniEnv,
+    path: &str,
+    verbose: bool,
+    through_bean: bool,
+) -> Result<(), String> {
     let failed = |what: &str| {
         if jni.exception_check() {
             jni.exception_describe();
@@ -19,13 +30,47 @@ pub fn dump_heap(jni: &JniEnv, path: &str) -> Result<(), String> {
         }
         format!("the JVM's heap dumper failed ({what})")
     };
+    let path_string = jni.new_string_utf(path).ok_or_else(|| failed("path"))?;
+    let dumper = if through_bean {
+        Err("X=0x8000 asks for it".to_string())
+    } else {
+        HeapDumper::find(jni)
+    };
+    let result = match dumper {
+        Ok(dumper) => {
+            if dumper.dump(jni, path_string) {
+                Ok(())
+            } else {
+                Err(failed("DumpHeap0"))
+            }
+        }
+        Err(why) => {
+            static SAID: AtomicBool = AtomicBool::new(false);
+            if verbose && !SAID.swap(true, Ordering::Relaxed) {
+                eprintln!("\nHPROF: {why}; heap dumps go through the HotSpotDiagnostic MXBean");
+            }
+            dump_heap_through_bean(jni, path_string, &failed)
+        }
+    };
+    // SAFETY: a local reference made above, deleted once.
+    unsafe { jni.delete_local_ref(path_string) };
+    result
+}
+
+/// The fallback: `ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean
+/// .class).dumpHeap(path, true)`. Its first use builds the platform MXBean
+/// machinery, whose objects then show in the dump.
+fn dump_heap_through_bean(
+    jni: &JniEnv,
+    path_string: jni::jstring,
+    failed: &dyn Fn(&str) -> String,
+) -> Result<(), String> {
     let factory = jni
         .find_class("java/lang/management/ManagementFactory")
         .ok_or_else(|| failed("ManagementFactory"))?;
     let bean_class = jni
         .find_class("com/sun/management/HotSpotDiagnosticMXBean")
         .ok_or_else(|| failed("HotSpotDiagnosticMXBean"))?;
-    let path_string = jni.new_string_utf(path).ok_or_else(|| failed("path"))?;
     // SAFETY: the class, method identifiers and signatures are those of the
     // public java.lang.management and com.sun.management APIs of every JDK
     // 11+; exceptions are checked after each call.

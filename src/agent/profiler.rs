@@ -686,7 +686,13 @@ impl Profiler {
         let _ = std::fs::remove_file(path);
         let mut output = super::heapdump::DumpOutput::new(&self.writer);
         let started = std::time::Instant::now();
-        let result = super::heapdump::dump_heap(jni, path).and_then(|()| {
+        let result = super::heapdump::dump_heap(
+            jni,
+            path,
+            self.options.verbose,
+            self.options.experiment & super::X_HEAP_DUMP_THROUGH_BEAN != 0,
+        )
+        .and_then(|()| {
             // (Progress is in bytes of the JVM's dump, which the binary copy
             // follows one to one; the ASCII conversion does not.)
             if self.options.verbose && self.emitter.style() == Style::Binary {
