@@ -16,21 +16,19 @@ use std::time::{Duration, Instant};
 
 /// Writes the JVM's heap dump of live objects to `path` (which must not
 /// exist), through the MXBean if `through_bean` or if the management table
-/// is out of reach.
+/// is out of reach. On failure, the reason in a few words (the message of
+/// the JVM's exception, e.g. `No space left on device`), with the JVM's
+/// exception cleared and never printed: it is not the program's.
 pub fn dump_heap(
     jni: &JniEnv,
     path: &str,
     verbose: bool,
     through_bean: bool,
 ) -> Result<(), String> {
-    let failed = |what: &str| {
-        if jni.exception_check() {
-            jni.exception_describe();
-            jni.exception_clear();
-        }
-        format!("the JVM's heap dumper failed ({what})")
-    };
-    let path_string = jni.new_string_utf(path).ok_or_else(|| failed("path"))?;
+    let failed = |what: &str| take_exception_message(jni).unwrap_or_else(|| what.to_owned());
+    let path_string = jni
+        .new_string_utf(path)
+        .ok_or_else(|| failed("cannot make the path a Java string"))?;
     let dumper = if through_bean {
         Err("X=0x8000 asks for it".to_string())
     } else {
@@ -41,7 +39,7 @@ pub fn dump_heap(
             if dumper.dump(jni, path_string) {
                 Ok(())
             } else {
-                Err(failed("DumpHeap0"))
+                Err(failed("the JVM's dumper failed"))
             }
         }
         Err(why) => {
@@ -54,7 +52,40 @@ pub fn dump_heap(
     };
     // SAFETY: a local reference made above, deleted once.
     unsafe { jni.delete_local_ref(path_string) };
-    result
+    result.map_err(|reason| {
+        format!("cannot dump the heap to {path}: {reason}; no heap dump in this output")
+    })
+}
+
+/// The message of the exception pending on this thread (cleared here, so
+/// that it never reaches the program or stderr), or None if there is none
+/// or it has no message.
+fn take_exception_message(jni: &JniEnv) -> Option<String> {
+    let throwable = jni.exception_occurred()?;
+    jni.exception_clear();
+    let throwable_class = jni.find_class("java/lang/Throwable");
+    // SAFETY: getMessage()Ljava/lang/String; is java.lang.Throwable's public
+    // API in every JDK; `throwable` is a live local reference; an exception
+    // thrown by the call is cleared below; every local reference made here
+    // is deleted once.
+    let message = unsafe {
+        let message = throwable_class
+            .and_then(|class| jni.get_method_id(class, "getMessage", "()Ljava/lang/String;"))
+            .map(|get_message| jni.call_object_method(throwable, get_message, &[]))
+            .filter(|text| !text.is_null() && !jni.exception_check());
+        let text = message.and_then(|text| jni.get_string_utf(text));
+        for local in [message, throwable_class, Some(throwable)]
+            .into_iter()
+            .flatten()
+        {
+            jni.delete_local_ref(local);
+        }
+        text
+    };
+    if jni.exception_check() {
+        jni.exception_clear();
+    }
+    message
 }
 
 /// The fallback: `ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean
@@ -65,6 +96,7 @@ fn dump_heap_through_bean(
     path_string: jni::jstring,
     failed: &dyn Fn(&str) -> String,
 ) -> Result<(), String> {
+    let failed = |what: &str| format!("{} ({what})", failed("the MXBean route failed"));
     let factory = jni
         .find_class("java/lang/management/ManagementFactory")
         .ok_or_else(|| failed("ManagementFactory"))?;
@@ -96,7 +128,7 @@ fn dump_heap_through_bean(
             &[jni::jvalue { l: path_string }, jni::jvalue { z: 1 }],
         );
         if jni.exception_check() {
-            return Err(failed("dumpHeap threw"));
+            return Err(failed("HotSpotDiagnosticMXBean.dumpHeap"));
         }
     }
     Ok(())

@@ -622,13 +622,14 @@ impl Profiler {
             }
         };
         // Sections in HPROF's order; each prints the traces it refers to first.
+        let mut heap_dump_error = None;
         if self.options.heap_dump {
             let mut model = self.model.lock();
             let mut bytes = self.emitter.class_loads(&mut model);
             bytes.extend(self.emitter.unprinted_traces(&mut model));
             drop(model);
             self.writer.write(bytes);
-            self.heap_dump(jni);
+            heap_dump_error = self.heap_dump(jni).err();
         }
         self.deliver_pending_frees();
         self.census_large_arrays(jni);
@@ -670,17 +671,23 @@ impl Profiler {
         drop(model);
         self.writer.write(bytes);
         self.writer.flush();
+        // One failure, one line: when the output itself failed too (a full
+        // disk holds both), the writer's line already says the output stops.
+        if let Some(message) = heap_dump_error.filter(|_| !self.writer.has_failed()) {
+            let new_line = if self.options.verbose { "\n" } else { "" };
+            eprintln!("{new_line}HPROF ERROR: {message}");
+        }
         if self.options.verbose && !parts.is_empty() {
             eprintln!(" done.");
         }
     }
 
     /// The heap dump section: the JVM dumps its heap to a temporary file,
-    /// which is carried into the output and removed.
-    fn heap_dump(&self, jni: Option<&JniEnv>) {
+    /// which is carried into the output and removed. On failure, what to
+    /// tell the user (once the rest of the dump is written).
+    fn heap_dump(&self, jni: Option<&JniEnv>) -> Result<(), String> {
         let Some(jni) = jni else {
-            eprintln!("HPROF ERROR: no JNI environment on this thread; heap dump skipped");
-            return;
+            return Err("no JNI environment on this thread; heap dump skipped".into());
         };
         let path = &self.heap_dump_path;
         let _ = std::fs::remove_file(path);
@@ -700,7 +707,7 @@ impl Profiler {
                 output.report_progress(size, started.elapsed());
             }
             let mut out = |bytes: Vec<u8>| output.hand_over(bytes);
-            let malformed = |e| format!("the JVM's heap dump is malformed: {e}");
+            let malformed = |e| format!("the JVM's heap dump {path} is malformed: {e}");
             match self.emitter.style() {
                 Style::Binary => {
                     let mut memory = self.dump_memory.lock();
@@ -732,9 +739,7 @@ impl Profiler {
             }
         });
         let _ = std::fs::remove_file(path);
-        if let Err(message) = result {
-            eprintln!("HPROF ERROR: {message}");
-        }
+        result
     }
 
     /// The timed calls since the last dump, one entry per trace (costs start

@@ -5,6 +5,8 @@ use super::sink::Sink;
 use crossbeam_channel::{Receiver, Sender, bounded};
 use parking_lot::Mutex;
 use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
 enum Message {
@@ -23,18 +25,23 @@ const QUEUE_DEPTH: usize = 4096;
 pub struct OutputWriter {
     queue: Sender<Message>,
     thread: Mutex<Option<JoinHandle<Sink>>>,
+    /// Set once a write failed (and was reported): output has stopped.
+    failed: Arc<AtomicBool>,
 }
 
 impl OutputWriter {
     /// Starts the writer thread on `sink`.
     pub fn start(sink: Sink) -> std::io::Result<Self> {
         let (queue, inbox) = bounded(QUEUE_DEPTH);
+        let failed = Arc::new(AtomicBool::new(false));
+        let failed_in_thread = Arc::clone(&failed);
         let thread = std::thread::Builder::new()
             .name("hprof-rs writer".into())
-            .spawn(move || run(sink, inbox))?;
+            .spawn(move || run(sink, inbox, &failed_in_thread))?;
         Ok(Self {
             queue,
             thread: Mutex::new(Some(thread)),
+            failed,
         })
     }
 
@@ -58,6 +65,12 @@ impl OutputWriter {
         self.thread.lock().is_some()
     }
 
+    /// Whether a write has failed (the writer said so on stderr, once);
+    /// after [`flush`](Self::flush), this covers everything queued before.
+    pub fn has_failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
+    }
+
     /// Waits until everything queued so far is written and flushed.
     pub fn flush(&self) {
         let (done, wait) = bounded(1);
@@ -78,7 +91,7 @@ impl OutputWriter {
     }
 }
 
-fn run(mut sink: Sink, inbox: Receiver<Message>) -> Sink {
+fn run(mut sink: Sink, inbox: Receiver<Message>, has_failed: &AtomicBool) -> Sink {
     // After the first failure, output stops (reported once) but the program
     // goes on: a full disk must not take the profiled application down.
     let mut failed = false;
@@ -101,6 +114,7 @@ fn run(mut sink: Sink, inbox: Receiver<Message>) -> Sink {
                 sink.describe()
             );
             failed = true;
+            has_failed.store(true, Ordering::Release);
         }
         if let Some(done) = ack {
             let _ = done.send(());
