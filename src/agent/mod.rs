@@ -5,6 +5,7 @@ mod alloc;
 mod classes;
 mod cpu_timers;
 mod heapdump;
+mod jmm;
 mod jvm;
 mod profiler;
 mod sampler;
@@ -35,6 +36,11 @@ pub const X_ALLOC_EVENT_ONLY: i64 = 0x200;
 /// Bit of the hidden `X=` option that makes the allocation callback take
 /// the stack and return (event posting plus stack walk; measuring aid).
 pub const X_ALLOC_STACK_ONLY: i64 = 0x400;
+
+/// Bit of the hidden `X=` option that makes heap dumps go through the
+/// HotSpotDiagnostic MXBean, the fallback for a JVM without a known
+/// management table (a test aid for that path).
+pub const X_HEAP_DUMP_THROUGH_BEAN: i64 = 0x8000;
 
 /// The agent type the JVM's entry points dispatch to.
 #[derive(Default)]

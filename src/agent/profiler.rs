@@ -104,6 +104,9 @@ pub struct Profiler {
     vm: VmHandle,
     /// Where the JVM writes its heap dump before it is carried over.
     heap_dump_path: String,
+    /// That path as a Java string (a global reference), made at VM init:
+    /// at an OutOfMemoryError no string can be made for the dump.
+    heap_dump_path_string: Mutex<Option<usize>>,
     /// What carrying heap dumps over remembers from one dump to the next.
     dump_memory: Mutex<crate::emit::heap::DumpMemory>,
     /// Tag of `java.lang.Class`'s class object: its instances are class objects.
@@ -170,6 +173,7 @@ impl Profiler {
             cpu_counts: Mutex::default(),
             vm,
             heap_dump_path,
+            heap_dump_path_string: Mutex::new(None),
             dump_memory: Mutex::default(),
             class_class_tag: AtomicU64::new(0),
             live: AtomicBool::new(false),
@@ -251,6 +255,12 @@ impl Profiler {
         self.writer.write(self.emitter.class_loads(model));
         drop(guard);
 
+        if let (true, Some(jni)) = (self.options.heap_dump, jni)
+            && let Some(path) = jni.new_string_utf(&self.heap_dump_path)
+        {
+            *self.heap_dump_path_string.lock() = Some(jvm::global_ref(jni, path) as usize);
+            jvm::delete_local(Some(jni), path);
+        }
         self.live.store(true, Ordering::Release);
         self.thread_started(jni, main_thread);
         self.writer.flush();
@@ -664,13 +674,14 @@ impl Profiler {
             }
         };
         // Sections in HPROF's order; each prints the traces it refers to first.
+        let mut heap_dump_error = None;
         if self.options.heap_dump {
             let mut model = self.model.lock();
             let mut bytes = self.emitter.class_loads(&mut model);
             bytes.extend(self.emitter.unprinted_traces(&mut model));
             drop(model);
             self.writer.write(bytes);
-            self.heap_dump(jni);
+            heap_dump_error = self.heap_dump(jni).err();
         }
         self.deliver_pending_frees();
         self.census_large_arrays(jni);
@@ -712,23 +723,37 @@ impl Profiler {
         drop(model);
         self.writer.write(bytes);
         self.writer.flush();
+        // One failure, one line: when the output itself failed too (a full
+        // disk holds both), the writer's line already says the output stops.
+        if let Some(message) = heap_dump_error.filter(|_| !self.writer.has_failed()) {
+            let new_line = if self.options.verbose { "\n" } else { "" };
+            eprintln!("{new_line}HPROF ERROR: {message}");
+        }
         if self.options.verbose && !parts.is_empty() {
             eprintln!(" done.");
         }
     }
 
     /// The heap dump section: the JVM dumps its heap to a temporary file,
-    /// which is carried into the output and removed.
-    fn heap_dump(&self, jni: Option<&JniEnv>) {
+    /// which is carried into the output and removed. On failure, what to
+    /// tell the user (once the rest of the dump is written).
+    fn heap_dump(&self, jni: Option<&JniEnv>) -> Result<(), String> {
         let Some(jni) = jni else {
-            eprintln!("HPROF ERROR: no JNI environment on this thread; heap dump skipped");
-            return;
+            return Err("no JNI environment on this thread; heap dump skipped".into());
         };
         let path = &self.heap_dump_path;
         let _ = std::fs::remove_file(path);
         let mut output = super::heapdump::DumpOutput::new(&self.writer);
         let started = std::time::Instant::now();
-        let result = super::heapdump::dump_heap(jni, path).and_then(|()| {
+        let prepared = *self.heap_dump_path_string.lock();
+        let result = super::heapdump::dump_heap(
+            jni,
+            path,
+            prepared.map(|global| global as jni::jstring),
+            self.options.verbose,
+            self.options.experiment & super::X_HEAP_DUMP_THROUGH_BEAN != 0,
+        )
+        .and_then(|()| {
             // (Progress is in bytes of the JVM's dump, which the binary copy
             // follows one to one; the ASCII conversion does not.)
             if self.options.verbose && self.emitter.style() == Style::Binary {
@@ -736,7 +761,7 @@ impl Profiler {
                 output.report_progress(size, started.elapsed());
             }
             let mut out = |bytes: Vec<u8>| output.hand_over(bytes);
-            let malformed = |e| format!("the JVM's heap dump is malformed: {e}");
+            let malformed = |e| format!("the JVM's heap dump {path} is malformed: {e}");
             match self.emitter.style() {
                 Style::Binary => {
                     let mut memory = self.dump_memory.lock();
@@ -768,9 +793,7 @@ impl Profiler {
             }
         });
         let _ = std::fs::remove_file(path);
-        if let Err(message) = result {
-            eprintln!("HPROF ERROR: {message}");
-        }
+        result
     }
 
     /// The timed calls since the last dump, one entry per trace (costs start

@@ -48,6 +48,8 @@ struct Shared {
     abandoned: AtomicBool,
     /// Bytes never written: after a write failure, or after abandoning.
     dropped: AtomicU64,
+    /// Set once a write failed (and was reported): output has stopped.
+    failed: AtomicBool,
 }
 
 /// Handle to the writer thread.
@@ -103,6 +105,13 @@ impl OutputWriter {
     /// when the output was abandoned).
     pub fn is_open(&self) -> bool {
         self.thread.lock().is_some() && !self.shared.abandoned.load(Ordering::Acquire)
+    }
+
+    /// Whether the output has stopped: a write failed (the writer said so
+    /// on stderr, once) or the output was abandoned for lack of progress.
+    /// After [`flush`](Self::flush), this covers everything queued before.
+    pub fn has_failed(&self) -> bool {
+        self.shared.failed.load(Ordering::Acquire) || self.shared.abandoned.load(Ordering::Acquire)
     }
 
     /// Waits until everything queued so far is written and flushed.
@@ -287,6 +296,7 @@ fn run(mut sink: Sink, inbox: Receiver<Message>, shared: &Shared) -> Sink {
                 );
             }
             failed = true;
+            shared.failed.store(true, Ordering::Release);
         }
         if let Some(done) = ack {
             let _ = done.send(());
