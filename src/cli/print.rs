@@ -223,7 +223,7 @@ fn describe_heap(record: &HeapRecord) -> String {
 fn check_ascii(file: &Path, verbose: bool) -> Result<(), Failure> {
     let mut text = Vec::new();
     File::open(file)?.read_to_end(&mut text)?;
-    let sections = ascii::reader::parse(&text)?;
+    let sections = ascii::reader::parse_file(&text)?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for section in &sections {
