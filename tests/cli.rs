@@ -85,3 +85,47 @@ fn print_reports_the_byte_offset_of_malformed_input() {
     let out = common::run(hprof_rs().arg("print").arg(&text));
     common::assert_exit_code(&out, 2, "print of an unterminated SITES block");
 }
+
+#[test]
+fn print_rejects_empty_and_headerless_files() {
+    let dir = common::scratch_dir("cli-print-headerless");
+    let header = "JAVA PROFILE 1.0.1, created Sun Nov 22 00:45:31 2026\n\nprelude\n--------\n\n";
+    let thread_end = "THREAD END (id = 200001)\n";
+    let cases = [
+        ("empty.txt", String::new(), "empty file"),
+        ("blank.txt", "\n\n".to_owned(), "does not start with"),
+        (
+            "headerless.txt",
+            thread_end.to_owned(),
+            "does not start with",
+        ),
+        (
+            "late-header.txt",
+            format!("{thread_end}{header}"),
+            "does not start with",
+        ),
+    ];
+    for (name, text, reason) in cases {
+        let path = dir.join(name);
+        fs::write(&path, &text).unwrap();
+        let out = common::run(hprof_rs().arg("print").arg(&path));
+        common::assert_exit_code(&out, 2, &format!("print of {name}"));
+        let stderr = common::stderr_text(&out);
+        assert!(
+            stderr.contains("malformed at byte offset 0: ") && stderr.contains(reason),
+            "{name}: {stderr}"
+        );
+        assert!(common::stdout_text(&out).is_empty(), "{name}");
+    }
+
+    // The same lines behind the header make a valid profile.
+    let path = dir.join("valid.txt");
+    fs::write(&path, format!("{header}{thread_end}")).unwrap();
+    let out = common::run(hprof_rs().arg("print").arg(&path));
+    common::assert_success(&out, "print of a valid ASCII profile");
+    let stdout = common::stdout_text(&out);
+    assert!(
+        stdout.contains("valid ASCII profile, 2 sections: 1 HEADER, 1 THREAD END"),
+        "{stdout}"
+    );
+}

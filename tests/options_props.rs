@@ -79,8 +79,18 @@ fn option_string() -> impl Strategy<Value = String> {
     prop::collection::vec(piece(), 0..12).prop_map(|pieces| pieces.concat())
 }
 
+/// Cases per property: `HPROF_RS_FUZZ_CASES` (default 2,000), as for the
+/// fuzz targets of tests/fuzz_readers.rs.
+fn config() -> ProptestConfig {
+    let cases = std::env::var("HPROF_RS_FUZZ_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2_000);
+    ProptestConfig::with_cases(cases)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(config())]
 
     #[test]
     fn arbitrary_strings_never_panic(cmdline in any::<Option<String>>(), env in any::<Option<String>>()) {

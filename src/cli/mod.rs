@@ -1,7 +1,7 @@
 //! The `hprof-rs` command-line tool: runs programs under the agent and reads
 //! the files it writes.
 
-mod print;
+pub mod print;
 mod run;
 
 use clap::{Parser, Subcommand};

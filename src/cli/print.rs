@@ -12,26 +12,33 @@ use std::path::Path;
 /// Exit status for a malformed file.
 const MALFORMED: i32 = 2;
 
-/// Prints `file`; returns the exit code.
+/// Prints `file` to standard output (errors to standard error); returns the exit code.
 pub fn print(file: &Path, verbose: bool) -> i32 {
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    print_to(file, verbose, &mut out, &mut std::io::stderr().lock())
+}
+
+/// Prints `file` to `out` and errors to `err`; returns the exit code.
+pub fn print_to(file: &Path, verbose: bool, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let mut start = [0u8; 19];
     let looks_binary = File::open(file)
         .and_then(|mut f| f.read_exact(&mut start))
         .map(|_| start.starts_with(b"JAVA PROFILE ") && start[18] == 0)
         .unwrap_or(false);
     let result = if looks_binary {
-        print_binary(file)
+        print_binary(file, out)
     } else {
-        check_ascii(file, verbose)
+        check_ascii(file, verbose, out)
     };
     match result {
         Ok(()) => 0,
         Err(Failure::Io(error)) => {
-            eprintln!("hprof-rs: {}: {error}", file.display());
+            let _ = writeln!(err, "hprof-rs: {}: {error}", file.display());
             1
         }
         Err(Failure::Malformed(error)) => {
-            eprintln!(
+            let _ = writeln!(
+                err,
                 "hprof-rs: {}: malformed at byte offset {}: {}",
                 file.display(),
                 error.offset,
@@ -61,10 +68,9 @@ impl From<ParseError> for Failure {
 
 /// One line per record (heap sub-records indented below their record),
 /// prefixed by the record's byte offset; names are resolved where known.
-fn print_binary(file: &Path) -> Result<(), Failure> {
+fn print_binary(file: &Path, out: &mut dyn Write) -> Result<(), Failure> {
     let reader = RecordReader::new(BufReader::new(File::open(file)?))?;
     let header = *reader.header();
-    let mut out = BufWriter::new(std::io::stdout().lock());
     writeln!(
         out,
         "{} (identifier size {}, started at {} ms since 1970)",
@@ -220,11 +226,10 @@ fn describe_heap(record: &HeapRecord) -> String {
 }
 
 /// Parses the whole ASCII file and prints what it holds.
-fn check_ascii(file: &Path, verbose: bool) -> Result<(), Failure> {
+fn check_ascii(file: &Path, verbose: bool, out: &mut dyn Write) -> Result<(), Failure> {
     let mut text = Vec::new();
     File::open(file)?.read_to_end(&mut text)?;
-    let sections = ascii::reader::parse(&text)?;
-    let mut out = BufWriter::new(std::io::stdout().lock());
+    let sections = ascii::reader::parse_file(&text)?;
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for section in &sections {
         *counts.entry(section_kind(section)).or_default() += 1;

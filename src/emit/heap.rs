@@ -98,16 +98,22 @@ pub(super) fn read_record_header(
     Ok(Some((head[0], time, length)))
 }
 
+/// Reads a record body of `length` bytes. The buffer grows with the bytes
+/// that actually arrive, so a damaged length field (up to 4 GiB) cannot make
+/// us allocate more than the file holds.
 pub(super) fn read_body(
     input: &mut impl Read,
     length: u32,
     offset: u64,
 ) -> Result<Vec<u8>, ParseError> {
-    let mut body = vec![0u8; length as usize];
-    input.read_exact(&mut body).map_err(|_| ParseError {
-        offset,
-        message: "record runs past the end of the file".into(),
-    })?;
+    let mut body = Vec::new();
+    let got = input.take(u64::from(length)).read_to_end(&mut body);
+    if got.is_err() || body.len() < length as usize {
+        return Err(ParseError {
+            offset,
+            message: "record runs past the end of the file".into(),
+        });
+    }
     Ok(body)
 }
 

@@ -66,22 +66,27 @@ impl Survey {
             .unwrap_or_else(|| "Unknown_class".into())
     }
 
+    /// `class` and its superclasses, as far as the dump describes them. A
+    /// damaged dump can make the chain a cycle: no class comes twice in a
+    /// chain, so it ends after as many steps as there are classes.
+    fn class_chain(&self, class: u64) -> impl Iterator<Item = &ClassShape> {
+        let mut next = class;
+        std::iter::from_fn(move || {
+            let shape = self.classes.get(&next).filter(|_| next != 0)?;
+            next = shape.super_id;
+            Some(shape)
+        })
+        .take(self.classes.len())
+    }
+
     /// The object size of an instance of `class` (see the module comment).
     fn instance_size(&self, class: u64) -> u64 {
-        let mut bytes = 12;
-        let mut next = Some(class);
-        while let Some(id) = next.filter(|&id| id != 0) {
-            let Some(shape) = self.classes.get(&id) else {
-                break;
-            };
-            bytes += shape
-                .fields
-                .iter()
-                .map(|(_, t)| field_size(*t))
-                .sum::<u64>();
-            next = Some(shape.super_id);
-        }
-        align8(bytes.max(16))
+        let fields: u64 = self
+            .class_chain(class)
+            .flat_map(|shape| &shape.fields)
+            .map(|(_, t)| field_size(*t))
+            .sum();
+        align8((12 + fields).max(16))
     }
 }
 
@@ -517,11 +522,7 @@ fn reference_fields(
 ) -> Vec<(String, u64)> {
     let mut groups: Vec<Vec<(String, u64)>> = Vec::new();
     let mut at = 0;
-    let mut next = class_id;
-    while next != 0 {
-        let Some(shape) = survey.classes.get(&next) else {
-            break;
-        };
+    for shape in survey.class_chain(class_id) {
         // Values come in the dump's order of the fields.
         let in_dump_order: Box<dyn Iterator<Item = &(String, BasicType)>> = if shape.reversed {
             Box::new(shape.fields.iter().rev())
@@ -547,7 +548,37 @@ fn reference_fields(
             group.reverse();
         }
         groups.push(group);
-        next = shape.super_id;
     }
     groups.into_iter().rev().flatten().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by fuzzing the carrying of heap dumps: a damaged dump whose
+    /// classes are each other's superclass sent the size and field walks
+    /// round the cycle for ever.
+    #[test]
+    fn a_superclass_cycle_ends_after_every_class_once() {
+        let mut survey = Survey::default();
+        let shape = |super_id, name: &str| ClassShape {
+            super_id,
+            fields: vec![(name.to_owned(), BasicType::Object)],
+            reversed: false,
+        };
+        survey.classes.insert(0x10, shape(0x20, "a"));
+        survey.classes.insert(0x20, shape(0x10, "b"));
+        survey.present.insert(0x100);
+        assert_eq!(
+            survey.instance_size(0x10),
+            24,
+            "12 + two 4-byte fields, aligned"
+        );
+        let values = [0, 0, 0, 0, 0, 0, 1, 0];
+        assert_eq!(
+            reference_fields(&survey, 0x20, &values, 4),
+            [("a".to_owned(), 0x100)]
+        );
+    }
 }

@@ -25,6 +25,36 @@ pub fn parse(text: &[u8]) -> Result<Vec<Section>, ParseError> {
     Ok(sections)
 }
 
+/// Parse a whole `java.hprof.txt` file. Unlike [`parse`], which also reads
+/// fragments, this requires the file to start with its
+/// `JAVA PROFILE 1.0.x, created <date>` line: an empty file or one without
+/// that header line is not a profile.
+pub fn parse_file(text: &[u8]) -> Result<Vec<Section>, ParseError> {
+    let Some(first) = Lines::new(text).next() else {
+        return Err(ParseError {
+            offset: 0,
+            message: "empty file: an ASCII profile starts with a `JAVA PROFILE 1.0.x, created <date>` line".into(),
+        });
+    };
+    if !is_header_line(&first.text) {
+        return Err(fault(
+            &first,
+            "the file does not start with a `JAVA PROFILE 1.0.x, created <date>` line",
+        ));
+    }
+    parse(text)
+}
+
+/// `JAVA PROFILE 1.0.<digits>, created <date>`.
+fn is_header_line(text: &str) -> bool {
+    let Some([version, _]) = scan(text, "{}, created {}") else {
+        return false;
+    };
+    version
+        .strip_prefix("JAVA PROFILE 1.0.")
+        .is_some_and(|minor| !minor.is_empty() && minor.bytes().all(|b| b.is_ascii_digit()))
+}
+
 type SectionParser = fn(&Line, &mut Lines) -> Result<Section, ParseError>;
 
 /// Which parser handles a section, by the start of its first line.
@@ -700,6 +730,29 @@ mod tests {
             prelude: "Prelude\n".into(),
         };
         assert_eq!(sections, [expected]);
+    }
+
+    #[test]
+    fn whole_files_must_start_with_the_header_line() {
+        let file_error = |text: &str| parse_file(text.as_bytes()).expect_err("not a profile");
+        let empty = file_error("");
+        assert_eq!(empty.offset, 0);
+        assert!(empty.message.starts_with("empty file"), "{empty}");
+        for headerless in [
+            "\n",
+            "\n\nJAVA PROFILE 1.0.1, created X\n\n--------\n",
+            "THREAD END (id = 1)\n",
+            "JAVA PROFILE 1.0., created X\n\n--------\n",
+            "JAVA PROFILE 2.0.1, created X\n\n--------\n",
+            "JAVA PROFILE 1.0.1\n\n--------\n",
+        ] {
+            let e = file_error(headerless);
+            assert_eq!(e.offset, 0, "{headerless:?}");
+            assert!(e.message.contains("does not start with"), "{e}");
+        }
+        assert_eq!(parse_file(HEADER.as_bytes()), parse(HEADER.as_bytes()));
+        let crlf = HEADER.replace('\n', "\r\n");
+        assert_eq!(parse_file(crlf.as_bytes()).unwrap().len(), 1);
     }
 
     #[test]

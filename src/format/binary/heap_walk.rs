@@ -130,8 +130,14 @@ pub fn sub_record_len(bytes: &[u8], id_size: u32) -> Result<Option<usize>, Strin
         heap::ROOT_NATIVE_STACK | heap::ROOT_THREAD_BLOCK => fixed(id + 4),
         heap::INSTANCE_DUMP => Ok(u4_at(1 + 2 * id + 4).map(|n| 1 + 2 * id + 8 + n)),
         heap::OBJ_ARRAY_DUMP | heap::PRIM_ARRAY_DUMP => {
+            // An invalid element type is an error, as in the reader.
+            if tag == heap::PRIM_ARRAY_DUMP
+                && bytes.get(1 + id + 8) == Some(&(BasicType::Object as u8))
+            {
+                return Err("object element type in a primitive array".into());
+            }
             if tag == heap::PRIM_ARRAY_DUMP {
-                type_size(1 + id + 8)?; // an invalid element type is an error
+                type_size(1 + id + 8)?;
             }
             Ok(array_head_len(bytes, id_size).map(|(_, whole, _)| whole as usize))
         }
@@ -160,6 +166,10 @@ pub fn sub_record_len(bytes: &[u8], id_size: u32) -> Result<Option<usize>, Strin
             let Some(fields) = u2_at(at) else {
                 return Ok(None);
             };
+            // Field types are checked as the reader checks them.
+            for field in 0..fields {
+                type_size(at + 2 + field * (id + 1) + id)?;
+            }
             Ok(Some(at + 2 + fields * (id + 1)))
         }
         other => Err(format!("unknown heap dump sub-record tag 0x{other:02x}")),
@@ -359,18 +369,25 @@ struct Part<'a, R: Read> {
 }
 
 impl<R: Read> Part<'_, R> {
+    /// Appends the next `n` bytes. A count field can ask for gigabytes:
+    /// past the end of the record is an error before anything is
+    /// allocated, and the buffer grows only with the bytes that arrive.
     fn bytes(&mut self, n: usize) -> Result<(), ParseError> {
         let had = self.buffer.len();
-        self.buffer.resize(had + n, 0);
-        self.input.read_exact(&mut self.buffer[had..]).map_err(|_| {
-            err(
-                self.start,
-                format!(
-                    "heap dump sub-record (tag 0x{:02x}) runs past the end of its record",
-                    self.buffer[0]
-                ),
-            )
-        })
+        let wanted = n as u64;
+        if wanted <= self.input.limit() {
+            let got = (&mut *self.input).take(wanted).read_to_end(self.buffer);
+            if got.is_ok() && self.buffer.len() - had == n {
+                return Ok(());
+            }
+        }
+        Err(err(
+            self.start,
+            format!(
+                "heap dump sub-record (tag 0x{:02x}) runs past the end of its record",
+                self.buffer[0]
+            ),
+        ))
     }
 
     fn u2(&mut self) -> Result<u16, ParseError> {
@@ -537,6 +554,21 @@ mod tests {
         let mut record = vec![0u8; 9];
         put_id(&mut record, 1, 8, 0x1122);
         assert_eq!(get_id(&record, 1, 8), 0x1122);
+    }
+
+    /// Found by fuzzing the heap dump copy: it passed on sub-records the
+    /// reader rejects, so a damaged dump made a file we could not read.
+    #[test]
+    fn sub_record_len_rejects_the_types_the_reader_rejects() {
+        let class = sample_records().swap_remove(2);
+        let mut bytes = Vec::new();
+        encode_heap_record(&class, 4, &mut bytes);
+        assert_eq!(sub_record_len(&bytes, 4), Ok(Some(bytes.len())));
+        *bytes.last_mut().unwrap() = 0xFF; // the one instance field's type
+        assert!(sub_record_len(&bytes, 4).is_err());
+        let array = [heap::PRIM_ARRAY_DUMP, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+        assert!(sub_record_len(&[&array[..], &[BasicType::Object as u8]].concat(), 4).is_err());
+        assert!(sub_record_len(&[&array[..], &[BasicType::Int as u8]].concat(), 4).is_ok());
     }
 
     #[test]
