@@ -265,19 +265,12 @@ impl Read for Trickle<'_> {
     }
 }
 
-/// A file of this test thread's own, for the readers that take a path: in
-/// memory (/dev/shm) where there is one, as a million cases write a million
-/// files.
+/// A file of this test thread's own, for the readers that take a path,
+/// rewritten by each case (so a million cases leave one file per thread,
+/// under the target directory, never in a shared place like /dev/shm).
 fn case_file(name: &str, bytes: &[u8]) -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    let dir = DIR.get_or_init(|| {
-        let shm = Path::new("/dev/shm");
-        if shm.is_dir() {
-            shm.to_owned()
-        } else {
-            common::scratch_dir("fuzz-readers")
-        }
-    });
+    let dir = DIR.get_or_init(|| common::scratch_dir("fuzz-readers"));
     let thread = format!("{:?}", std::thread::current().id());
     let path = dir.join(format!(
         "{name}-{}-{}",

@@ -36,10 +36,13 @@ pub fn parse_file(text: &[u8]) -> Result<Vec<Section>, ParseError> {
             message: "empty file: an ASCII profile starts with a `JAVA PROFILE 1.0.x, created <date>` line".into(),
         });
     };
-    if !is_header_line(&first.text) {
+    // A cpu=old file is only the old "prof" table, with no header (HPROF's rule).
+    let old_prof_table = first.text == super::writer::OLD_PROF_TITLES;
+    if !is_header_line(&first.text) && !old_prof_table {
         return Err(fault(
             &first,
-            "the file does not start with a `JAVA PROFILE 1.0.x, created <date>` line",
+            "the file does not start with a `JAVA PROFILE 1.0.x, created <date>` line \
+             (or, for cpu=old, `count callee caller time`)",
         ));
     }
     parse(text)
@@ -751,6 +754,8 @@ mod tests {
             assert!(e.message.contains("does not start with"), "{e}");
         }
         assert_eq!(parse_file(HEADER.as_bytes()), parse(HEADER.as_bytes()));
+        let old_prof = "count callee caller time\n3 A.b()V <unknown caller> 7\n";
+        assert_eq!(parse_file(old_prof.as_bytes()), parse(old_prof.as_bytes()));
         let crlf = HEADER.replace('\n', "\r\n");
         assert_eq!(parse_file(crlf.as_bytes()).unwrap().len(), 1);
     }
