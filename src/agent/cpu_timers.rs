@@ -211,6 +211,9 @@ pub fn take_pending() -> Vec<(usize, u32)> {
     PENDING[..high]
         .iter()
         .enumerate()
+        // A plain load first: most slots are idle, and a swap on each would
+        // cost a locked instruction per thread per look.
+        .filter(|(_, pending)| pending.load(Ordering::Relaxed) != 0)
         .filter_map(|(slot, pending)| match pending.swap(0, Ordering::Relaxed) {
             0 => None,
             n => Some((slot, n)),
