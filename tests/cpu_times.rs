@@ -28,30 +28,82 @@ fn calls_per_method(section: &CpuSection) -> HashMap<String, u64> {
     calls
 }
 
+/// The CPU TIME (ms) block of the profile at `path`.
+fn cpu_time_section(path: &Path, label: &str) -> CpuSection {
+    sections(path)
+        .into_iter()
+        .find_map(|s| match s {
+            Section::Cpu(cpu) if cpu.title == CpuTitle::TimeMs => Some(cpu),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{label}: no CPU TIME (ms) block in {}", path.display()))
+}
+
+/// Runs `main_class` under `-agentpath:<agent>=<options>` (plus `jvm_args`)
+/// in a fresh scratch dir; asserts exit 0 and no HPROF ERROR, and returns
+/// the scratch dir and stdout.
+fn run_timed(
+    jdk: &common::Jdk,
+    scratch: &str,
+    jvm_args: &[&str],
+    options: &str,
+    main_class: &str,
+) -> (std::path::PathBuf, String) {
+    let dir = common::scratch_dir(scratch);
+    let mut cmd = common::java_command(jdk, &dir);
+    cmd.args(jvm_args)
+        .arg(common::agentpath_arg(options))
+        .arg(main_class);
+    let out = common::run(&mut cmd);
+    let what = format!("{main_class} under {options} on {}", jdk.label);
+    common::assert_success(&out, &what);
+    let stderr = common::stderr_text(&out);
+    assert!(!stderr.contains("HPROF ERROR"), "{what}: {stderr}");
+    (dir, common::stdout_text(&out))
+}
+
+#[test]
+fn a_thread_is_still_timed_after_it_caught_a_stack_overflow() {
+    for jdk in common::jdks() {
+        let label = &jdk.label;
+        // An overflow inside the Tracker's own code used to leave the
+        // thread untimed for good in about half the runs: several runs of
+        // five overflows each.
+        for run in 0..4 {
+            let (dir, stdout) = run_timed(
+                &jdk,
+                &format!("cpu-times-overflow-{label}"),
+                &[],
+                "cpu=times,cutoff=0",
+                "Overflow",
+            );
+            assert!(stdout.contains("counter=5000"), "{label}: {stdout}");
+            let section = cpu_time_section(&dir.join("java.hprof.txt"), label);
+            assert_eq!(
+                calls_per_method(&section).get("Overflow.counted"),
+                Some(&5000),
+                "{label}, run {run}: counted() after the overflows"
+            );
+        }
+    }
+}
+
 #[test]
 fn call_counts_are_exact_and_the_sleeper_has_the_most_self_time() {
     for jdk in common::jdks() {
         let label = &jdk.label;
-        let dir = common::scratch_dir(&format!("cpu-times-{label}"));
-        let mut cmd = common::java_command(&jdk, &dir);
-        cmd.arg(common::agentpath_arg("cpu=times,cutoff=0"))
-            .arg("TimedCalls");
-        let out = common::run(&mut cmd);
-        common::assert_success(&out, &format!("TimedCalls under cpu=times on {label}"));
+        let (dir, stdout) = run_timed(
+            &jdk,
+            &format!("cpu-times-{label}"),
+            &[],
+            "cpu=times,cutoff=0",
+            "TimedCalls",
+        );
         assert!(
-            common::stdout_text(&out).contains(COUNTER_LINE),
+            stdout.contains(COUNTER_LINE),
             "{label}: the program's result changed"
         );
-        let stderr = common::stderr_text(&out);
-        assert!(!stderr.contains("HPROF ERROR"), "{label}: {stderr}");
-
-        let section = sections(&dir.join("java.hprof.txt"))
-            .into_iter()
-            .find_map(|s| match s {
-                Section::Cpu(cpu) if cpu.title == CpuTitle::TimeMs => Some(cpu),
-                _ => None,
-            })
-            .unwrap_or_else(|| panic!("{label}: no CPU TIME (ms) block"));
+        let section = cpu_time_section(&dir.join("java.hprof.txt"), label);
         let calls = calls_per_method(&section);
         assert_eq!(
             calls.get("TimedCalls.a"),

@@ -125,11 +125,18 @@ public final class Tracker {
     /** Called on entry to method number {@code mnum} of class number {@code cnum}. */
     public static void CallSite(int cnum, int mnum) {
         if (engaged != 0) {
-            Tracker t = current();
-            if (!t.busy) {
-                t.busy = true;
-                t.enter(((long) cnum << 32) | (mnum & 0xFFFFFFFFL), clock());
-                t.busy = false;
+            try {
+                Tracker t = current();
+                if (!t.busy) {
+                    t.busy = true;
+                    try {
+                        t.enter(((long) cnum << 32) | (mnum & 0xFFFFFFFFL), clock());
+                    } finally {
+                        t.busy = false;
+                    }
+                }
+            } catch (Throwable e) {
+                // Never into the program (see the class comment).
             }
         }
     }
@@ -137,11 +144,18 @@ public final class Tracker {
     /** Called before each return of method number {@code mnum} of class number {@code cnum}. */
     public static void ReturnSite(int cnum, int mnum) {
         if (engaged != 0) {
-            Tracker t = current();
-            if (!t.busy) {
-                t.busy = true;
-                t.exit(((long) cnum << 32) | (mnum & 0xFFFFFFFFL), clock());
-                t.busy = false;
+            try {
+                Tracker t = current();
+                if (!t.busy) {
+                    t.busy = true;
+                    try {
+                        t.exit(((long) cnum << 32) | (mnum & 0xFFFFFFFFL), clock());
+                    } finally {
+                        t.busy = false;
+                    }
+                }
+            } catch (Throwable e) {
+                // Never into the program (see the class comment).
             }
         }
     }
@@ -153,16 +167,19 @@ public final class Tracker {
             return;
         }
         t.busy = true;
-        long time = clock();
-        for (int i = t.top - 1; i >= 0; i--) {
-            if (t.stackMethod[i] == key) {
-                while (t.top > i + 1) {
-                    t.pop(time);
+        try {
+            long time = clock();
+            for (int i = t.top - 1; i >= 0; i--) {
+                if (t.stackMethod[i] == key) {
+                    while (t.top > i + 1) {
+                        t.pop(time);
+                    }
+                    break;
                 }
-                break;
             }
+        } finally {
+            t.busy = false;
         }
-        t.busy = false;
     }
 
     private void enter(long method, long time) {
@@ -173,17 +190,26 @@ public final class Tracker {
             memoPut(caller, method, trace);
         }
         if (top == stackMethod.length) {
-            int n = top * 2;
-            stackMethod = java.util.Arrays.copyOf(stackMethod, n);
-            stackTrace = java.util.Arrays.copyOf(stackTrace, n);
-            stackStart = java.util.Arrays.copyOf(stackStart, n);
-            stackCallees = java.util.Arrays.copyOf(stackCallees, n);
+            growStack();
         }
         stackMethod[top] = method;
         stackTrace[top] = trace;
         stackStart[top] = time;
         stackCallees[top] = 0;
         top++;
+    }
+
+    /** Doubles the shadow stack: copies first, then switches in one go. */
+    private void growStack() {
+        int n = top * 2;
+        long[] method = java.util.Arrays.copyOf(stackMethod, n);
+        int[] trace = java.util.Arrays.copyOf(stackTrace, n);
+        long[] start = java.util.Arrays.copyOf(stackStart, n);
+        long[] callees = java.util.Arrays.copyOf(stackCallees, n);
+        stackTrace = trace;
+        stackStart = start;
+        stackCallees = callees;
+        stackMethod = method;
     }
 
     private void exit(long method, long time) {
@@ -204,15 +230,25 @@ public final class Tracker {
     }
 
     private void pop(long time) {
-        top--;
-        long total = Math.max(0, time - stackStart[top]);
-        if (top > 0) {
-            stackCallees[top - 1] += total;
+        // No calls here: an error (a StackOverflowError can strike at any
+        // call) must not leave a call popped but uncounted.
+        int at = top - 1;
+        long total = time - stackStart[at];
+        if (total < 0) {
+            total = 0;
         }
-        int trace = stackTrace[top];
+        long self = total - stackCallees[at];
+        if (self < 0) {
+            self = 0;
+        }
+        int trace = stackTrace[at];
         calls[trace]++;
-        selfNanos[trace] += Math.max(0, total - stackCallees[top]);
+        selfNanos[trace] += self;
         totalNanos[trace] += total;
+        if (at > 0) {
+            stackCallees[at - 1] += total;
+        }
+        top = at;
     }
 
     private static long clock() {
@@ -240,28 +276,32 @@ public final class Tracker {
 
     private void memoPut(int caller, long method, int trace) {
         if (2 * (memoCount + 1) > memoCaller.length) {
-            int[] oldCaller = memoCaller;
-            long[] oldMethod = memoMethod;
-            int[] oldTrace = memoTrace;
-            memoCaller = new int[oldCaller.length * 2];
-            memoMethod = new long[oldCaller.length * 2];
-            memoTrace = filled(oldCaller.length * 2);
-            memoCount = 0;
-            for (int i = 0; i < oldCaller.length; i++) {
-                if (oldTrace[i] >= 0) {
-                    memoPut(oldCaller[i], oldMethod[i], oldTrace[i]);
+            int n = memoCaller.length * 2;
+            int[] newCaller = new int[n];
+            long[] newMethod = new long[n];
+            int[] newTrace = filled(n);
+            for (int i = 0; i < memoCaller.length; i++) {
+                if (memoTrace[i] >= 0) {
+                    memoInsert(newCaller, newMethod, newTrace, memoCaller[i], memoMethod[i], memoTrace[i]);
                 }
             }
+            memoCaller = newCaller;
+            memoMethod = newMethod;
+            memoTrace = newTrace;
         }
-        int mask = memoCaller.length - 1;
+        memoInsert(memoCaller, memoMethod, memoTrace, caller, method, trace);
+        memoCount++;
+    }
+
+    private static void memoInsert(int[] callers, long[] methods, int[] traces, int caller, long method, int trace) {
+        int mask = callers.length - 1;
         int i = mix(method * 31 + caller) & mask;
-        while (memoTrace[i] >= 0) {
+        while (traces[i] >= 0) {
             i = (i + 1) & mask;
         }
-        memoCaller[i] = caller;
-        memoMethod[i] = method;
-        memoTrace[i] = trace;
-        memoCount++;
+        callers[i] = caller;
+        methods[i] = method;
+        traces[i] = trace;
     }
 
     /** The trace of `method` called from trace `caller` (-1: none), found or made. */
@@ -289,24 +329,35 @@ public final class Tracker {
             }
             slot = (slot + 1) & mask;
         }
-        int trace = traceCount++;
+        int trace = traceCount;
         if (trace == traceLength.length) {
+            // Copies first, then the switch: an error between leaves all as it was.
             int n = trace * 2;
-            traceKeys = java.util.Arrays.copyOf(traceKeys, n * d);
-            traceLength = java.util.Arrays.copyOf(traceLength, n);
-            calls = java.util.Arrays.copyOf(calls, n);
-            selfNanos = java.util.Arrays.copyOf(selfNanos, n);
-            totalNanos = java.util.Arrays.copyOf(totalNanos, n);
+            long[] newKeys = java.util.Arrays.copyOf(traceKeys, n * d);
+            int[] newLength = java.util.Arrays.copyOf(traceLength, n);
+            long[] newCalls = java.util.Arrays.copyOf(calls, n);
+            long[] newSelf = java.util.Arrays.copyOf(selfNanos, n);
+            long[] newTotal = java.util.Arrays.copyOf(totalNanos, n);
+            traceKeys = newKeys;
+            calls = newCalls;
+            selfNanos = newSelf;
+            totalNanos = newTotal;
+            traceLength = newLength;
         }
         if (traceKeys.length < traceLength.length * d) {
             traceKeys = java.util.Arrays.copyOf(traceKeys, traceLength.length * d);
         }
+        if (2 * (traceCount + 1) > keyIndex.length) {
+            rehashKeys();
+            slot = mix(h) & (keyIndex.length - 1);
+            while (keyIndex[slot] != 0) {
+                slot = (slot + 1) & (keyIndex.length - 1);
+            }
+        }
         System.arraycopy(key, 0, traceKeys, trace * d, length);
         traceLength[trace] = length;
         keyIndex[slot] = trace + 1;
-        if (2 * traceCount > keyIndex.length) {
-            rehashKeys();
-        }
+        traceCount = trace + 1;
         return trace;
     }
 
@@ -323,19 +374,20 @@ public final class Tracker {
     }
 
     private void rehashKeys() {
-        keyIndex = new int[keyIndex.length * 2];
-        int mask = keyIndex.length - 1;
+        int[] index = new int[keyIndex.length * 2];
+        int mask = index.length - 1;
         for (int t = 0; t < traceCount; t++) {
             long h = traceLength[t];
             for (int i = 0; i < traceLength[t]; i++) {
                 h = h * 31 + traceKeys[t * traceDepth + i];
             }
             int slot = mix(h) & mask;
-            while (keyIndex[slot] != 0) {
+            while (index[slot] != 0) {
                 slot = (slot + 1) & mask;
             }
-            keyIndex[slot] = t + 1;
+            index[slot] = t + 1;
         }
+        keyIndex = index;
     }
 
     /**
