@@ -337,3 +337,67 @@ fn javac_compiling_the_jdk_compiler_module_writes_the_same_class_files_under_cpu
     }
     assert!(compared > 1000, "only {compared} class files compared");
 }
+
+#[test]
+fn deep_traces_of_many_paths_fit_a_small_heap() {
+    for jdk in common::jdks() {
+        let label = &jdk.label;
+        // 8192 paths of 40 frames: at depth=200 every one is a trace of its
+        // own. Traces used to cost depth x 8 bytes each (the run thrashed
+        // the 32 MB heap for minutes); now a few bytes whatever the depth.
+        let (dir, stdout) = run_timed(
+            &jdk,
+            &format!("cpu-times-paths-{label}"),
+            &["-Xmx32m"],
+            "cpu=times,depth=200,cutoff=0",
+            "Paths",
+        );
+        assert!(stdout.contains("counter=8192"), "{label}: {stdout}");
+        let section = cpu_time_section(&dir.join("java.hprof.txt"), label);
+        assert_eq!(
+            calls_per_method(&section).get("Paths.leaf"),
+            Some(&8192),
+            "{label}: leaf()"
+        );
+        let leaf_traces = section
+            .rows
+            .iter()
+            .filter(|r| r.method.as_deref() == Some("Paths.leaf"))
+            .count();
+        assert_eq!(leaf_traces, 8192, "{label}: one trace per path");
+    }
+}
+
+#[test]
+fn an_error_inside_the_tracker_stops_timing_but_never_reaches_the_program() {
+    for jdk in common::jdks() {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("cpu-times-heap-full-{label}"));
+        let mut cmd = common::java_command(&jdk, &dir);
+        cmd.arg("-Xmx32m")
+            .arg(common::agentpath_arg("cpu=times,verbose=n"))
+            .arg("HeapFull");
+        let out = common::run(&mut cmd);
+        // Alone, the program succeeds; the Tracker's OutOfMemoryError used
+        // to escape into it (or the JVM thrashed past the timeout).
+        common::assert_success(&out, &format!("HeapFull under cpu=times on {label}"));
+        assert!(
+            common::stdout_text(&out).contains("pieces>0=true counter=8192"),
+            "{label}: {}",
+            common::describe(&out)
+        );
+        let stderr = common::stderr_text(&out);
+        let errors: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("HPROF ERROR"))
+            .collect();
+        assert_eq!(errors.len(), 1, "{label}: one error line: {stderr}");
+        assert!(
+            errors[0].contains("cpu=times stopped timing a thread")
+                && errors[0].contains("OutOfMemoryError"),
+            "{label}: {}",
+            errors[0]
+        );
+        cpu_time_section(&dir.join("java.hprof.txt"), label);
+    }
+}

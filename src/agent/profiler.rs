@@ -377,6 +377,14 @@ impl Profiler {
         let env = self.jvmti.env();
         let mut model = self.model.lock();
         let (serial, _) = self.thread_serial(&env, &mut model, thread);
+        if let (Some(timing), Some(jni)) = (&self.timing, jni) {
+            // Runs Java code (whose allocations may call back into the
+            // agent): not under the model lock. Without thread=y all
+            // finished threads' traces are kept together.
+            drop(model);
+            timing.thread_ended(jni, if self.traces.per_thread { serial } else { 0 });
+            model = self.model.lock();
+        }
         if model.threads.end(serial) && !self.options.cpu_old {
             let bytes = self.emitter.thread_end(serial);
             drop(model);
