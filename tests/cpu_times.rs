@@ -401,3 +401,42 @@ fn an_error_inside_the_tracker_stops_timing_but_never_reaches_the_program() {
         cpu_time_section(&dir.join("java.hprof.txt"), label);
     }
 }
+
+#[test]
+fn many_short_lived_threads_fit_a_small_heap_and_keep_exact_counts() {
+    for jdk in common::jdks() {
+        let label = &jdk.label;
+        let mut kinds = vec!["platform"];
+        if jdk.major >= 21 {
+            kinds.push("virtual");
+        }
+        for kind in kinds {
+            // 20,000 threads: each used to keep about 11.5 KB of timing
+            // state to the end (OutOfMemoryError at 48 MB); a finished
+            // thread's counts are now folded and its state dropped.
+            let dir = common::scratch_dir(&format!("cpu-times-threads-{kind}-{label}"));
+            let mut cmd = common::java_command(&jdk, &dir);
+            cmd.arg("-Xmx48m")
+                .arg(common::agentpath_arg("cpu=times,cutoff=0,verbose=n"))
+                .arg("ManyThreads")
+                .arg(kind);
+            let out = common::run(&mut cmd);
+            let what = format!("ManyThreads {kind} under cpu=times on {label}");
+            common::assert_success(&out, &what);
+            assert!(
+                common::stdout_text(&out).contains("calls=200000"),
+                "{what}: {}",
+                common::describe(&out)
+            );
+            assert!(
+                !common::stderr_text(&out).contains("HPROF ERROR"),
+                "{what}: {}",
+                common::describe(&out)
+            );
+            let section = cpu_time_section(&dir.join("java.hprof.txt"), label);
+            let calls = calls_per_method(&section);
+            assert_eq!(calls.get("ManyThreads.work"), Some(&200_000), "{what}");
+            assert_eq!(calls.get("ManyThreads.task"), Some(&20_000), "{what}");
+        }
+    }
+}

@@ -77,7 +77,18 @@ public final class Tracker {
      * instrumented code run meanwhile is not timed (and cannot recurse). */
     private static final Tracker MAKING = new Tracker(null);
 
-    // Everything static below is guarded by Tracker.class.
+    /**
+     * The lock guarding everything static below: a flag, not a monitor. A
+     * virtual thread blocked on a monitor unmounts (JDK 24+), and a carrier
+     * thread running timed scheduler code then waited on it for good; an
+     * unlock is a plain volatile write, which no error can skip.
+     */
+    private static final Tracker LOCKS = new Tracker(null);
+    private volatile int locked;
+    private static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<Tracker> LOCKED =
+            java.util.concurrent.atomic.AtomicIntegerFieldUpdater.newUpdater(Tracker.class, "locked");
+
+    // Everything static below is guarded by LOCKS (lock(); ...; LOCKS.locked = 0).
 
     /** Live threads' timing, for drain(); each knows its slot. */
     private static Tracker[] all = new Tracker[16];
@@ -119,7 +130,7 @@ public final class Tracker {
     private boolean busy;
     /** Set when an error stopped this thread's timing: busy stays set. */
     private boolean failed;
-    /** Index in `all`, -1 once folded (guarded by Tracker.class). */
+    /** Index in `all`, -1 once folded (guarded by LOCKS). */
     private int slot = -1;
 
     // The shadow stack.
@@ -135,7 +146,7 @@ public final class Tracker {
     private long[] calls = new long[16];
     private long[] selfNanos = new long[16];
     private long[] totalNanos = new long[16];
-    // What drain() reported so far: grown and written under Tracker.class.
+    // What drain() reported so far: grown and written under LOCKS.
     private long[] drainedCalls = new long[0];
     private long[] drainedSelf = new long[0];
     private long[] drainedTotal = new long[0];
@@ -157,6 +168,13 @@ public final class Tracker {
         int[] a = new int[n];
         java.util.Arrays.fill(a, -1);
         return a;
+    }
+
+    /** Takes the lock; the caller releases it (LOCKS.locked = 0) in a finally. */
+    private static void lock() {
+        while (!LOCKED.compareAndSet(LOCKS, 0, 1)) {
+            Thread.yield();
+        }
     }
 
     private static Tracker current() {
@@ -267,10 +285,13 @@ public final class Tracker {
         }
         t.busy = true;
         try {
-            synchronized (Tracker.class) {
+            lock();
+            try {
                 if (t.slot >= 0) {
                     fold(t, serial);
                 }
+            } finally {
+                LOCKS.locked = 0;
             }
         } catch (Throwable e) {
             stops(e);
@@ -455,13 +476,16 @@ public final class Tracker {
 
     /** The tree node of `method` called from node `caller` (-1: none), trimmed to `depth` frames. */
     private static int node(int caller, long method) {
-        synchronized (Tracker.class) {
+        lock();
+        try {
             int d = depth < 1 ? 1 : depth;
             int parent = caller;
             if (caller >= 0 && nodeLength[caller] >= d) {
                 parent = innermost(caller, d - 1);
             }
             return intern(parent, method);
+        } finally {
+            LOCKS.locked = 0;
         }
     }
 
@@ -517,9 +541,10 @@ public final class Tracker {
         return node;
     }
 
-    /** Under Tracker.class: `t` joins `all`, after a sweep when it has doubled. */
+    /** Under LOCKS: `t` joins `all`, after a sweep when it has doubled. */
     private static void list(Tracker t) {
-        synchronized (Tracker.class) {
+        lock();
+        try {
             if (allCount >= sweepAt) {
                 for (int i = allCount - 1; i >= 0; i--) {
                     Tracker old = all[i];
@@ -534,10 +559,12 @@ public final class Tracker {
             }
             t.slot = allCount;
             all[allCount++] = t;
+        } finally {
+            LOCKS.locked = 0;
         }
     }
 
-    /** Under Tracker.class: `t`'s undrained counts join serial's folded totals; `t` leaves `all`. */
+    /** Under LOCKS: `t`'s undrained counts join serial's folded totals; `t` leaves `all`. */
     private static void fold(Tracker t, int serial) {
         collect(t, -1, serial);
         Tracker last = all[allCount - 1];
@@ -558,7 +585,7 @@ public final class Tracker {
         foldCount = 0;
     }
 
-    /** Under Tracker.class: adds to the folded totals of (serial, node). */
+    /** Under LOCKS: adds to the folded totals of (serial, node). */
     private static void addFolded(int serial, int node, long c, long s, long total) {
         int hash = mix(((long) serial << 32) | node);
         int mask = foldIndex.length - 1;
@@ -601,7 +628,7 @@ public final class Tracker {
         foldTotal[e - 1] += total;
     }
 
-    // drain()'s output, under Tracker.class.
+    // drain()'s output, under LOCKS.
     private static long[] out;
     private static int outSize;
 
@@ -618,7 +645,7 @@ public final class Tracker {
     }
 
     /**
-     * Under Tracker.class: what `t`'s counters grew by since the last
+     * Under LOCKS: what `t`'s counters grew by since the last
      * time, emitted for thread index `owner`, or folded into `serial`'s
      * totals when owner < 0. The owner may be growing its arrays
      * meanwhile: each is read once.
@@ -662,7 +689,8 @@ public final class Tracker {
         Tracker mine = CURRENT.get();
         CURRENT.set(MAKING);
         try {
-            synchronized (Tracker.class) {
+            lock();
+            try {
                 out = new long[256];
                 outSize = 0;
                 Thread[] owners = new Thread[allCount];
@@ -685,6 +713,8 @@ public final class Tracker {
                 clearFolded();
                 nodesDrained = nodeCount;
                 return result;
+            } finally {
+                LOCKS.locked = 0;
             }
         } finally {
             CURRENT.set(mine);
