@@ -28,30 +28,82 @@ fn calls_per_method(section: &CpuSection) -> HashMap<String, u64> {
     calls
 }
 
+/// The CPU TIME (ms) block of the profile at `path`.
+fn cpu_time_section(path: &Path, label: &str) -> CpuSection {
+    sections(path)
+        .into_iter()
+        .find_map(|s| match s {
+            Section::Cpu(cpu) if cpu.title == CpuTitle::TimeMs => Some(cpu),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{label}: no CPU TIME (ms) block in {}", path.display()))
+}
+
+/// Runs `main_class` under `-agentpath:<agent>=<options>` (plus `jvm_args`)
+/// in a fresh scratch dir; asserts exit 0 and no HPROF ERROR, and returns
+/// the scratch dir and stdout.
+fn run_timed(
+    jdk: &common::Jdk,
+    scratch: &str,
+    jvm_args: &[&str],
+    options: &str,
+    main_class: &str,
+) -> (std::path::PathBuf, String) {
+    let dir = common::scratch_dir(scratch);
+    let mut cmd = common::java_command(jdk, &dir);
+    cmd.args(jvm_args)
+        .arg(common::agentpath_arg(options))
+        .arg(main_class);
+    let out = common::run(&mut cmd);
+    let what = format!("{main_class} under {options} on {}", jdk.label);
+    common::assert_success(&out, &what);
+    let stderr = common::stderr_text(&out);
+    assert!(!stderr.contains("HPROF ERROR"), "{what}: {stderr}");
+    (dir, common::stdout_text(&out))
+}
+
+#[test]
+fn a_thread_is_still_timed_after_it_caught_a_stack_overflow() {
+    for jdk in common::jdks() {
+        let label = &jdk.label;
+        // An overflow inside the Tracker's own code used to leave the
+        // thread untimed for good in about half the runs: several runs of
+        // five overflows each.
+        for run in 0..4 {
+            let (dir, stdout) = run_timed(
+                &jdk,
+                &format!("cpu-times-overflow-{label}"),
+                &[],
+                "cpu=times,cutoff=0",
+                "Overflow",
+            );
+            assert!(stdout.contains("counter=5000"), "{label}: {stdout}");
+            let section = cpu_time_section(&dir.join("java.hprof.txt"), label);
+            assert_eq!(
+                calls_per_method(&section).get("Overflow.counted"),
+                Some(&5000),
+                "{label}, run {run}: counted() after the overflows"
+            );
+        }
+    }
+}
+
 #[test]
 fn call_counts_are_exact_and_the_sleeper_has_the_most_self_time() {
     for jdk in common::jdks() {
         let label = &jdk.label;
-        let dir = common::scratch_dir(&format!("cpu-times-{label}"));
-        let mut cmd = common::java_command(&jdk, &dir);
-        cmd.arg(common::agentpath_arg("cpu=times,cutoff=0"))
-            .arg("TimedCalls");
-        let out = common::run(&mut cmd);
-        common::assert_success(&out, &format!("TimedCalls under cpu=times on {label}"));
+        let (dir, stdout) = run_timed(
+            &jdk,
+            &format!("cpu-times-{label}"),
+            &[],
+            "cpu=times,cutoff=0",
+            "TimedCalls",
+        );
         assert!(
-            common::stdout_text(&out).contains(COUNTER_LINE),
+            stdout.contains(COUNTER_LINE),
             "{label}: the program's result changed"
         );
-        let stderr = common::stderr_text(&out);
-        assert!(!stderr.contains("HPROF ERROR"), "{label}: {stderr}");
-
-        let section = sections(&dir.join("java.hprof.txt"))
-            .into_iter()
-            .find_map(|s| match s {
-                Section::Cpu(cpu) if cpu.title == CpuTitle::TimeMs => Some(cpu),
-                _ => None,
-            })
-            .unwrap_or_else(|| panic!("{label}: no CPU TIME (ms) block"));
+        let section = cpu_time_section(&dir.join("java.hprof.txt"), label);
         let calls = calls_per_method(&section);
         assert_eq!(
             calls.get("TimedCalls.a"),
@@ -284,4 +336,107 @@ fn javac_compiling_the_jdk_compiler_module_writes_the_same_class_files_under_cpu
         }
     }
     assert!(compared > 1000, "only {compared} class files compared");
+}
+
+#[test]
+fn deep_traces_of_many_paths_fit_a_small_heap() {
+    for jdk in common::jdks() {
+        let label = &jdk.label;
+        // 8192 paths of 40 frames: at depth=200 every one is a trace of its
+        // own. Traces used to cost depth x 8 bytes each (the run thrashed
+        // the 32 MB heap for minutes); now a few bytes whatever the depth.
+        let (dir, stdout) = run_timed(
+            &jdk,
+            &format!("cpu-times-paths-{label}"),
+            &["-Xmx32m"],
+            "cpu=times,depth=200,cutoff=0",
+            "Paths",
+        );
+        assert!(stdout.contains("counter=8192"), "{label}: {stdout}");
+        let section = cpu_time_section(&dir.join("java.hprof.txt"), label);
+        assert_eq!(
+            calls_per_method(&section).get("Paths.leaf"),
+            Some(&8192),
+            "{label}: leaf()"
+        );
+        let leaf_traces = section
+            .rows
+            .iter()
+            .filter(|r| r.method.as_deref() == Some("Paths.leaf"))
+            .count();
+        assert_eq!(leaf_traces, 8192, "{label}: one trace per path");
+    }
+}
+
+#[test]
+fn an_error_inside_the_tracker_stops_timing_but_never_reaches_the_program() {
+    for jdk in common::jdks() {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("cpu-times-heap-full-{label}"));
+        let mut cmd = common::java_command(&jdk, &dir);
+        cmd.arg("-Xmx32m")
+            .arg(common::agentpath_arg("cpu=times,verbose=n"))
+            .arg("TimedHeapFull");
+        let out = common::run(&mut cmd);
+        // Alone, the program succeeds; the Tracker's OutOfMemoryError used
+        // to escape into it (or the JVM thrashed past the timeout).
+        common::assert_success(&out, &format!("TimedHeapFull under cpu=times on {label}"));
+        assert!(
+            common::stdout_text(&out).contains("pieces>0=true counter=8192"),
+            "{label}: {}",
+            common::describe(&out)
+        );
+        let stderr = common::stderr_text(&out);
+        let errors: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("HPROF ERROR"))
+            .collect();
+        assert_eq!(errors.len(), 1, "{label}: one error line: {stderr}");
+        assert!(
+            errors[0].contains("cpu=times stopped timing a thread")
+                && errors[0].contains("OutOfMemoryError"),
+            "{label}: {}",
+            errors[0]
+        );
+        cpu_time_section(&dir.join("java.hprof.txt"), label);
+    }
+}
+
+#[test]
+fn many_short_lived_threads_fit_a_small_heap_and_keep_exact_counts() {
+    for jdk in common::jdks() {
+        let label = &jdk.label;
+        let mut kinds = vec!["platform"];
+        if jdk.major >= 21 {
+            kinds.push("virtual");
+        }
+        for kind in kinds {
+            // 20,000 threads: each used to keep about 11.5 KB of timing
+            // state to the end (OutOfMemoryError at 48 MB); a finished
+            // thread's counts are now folded and its state dropped.
+            let dir = common::scratch_dir(&format!("cpu-times-threads-{kind}-{label}"));
+            let mut cmd = common::java_command(&jdk, &dir);
+            cmd.arg("-Xmx48m")
+                .arg(common::agentpath_arg("cpu=times,cutoff=0,verbose=n"))
+                .arg("ManyThreads")
+                .arg(kind);
+            let out = common::run(&mut cmd);
+            let what = format!("ManyThreads {kind} under cpu=times on {label}");
+            common::assert_success(&out, &what);
+            assert!(
+                common::stdout_text(&out).contains("calls=200000"),
+                "{what}: {}",
+                common::describe(&out)
+            );
+            assert!(
+                !common::stderr_text(&out).contains("HPROF ERROR"),
+                "{what}: {}",
+                common::describe(&out)
+            );
+            let section = cpu_time_section(&dir.join("java.hprof.txt"), label);
+            let calls = calls_per_method(&section);
+            assert_eq!(calls.get("ManyThreads.work"), Some(&200_000), "{what}");
+            assert_eq!(calls.get("ManyThreads.task"), Some(&20_000), "{what}");
+        }
+    }
 }

@@ -10,13 +10,27 @@
  * before each return instruction. Both do nothing until the agent engages
  * the tracker.
  *
- * Each thread keeps a shadow stack of the calls in progress and the costs
- * of completed calls per trace (the method and up to depth-1 callers,
- * method keys (class number << 32 | method number), innermost first). A
+ * Traces (the method and up to depth-1 callers, method keys (class number
+ * << 32 | method number)) are nodes of one tree shared by all threads: a
+ * node is (method, caller node), so a trace costs the same few bytes
+ * whatever the depth. Each thread keeps a shadow stack of the calls in
+ * progress and, per trace it ran, the costs of its completed calls. A
  * call's trace is found once, on entry, from its caller's trace through a
- * memo table; an exit only adds to that trace's counters. Counters only
- * grow; drain() reports what grew since the previous drain, so the owner
- * thread and the agent never write the same memory.
+ * per-thread memo table; an exit only adds to that trace's counters.
+ * Counters only grow; drain() reports what grew since the previous drain,
+ * so the owner thread and the agent never write the same memory.
+ *
+ * A finished thread's counts are folded into totals kept per thread serial
+ * and its state is dropped: by ended(serial) on the ending thread (the
+ * agent's ThreadEnd), or, for threads the agent never sees end (virtual
+ * threads), by a sweep of dead threads whenever the number of threads kept
+ * has doubled since the previous sweep.
+ *
+ * The tracker never throws into the program: a StackOverflowError (which
+ * can strike at any call, the program being deep already) is swallowed,
+ * and the state only changes in call-free steps after every call that can
+ * fail has returned, so it stays consistent; any other error stops the
+ * timing of that thread, and drain() reports the first one to the agent.
  *
  * What the agent must do:
  *  1. In Agent_OnLoad, put this class on the boot class path
@@ -31,9 +45,15 @@
  *     back to 0 at the start of VMDeath.
  *  4. On JVMTI ExceptionCatch, call caught(key) on the catching thread with
  *     the catching method's key: the calls above it ended by the exception.
- *  5. At each dump call drain() (returns {Thread[] threads, long[] data};
- *     data is, per trace with new completed calls: thread index, trace
- *     length n, n method keys, calls, self nanoseconds, total nanoseconds).
+ *  5. On JVMTI ThreadEnd, call ended(serial) on the ending thread.
+ *  6. At each dump call drain(), which returns
+ *     {Thread[] threads, long[] nodes, long[] data, String failure}:
+ *     nodes is the first new node's number, then (method key, caller node
+ *     or -1) per trace node made since the previous drain; data is, per
+ *     trace with new completed calls: owner, node, calls, self nanoseconds,
+ *     total nanoseconds, where owner >= 0 indexes threads and owner < 0
+ *     stands for the folded totals of thread serial -owner-1; failure is
+ *     the first error that stopped a thread's timing, or null.
  */
 package hprof_rs;
 
@@ -49,51 +69,99 @@ public final class Tracker {
      * System.nanoTime() twice. 0 until the agent starts it: then nanoTime().
      */
     private static volatile long now;
+    /** The first error that stopped a thread's timing. */
+    private static volatile Throwable failure;
 
     private static final ThreadLocal<Tracker> CURRENT = new ThreadLocal<>();
     /** Stands in for a thread's timing while it is being made, so that
      * instrumented code run meanwhile is not timed (and cannot recurse). */
-    private static final Tracker MAKING = new Tracker(null, 1);
-    /** Every thread's timing, for drain(); guarded by Tracker.class. */
+    private static final Tracker MAKING = new Tracker(null);
+
+    /**
+     * The lock guarding everything static below: a flag, not a monitor. A
+     * virtual thread blocked on a monitor unmounts (JDK 24+), and a carrier
+     * thread running timed scheduler code then waited on it for good; an
+     * unlock is a plain volatile write, which no error can skip.
+     */
+    private static final Tracker LOCKS = new Tracker(null);
+    private volatile int locked;
+    private static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<Tracker> LOCKED =
+            java.util.concurrent.atomic.AtomicIntegerFieldUpdater.newUpdater(Tracker.class, "locked");
+
+    // Everything static below is guarded by LOCKS (lock(); ...; LOCKS.locked = 0).
+
+    /** Live threads' timing, for drain(); each knows its slot. */
     private static Tracker[] all = new Tracker[16];
     private static int allCount;
+    /** Sweep dead threads when allCount reaches this. */
+    private static int sweepAt = 16;
+
+    // The trace tree: node -> method, caller node (-1: none), trace length.
+    private static long[] nodeMethod = new long[256];
+    private static int[] nodeCaller = new int[256];
+    private static int[] nodeLength = new int[256];
+    private static int[] nodeHash = new int[256];
+    private static int nodeCount;
+    /** Node by (caller, method); a slot holds node + 1, 0 = empty. */
+    private static int[] nodeIndex = new int[512];
+    /** Nodes drain() reported so far. */
+    private static int nodesDrained;
+    /** Scratch for trimming a trace to depth - 1 frames. */
+    private static long[] window = new long[16];
+
+    // Folded totals of finished threads: entry -> serial, node, counters.
+    private static int[] foldSerial;
+    private static int[] foldNode;
+    private static int[] foldHash;
+    private static long[] foldCalls;
+    private static long[] foldSelf;
+    private static long[] foldTotal;
+    private static int foldCount;
+    /** Entry by (serial, node); a slot holds entry + 1, 0 = empty. */
+    private static int[] foldIndex;
+
+    static {
+        MAKING.busy = true;
+        clearFolded();
+    }
 
     private final Thread thread;
     /** Set while this thread runs the tracker's own code (no re-entry). */
     private boolean busy;
+    /** Set when an error stopped this thread's timing: busy stays set. */
+    private boolean failed;
+    /** Index in `all`, -1 once folded (guarded by LOCKS). */
+    private int slot = -1;
 
     // The shadow stack.
-    private long[] stackMethod = new long[64];
-    private int[] stackTrace = new int[64];
-    private long[] stackStart = new long[64];
-    private long[] stackCallees = new long[64];
+    private long[] stackMethod = new long[16];
+    private int[] stackTrace = new int[16];
+    private long[] stackStart = new long[16];
+    private long[] stackCallees = new long[16];
     private int top;
 
-    // Traces: keys (depth slots each), length, counters, and what was drained.
-    private long[] traceKeys = new long[64 * 4];
-    private int[] traceLength = new int[64];
-    private long[] calls = new long[64];
-    private long[] selfNanos = new long[64];
-    private long[] totalNanos = new long[64];
-    // What drain() reported so far: grown and written by drain() only.
+    // This thread's traces: tree node and counters, and what was drained.
+    private int[] localNode = new int[16];
+    private int[] localHash = new int[16];
+    private long[] calls = new long[16];
+    private long[] selfNanos = new long[16];
+    private long[] totalNanos = new long[16];
+    // What drain() reported so far: grown and written under LOCKS.
     private long[] drainedCalls = new long[0];
     private long[] drainedSelf = new long[0];
     private long[] drainedTotal = new long[0];
     private int traceCount;
-    private final int traceDepth;
+    /** Trace by node; a slot holds trace + 1, 0 = empty. */
+    private int[] localIndex = new int[32];
 
     // Memo: (caller trace, method) -> trace, open addressing.
-    private int[] memoCaller = new int[256];
-    private long[] memoMethod = new long[256];
-    private int[] memoTrace = filled(256);
+    private int[] memoCaller = new int[32];
+    private long[] memoMethod = new long[32];
+    private int[] memoTrace = filled(32);
     private int memoCount;
 
-    // Trace index by key, open addressing (slot holds trace + 1, 0 = empty).
-    private int[] keyIndex = new int[256];
-
-    private Tracker(Thread thread, int traceDepth) {
+    private Tracker(Thread thread) {
         this.thread = thread;
-        this.traceDepth = traceDepth;
     }
 
     private static int[] filled(int n) {
@@ -102,21 +170,24 @@ public final class Tracker {
         return a;
     }
 
-    static {
-        MAKING.busy = true;
+    /** Takes the lock; the caller releases it (LOCKS.locked = 0) in a finally. */
+    private static void lock() {
+        while (!LOCKED.compareAndSet(LOCKS, 0, 1)) {
+            Thread.yield();
+        }
     }
 
     private static Tracker current() {
         Tracker t = CURRENT.get();
         if (t == null) {
             CURRENT.set(MAKING);
-            t = new Tracker(Thread.currentThread(), Math.max(1, depth));
-            CURRENT.set(t);
-            synchronized (Tracker.class) {
-                if (allCount == all.length) {
-                    all = java.util.Arrays.copyOf(all, allCount * 2);
-                }
-                all[allCount++] = t;
+            try {
+                Tracker made = new Tracker(Thread.currentThread());
+                list(made);
+                t = made;
+            } finally {
+                // On an error, null: the thread is tried again later.
+                CURRENT.set(t);
             }
         }
         return t;
@@ -125,11 +196,20 @@ public final class Tracker {
     /** Called on entry to method number {@code mnum} of class number {@code cnum}. */
     public static void CallSite(int cnum, int mnum) {
         if (engaged != 0) {
-            Tracker t = current();
-            if (!t.busy) {
-                t.busy = true;
-                t.enter(((long) cnum << 32) | (mnum & 0xFFFFFFFFL), clock());
-                t.busy = false;
+            try {
+                Tracker t = current();
+                if (!t.busy) {
+                    t.busy = true;
+                    try {
+                        t.enter(((long) cnum << 32) | (mnum & 0xFFFFFFFFL), clock());
+                    } catch (Throwable e) {
+                        t.failed |= stops(e);
+                    } finally {
+                        t.busy = t.failed;
+                    }
+                }
+            } catch (Throwable e) {
+                // Never into the program (see the class comment).
             }
         }
     }
@@ -137,13 +217,37 @@ public final class Tracker {
     /** Called before each return of method number {@code mnum} of class number {@code cnum}. */
     public static void ReturnSite(int cnum, int mnum) {
         if (engaged != 0) {
-            Tracker t = current();
-            if (!t.busy) {
-                t.busy = true;
-                t.exit(((long) cnum << 32) | (mnum & 0xFFFFFFFFL), clock());
-                t.busy = false;
+            try {
+                Tracker t = current();
+                if (!t.busy) {
+                    t.busy = true;
+                    try {
+                        t.exit(((long) cnum << 32) | (mnum & 0xFFFFFFFFL), clock());
+                    } catch (Throwable e) {
+                        t.failed |= stops(e);
+                    } finally {
+                        t.busy = t.failed;
+                    }
+                }
+            } catch (Throwable e) {
+                // Never into the program (see the class comment).
             }
         }
+    }
+
+    /**
+     * Whether error `e`, caught inside the tracker, stops the thread's
+     * timing: all but a StackOverflowError, which leaves the state
+     * consistent. Remembers the first. No calls: the stack may be full.
+     */
+    private static boolean stops(Throwable e) {
+        if (e instanceof StackOverflowError) {
+            return false;
+        }
+        if (failure == null) {
+            failure = e;
+        }
+        return true;
     }
 
     /** Called by the agent (ExceptionCatch): the calls above `key`'s innermost activation ended. */
@@ -153,37 +257,75 @@ public final class Tracker {
             return;
         }
         t.busy = true;
-        long time = clock();
-        for (int i = t.top - 1; i >= 0; i--) {
-            if (t.stackMethod[i] == key) {
-                while (t.top > i + 1) {
-                    t.pop(time);
+        try {
+            long time = clock();
+            for (int i = t.top - 1; i >= 0; i--) {
+                if (t.stackMethod[i] == key) {
+                    while (t.top > i + 1) {
+                        t.pop(time);
+                    }
+                    break;
                 }
-                break;
             }
+        } catch (Throwable e) {
+            t.failed |= stops(e);
+        } finally {
+            t.busy = t.failed;
         }
-        t.busy = false;
+    }
+
+    /**
+     * Called by the agent (ThreadEnd) on the ending thread: its counts join
+     * the folded totals of thread serial `serial` and its state is dropped.
+     */
+    private static void ended(int serial) {
+        Tracker t = CURRENT.get();
+        if (t == null || t == MAKING) {
+            return;
+        }
+        t.busy = true;
+        try {
+            lock();
+            try {
+                if (t.slot >= 0) {
+                    fold(t, serial);
+                }
+            } finally {
+                LOCKS.locked = 0;
+            }
+        } catch (Throwable e) {
+            stops(e);
+        }
     }
 
     private void enter(long method, long time) {
         int caller = top == 0 ? -1 : stackTrace[top - 1];
         int trace = memoGet(caller, method);
         if (trace < 0) {
-            trace = traceFor(caller, method);
+            trace = localTrace(node(caller < 0 ? -1 : localNode[caller], method));
             memoPut(caller, method, trace);
         }
         if (top == stackMethod.length) {
-            int n = top * 2;
-            stackMethod = java.util.Arrays.copyOf(stackMethod, n);
-            stackTrace = java.util.Arrays.copyOf(stackTrace, n);
-            stackStart = java.util.Arrays.copyOf(stackStart, n);
-            stackCallees = java.util.Arrays.copyOf(stackCallees, n);
+            growStack();
         }
         stackMethod[top] = method;
         stackTrace[top] = trace;
         stackStart[top] = time;
         stackCallees[top] = 0;
         top++;
+    }
+
+    /** Doubles the shadow stack: copies first, then switches in one go. */
+    private void growStack() {
+        int n = top * 2;
+        long[] method = java.util.Arrays.copyOf(stackMethod, n);
+        int[] trace = java.util.Arrays.copyOf(stackTrace, n);
+        long[] start = java.util.Arrays.copyOf(stackStart, n);
+        long[] callees = java.util.Arrays.copyOf(stackCallees, n);
+        stackTrace = trace;
+        stackStart = start;
+        stackCallees = callees;
+        stackMethod = method;
     }
 
     private void exit(long method, long time) {
@@ -204,15 +346,25 @@ public final class Tracker {
     }
 
     private void pop(long time) {
-        top--;
-        long total = Math.max(0, time - stackStart[top]);
-        if (top > 0) {
-            stackCallees[top - 1] += total;
+        // No calls here: an error (a StackOverflowError can strike at any
+        // call) must not leave a call popped but uncounted.
+        int at = top - 1;
+        long total = time - stackStart[at];
+        if (total < 0) {
+            total = 0;
         }
-        int trace = stackTrace[top];
+        long self = total - stackCallees[at];
+        if (self < 0) {
+            self = 0;
+        }
+        int trace = stackTrace[at];
         calls[trace]++;
-        selfNanos[trace] += Math.max(0, total - stackCallees[top]);
+        selfNanos[trace] += self;
         totalNanos[trace] += total;
+        if (at > 0) {
+            stackCallees[at - 1] += total;
+        }
+        top = at;
     }
 
     private static long clock() {
@@ -240,160 +392,332 @@ public final class Tracker {
 
     private void memoPut(int caller, long method, int trace) {
         if (2 * (memoCount + 1) > memoCaller.length) {
-            int[] oldCaller = memoCaller;
-            long[] oldMethod = memoMethod;
-            int[] oldTrace = memoTrace;
-            memoCaller = new int[oldCaller.length * 2];
-            memoMethod = new long[oldCaller.length * 2];
-            memoTrace = filled(oldCaller.length * 2);
-            memoCount = 0;
-            for (int i = 0; i < oldCaller.length; i++) {
-                if (oldTrace[i] >= 0) {
-                    memoPut(oldCaller[i], oldMethod[i], oldTrace[i]);
+            int n = memoCaller.length * 2;
+            int[] newCaller = new int[n];
+            long[] newMethod = new long[n];
+            int[] newTrace = filled(n);
+            for (int i = 0; i < memoCaller.length; i++) {
+                if (memoTrace[i] >= 0) {
+                    memoInsert(newCaller, newMethod, newTrace, memoCaller[i], memoMethod[i], memoTrace[i]);
                 }
             }
+            memoCaller = newCaller;
+            memoMethod = newMethod;
+            memoTrace = newTrace;
         }
-        int mask = memoCaller.length - 1;
-        int i = mix(method * 31 + caller) & mask;
-        while (memoTrace[i] >= 0) {
-            i = (i + 1) & mask;
-        }
-        memoCaller[i] = caller;
-        memoMethod[i] = method;
-        memoTrace[i] = trace;
+        memoInsert(memoCaller, memoMethod, memoTrace, caller, method, trace);
         memoCount++;
     }
 
-    /** The trace of `method` called from trace `caller` (-1: none), found or made. */
-    private int traceFor(int caller, long method) {
-        int d = traceDepth;
-        long[] key = new long[d];
-        key[0] = method;
-        int length = 1;
-        if (caller >= 0) {
-            int outer = traceLength[caller];
-            for (int i = 0; i < outer && length < d; i++) {
-                key[length++] = traceKeys[caller * d + i];
-            }
+    private static void memoInsert(int[] callers, long[] methods, int[] traces, int caller, long method, int trace) {
+        int mask = callers.length - 1;
+        int i = mix(method * 31 + caller) & mask;
+        while (traces[i] >= 0) {
+            i = (i + 1) & mask;
         }
-        long h = length;
-        for (int i = 0; i < length; i++) {
-            h = h * 31 + key[i];
+        callers[i] = caller;
+        methods[i] = method;
+        traces[i] = trace;
+    }
+
+    /** An index of `count` entries with hashes `hashes`, `size` slots. */
+    private static int[] reindex(int[] hashes, int count, int size) {
+        int[] index = new int[size];
+        for (int e = 0; e < count; e++) {
+            index[freeSlot(index, hashes[e])] = e + 1;
         }
-        int mask = keyIndex.length - 1;
-        int slot = mix(h) & mask;
-        while (keyIndex[slot] != 0) {
-            int t = keyIndex[slot] - 1;
-            if (sameKey(t, key, length)) {
-                return t;
-            }
+        return index;
+    }
+
+    private static int freeSlot(int[] index, int hash) {
+        int mask = index.length - 1;
+        int slot = hash & mask;
+        while (index[slot] != 0) {
             slot = (slot + 1) & mask;
         }
-        int trace = traceCount++;
-        if (trace == traceLength.length) {
+        return slot;
+    }
+
+    /** This thread's trace for tree node `node`, found or made. */
+    private int localTrace(int node) {
+        int hash = mix(node);
+        int mask = localIndex.length - 1;
+        for (int slot = hash & mask, e; (e = localIndex[slot]) != 0; slot = (slot + 1) & mask) {
+            if (localNode[e - 1] == node) {
+                return e - 1;
+            }
+        }
+        int trace = traceCount;
+        if (trace == localNode.length) {
             int n = trace * 2;
-            traceKeys = java.util.Arrays.copyOf(traceKeys, n * d);
-            traceLength = java.util.Arrays.copyOf(traceLength, n);
-            calls = java.util.Arrays.copyOf(calls, n);
-            selfNanos = java.util.Arrays.copyOf(selfNanos, n);
-            totalNanos = java.util.Arrays.copyOf(totalNanos, n);
+            int[] newNode = java.util.Arrays.copyOf(localNode, n);
+            int[] newHash = java.util.Arrays.copyOf(localHash, n);
+            long[] newCalls = java.util.Arrays.copyOf(calls, n);
+            long[] newSelf = java.util.Arrays.copyOf(selfNanos, n);
+            long[] newTotal = java.util.Arrays.copyOf(totalNanos, n);
+            calls = newCalls;
+            selfNanos = newSelf;
+            totalNanos = newTotal;
+            localHash = newHash;
+            localNode = newNode;
         }
-        if (traceKeys.length < traceLength.length * d) {
-            traceKeys = java.util.Arrays.copyOf(traceKeys, traceLength.length * d);
+        int[] index = localIndex;
+        if (2 * (trace + 1) > index.length) {
+            index = reindex(localHash, trace, index.length * 2);
         }
-        System.arraycopy(key, 0, traceKeys, trace * d, length);
-        traceLength[trace] = length;
-        keyIndex[slot] = trace + 1;
-        if (2 * traceCount > keyIndex.length) {
-            rehashKeys();
-        }
+        int slot = freeSlot(index, hash);
+        localNode[trace] = node;
+        localHash[trace] = hash;
+        index[slot] = trace + 1;
+        localIndex = index;
+        traceCount = trace + 1;
         return trace;
     }
 
-    private boolean sameKey(int trace, long[] key, int length) {
-        if (traceLength[trace] != length) {
-            return false;
-        }
-        for (int i = 0; i < length; i++) {
-            if (traceKeys[trace * traceDepth + i] != key[i]) {
-                return false;
+    /** The tree node of `method` called from node `caller` (-1: none), trimmed to `depth` frames. */
+    private static int node(int caller, long method) {
+        lock();
+        try {
+            int d = depth < 1 ? 1 : depth;
+            int parent = caller;
+            if (caller >= 0 && nodeLength[caller] >= d) {
+                parent = innermost(caller, d - 1);
             }
+            return intern(parent, method);
+        } finally {
+            LOCKS.locked = 0;
         }
-        return true;
     }
 
-    private void rehashKeys() {
-        keyIndex = new int[keyIndex.length * 2];
-        int mask = keyIndex.length - 1;
-        for (int t = 0; t < traceCount; t++) {
-            long h = traceLength[t];
-            for (int i = 0; i < traceLength[t]; i++) {
-                h = h * 31 + traceKeys[t * traceDepth + i];
-            }
-            int slot = mix(h) & mask;
-            while (keyIndex[slot] != 0) {
-                slot = (slot + 1) & mask;
-            }
-            keyIndex[slot] = t + 1;
+    /** The node of the `keep` innermost frames of node `node`'s trace. */
+    private static int innermost(int node, int keep) {
+        if (window.length < keep) {
+            window = new long[keep];
         }
+        long[] methods = window;
+        for (int i = 0, n = node; i < keep; i++, n = nodeCaller[n]) {
+            methods[i] = nodeMethod[n];
+        }
+        int inner = -1;
+        for (int i = keep - 1; i >= 0; i--) {
+            inner = intern(inner, methods[i]);
+        }
+        return inner;
+    }
+
+    /** The node (caller, method), found or made. */
+    private static int intern(int caller, long method) {
+        int hash = mix(method * 31 + caller);
+        int mask = nodeIndex.length - 1;
+        for (int slot = hash & mask, e; (e = nodeIndex[slot]) != 0; slot = (slot + 1) & mask) {
+            if (nodeCaller[e - 1] == caller && nodeMethod[e - 1] == method) {
+                return e - 1;
+            }
+        }
+        int node = nodeCount;
+        if (node == nodeMethod.length) {
+            int n = node * 2;
+            long[] newMethod = java.util.Arrays.copyOf(nodeMethod, n);
+            int[] newCaller = java.util.Arrays.copyOf(nodeCaller, n);
+            int[] newLength = java.util.Arrays.copyOf(nodeLength, n);
+            int[] newHash = java.util.Arrays.copyOf(nodeHash, n);
+            nodeCaller = newCaller;
+            nodeLength = newLength;
+            nodeHash = newHash;
+            nodeMethod = newMethod;
+        }
+        int[] index = nodeIndex;
+        if (2 * (node + 1) > index.length) {
+            index = reindex(nodeHash, node, index.length * 2);
+        }
+        int slot = freeSlot(index, hash);
+        nodeMethod[node] = method;
+        nodeCaller[node] = caller;
+        nodeLength[node] = caller < 0 ? 1 : nodeLength[caller] + 1;
+        nodeHash[node] = hash;
+        index[slot] = node + 1;
+        nodeIndex = index;
+        nodeCount = node + 1;
+        return node;
+    }
+
+    /** Under LOCKS: `t` joins `all`, after a sweep when it has doubled. */
+    private static void list(Tracker t) {
+        lock();
+        try {
+            if (allCount >= sweepAt) {
+                for (int i = allCount - 1; i >= 0; i--) {
+                    Tracker old = all[i];
+                    if (!old.thread.isAlive()) {
+                        fold(old, 0);
+                    }
+                }
+                sweepAt = Math.max(16, 2 * allCount);
+            }
+            if (allCount == all.length) {
+                all = java.util.Arrays.copyOf(all, allCount * 2);
+            }
+            t.slot = allCount;
+            all[allCount++] = t;
+        } finally {
+            LOCKS.locked = 0;
+        }
+    }
+
+    /** Under LOCKS: `t`'s undrained counts join serial's folded totals; `t` leaves `all`. */
+    private static void fold(Tracker t, int serial) {
+        collect(t, -1, serial);
+        Tracker last = all[allCount - 1];
+        all[t.slot] = last;
+        last.slot = t.slot;
+        all[--allCount] = null;
+        t.slot = -1;
+    }
+
+    private static void clearFolded() {
+        foldSerial = new int[16];
+        foldNode = new int[16];
+        foldHash = new int[16];
+        foldCalls = new long[16];
+        foldSelf = new long[16];
+        foldTotal = new long[16];
+        foldIndex = new int[32];
+        foldCount = 0;
+    }
+
+    /** Under LOCKS: adds to the folded totals of (serial, node). */
+    private static void addFolded(int serial, int node, long c, long s, long total) {
+        int hash = mix(((long) serial << 32) | node);
+        int mask = foldIndex.length - 1;
+        int e;
+        for (int slot = hash & mask; (e = foldIndex[slot]) != 0; slot = (slot + 1) & mask) {
+            if (foldSerial[e - 1] == serial && foldNode[e - 1] == node) {
+                break;
+            }
+        }
+        if (e == 0) {
+            e = foldCount + 1;
+            if (foldCount == foldSerial.length) {
+                int n = foldCount * 2;
+                int[] newSerial = java.util.Arrays.copyOf(foldSerial, n);
+                int[] newNode = java.util.Arrays.copyOf(foldNode, n);
+                int[] newHash = java.util.Arrays.copyOf(foldHash, n);
+                long[] newCalls = java.util.Arrays.copyOf(foldCalls, n);
+                long[] newSelf = java.util.Arrays.copyOf(foldSelf, n);
+                long[] newTotal = java.util.Arrays.copyOf(foldTotal, n);
+                foldNode = newNode;
+                foldHash = newHash;
+                foldCalls = newCalls;
+                foldSelf = newSelf;
+                foldTotal = newTotal;
+                foldSerial = newSerial;
+            }
+            int[] index = foldIndex;
+            if (2 * (foldCount + 1) > index.length) {
+                index = reindex(foldHash, foldCount, index.length * 2);
+            }
+            index[freeSlot(index, hash)] = e;
+            foldSerial[e - 1] = serial;
+            foldNode[e - 1] = node;
+            foldHash[e - 1] = hash;
+            foldIndex = index;
+            foldCount = e;
+        }
+        foldCalls[e - 1] += c;
+        foldSelf[e - 1] += s;
+        foldTotal[e - 1] += total;
+    }
+
+    // drain()'s output, under LOCKS.
+    private static long[] out;
+    private static int outSize;
+
+    private static void emit(int owner, int node, long c, long s, long total) {
+        if (outSize + 5 > out.length) {
+            out = java.util.Arrays.copyOf(out, out.length * 2);
+        }
+        out[outSize] = owner;
+        out[outSize + 1] = node;
+        out[outSize + 2] = c;
+        out[outSize + 3] = s;
+        out[outSize + 4] = total;
+        outSize += 5;
     }
 
     /**
-     * Called by the agent at a dump: {Thread[] threads, long[] data} with,
-     * per trace with calls completed since the previous drain: thread index,
-     * length n, n method keys, calls, self ns, total ns.
+     * Under LOCKS: what `t`'s counters grew by since the last
+     * time, emitted for thread index `owner`, or folded into `serial`'s
+     * totals when owner < 0. The owner may be growing its arrays
+     * meanwhile: each is read once.
      */
+    private static void collect(Tracker t, int owner, int serial) {
+        long[] c = t.calls;
+        long[] s = t.selfNanos;
+        long[] total = t.totalNanos;
+        int[] nodes = t.localNode;
+        int count = Math.min(t.traceCount, Math.min(c.length, Math.min(s.length, Math.min(total.length, nodes.length))));
+        if (t.drainedCalls.length < count) {
+            long[] newCalls = java.util.Arrays.copyOf(t.drainedCalls, count);
+            long[] newSelf = java.util.Arrays.copyOf(t.drainedSelf, count);
+            long[] newTotal = java.util.Arrays.copyOf(t.drainedTotal, count);
+            t.drainedSelf = newSelf;
+            t.drainedTotal = newTotal;
+            t.drainedCalls = newCalls;
+        }
+        for (int trace = 0; trace < count; trace++) {
+            long nowCalls = c[trace];
+            long newCalls = nowCalls - t.drainedCalls[trace];
+            if (newCalls <= 0) {
+                continue;
+            }
+            long nowSelf = s[trace];
+            long nowTotal = total[trace];
+            if (owner < 0) {
+                addFolded(serial, nodes[trace], newCalls, nowSelf - t.drainedSelf[trace], nowTotal - t.drainedTotal[trace]);
+            } else {
+                emit(owner, nodes[trace], newCalls, nowSelf - t.drainedSelf[trace], nowTotal - t.drainedTotal[trace]);
+            }
+            t.drainedCalls[trace] = nowCalls;
+            t.drainedSelf[trace] = nowSelf;
+            t.drainedTotal[trace] = nowTotal;
+        }
+    }
+
+    /** Called by the agent at a dump: see the class comment for what it returns. */
     private static Object[] drain() {
-        Tracker[] threads;
-        synchronized (Tracker.class) {
-            threads = java.util.Arrays.copyOf(all, allCount);
-        }
-        long[] data = new long[256];
-        int size = 0;
-        for (int ti = 0; ti < threads.length; ti++) {
-            Tracker t = threads[ti];
-            // The owner may grow its arrays meanwhile: read each once.
-            long[] calls = t.calls;
-            long[] selfNanos = t.selfNanos;
-            long[] totalNanos = t.totalNanos;
-            long[] traceKeys = t.traceKeys;
-            int[] traceLength = t.traceLength;
-            int count = Math.min(t.traceCount, Math.min(calls.length, Math.min(selfNanos.length, totalNanos.length)));
-            count = Math.min(count, Math.min(traceLength.length, traceKeys.length / t.traceDepth));
-            if (t.drainedCalls.length < count) {
-                t.drainedCalls = java.util.Arrays.copyOf(t.drainedCalls, count);
-                t.drainedSelf = java.util.Arrays.copyOf(t.drainedSelf, count);
-                t.drainedTotal = java.util.Arrays.copyOf(t.drainedTotal, count);
+        // Code run from here (a virtual thread's isAlive()) is not timed.
+        Tracker mine = CURRENT.get();
+        CURRENT.set(MAKING);
+        try {
+            lock();
+            try {
+                out = new long[256];
+                outSize = 0;
+                Thread[] owners = new Thread[allCount];
+                for (int i = 0; i < allCount; i++) {
+                    owners[i] = all[i].thread;
+                    collect(all[i], i, 0);
+                }
+                for (int e = 0; e < foldCount; e++) {
+                    emit(-1 - foldSerial[e], foldNode[e], foldCalls[e], foldSelf[e], foldTotal[e]);
+                }
+                long[] nodes = new long[1 + 2 * (nodeCount - nodesDrained)];
+                nodes[0] = nodesDrained;
+                for (int n = nodesDrained, at = 1; n < nodeCount; n++, at += 2) {
+                    nodes[at] = nodeMethod[n];
+                    nodes[at + 1] = nodeCaller[n];
+                }
+                Throwable first = failure;
+                Object[] result = {owners, nodes, java.util.Arrays.copyOf(out, outSize), first == null ? null : first.toString()};
+                out = null;
+                clearFolded();
+                nodesDrained = nodeCount;
+                return result;
+            } finally {
+                LOCKS.locked = 0;
             }
-            for (int trace = 0; trace < count; trace++) {
-                long c = calls[trace];
-                long newCalls = c - t.drainedCalls[trace];
-                if (newCalls <= 0) {
-                    continue;
-                }
-                long s = selfNanos[trace];
-                long total = totalNanos[trace];
-                int n = traceLength[trace];
-                if (size + n + 5 > data.length) {
-                    data = java.util.Arrays.copyOf(data, Math.max(data.length * 2, size + n + 5));
-                }
-                data[size++] = ti;
-                data[size++] = n;
-                for (int i = 0; i < n; i++) {
-                    data[size++] = traceKeys[trace * t.traceDepth + i];
-                }
-                data[size++] = newCalls;
-                data[size++] = s - t.drainedSelf[trace];
-                data[size++] = total - t.drainedTotal[trace];
-                t.drainedCalls[trace] = c;
-                t.drainedSelf[trace] = s;
-                t.drainedTotal[trace] = total;
-            }
+        } finally {
+            CURRENT.set(mine);
         }
-        Thread[] owners = new Thread[threads.length];
-        for (int i = 0; i < threads.length; i++) {
-            owners[i] = threads[i].thread;
-        }
-        return new Object[] {owners, java.util.Arrays.copyOf(data, size)};
     }
 }

@@ -424,6 +424,14 @@ impl Profiler {
         }
         // A thread never registered had no THREAD START: no THREAD END either.
         let serial = jvm::thread_value(&env, thread) as u32;
+        if let (Some(timing), Some(jni)) = (&self.timing, jni) {
+            // Runs Java code (whose allocations may call back into the
+            // agent): not under the model lock. Without thread=y all
+            // finished threads' traces are kept together.
+            drop(model);
+            timing.thread_ended(jni, if self.traces.per_thread { serial } else { 0 });
+            model = self.model.lock();
+        }
         if serial != 0 && model.threads.end(serial) && !self.options.cpu_old {
             let bytes = self.emitter.thread_end(serial);
             drop(model);

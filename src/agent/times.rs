@@ -51,6 +51,7 @@ struct TrackerHandles {
     clock: usize,
     drain: usize,
     caught: usize,
+    ended: usize,
 }
 
 /// State of the timing collector.
@@ -63,6 +64,11 @@ pub struct MethodTiming {
     /// jmethodID -> method key, for ExceptionCatch.
     by_method_id: Mutex<HashMap<u64, Option<u64>>>,
     tracker: Mutex<Option<TrackerHandles>>,
+    /// The Tracker's trace tree as drained so far: per node, its method key
+    /// and its caller node (negative: none).
+    nodes: Mutex<Vec<(u64, i64)>>,
+    /// Set once the Tracker's first failure has been reported.
+    failure_reported: std::sync::atomic::AtomicBool,
     clock_stop: std::sync::atomic::AtomicBool,
     clock_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -76,6 +82,8 @@ impl MethodTiming {
             classes: Mutex::default(),
             by_method_id: Mutex::default(),
             tracker: Mutex::new(None),
+            nodes: Mutex::default(),
+            failure_reported: std::sync::atomic::AtomicBool::new(false),
             clock_stop: std::sync::atomic::AtomicBool::new(false),
             clock_thread: Mutex::new(None),
         }
@@ -120,6 +128,7 @@ impl MethodTiming {
                 drain: method(bci::TRACKER_DRAIN).ok_or_else(|| missing("drain method"))? as usize,
                 caught: method(bci::TRACKER_CAUGHT).ok_or_else(|| missing("caught method"))?
                     as usize,
+                ended: method(bci::TRACKER_ENDED).ok_or_else(|| missing("ended method"))? as usize,
             }
         };
         *self.tracker.lock() = Some(handles);
@@ -253,16 +262,36 @@ impl MethodTiming {
         clear_exception(jni);
     }
 
+    /// ThreadEnd, on the ending thread: the Tracker folds the thread's
+    /// counts into the totals of `serial` and drops its state.
+    pub fn thread_ended(&self, jni: &JniEnv, serial: u32) {
+        let Some(handles) = *self.tracker.lock() else {
+            return;
+        };
+        // SAFETY: `ended` is Tracker.ended(int), a static void method of the
+        // class `handles.class` refers to.
+        unsafe {
+            jni.call_static_void_method(
+                handles.class as jni::jclass,
+                handles.ended as jni::jmethodID,
+                &[jni::jvalue {
+                    i: serial.min(i32::MAX as u32) as i32,
+                }],
+            );
+        }
+        clear_exception(jni);
+    }
+
     /// Every thread's costs since the last call, read from the Tracker:
     /// (thread serial, method keys of the trace innermost first, costs).
     pub fn take_costs(&self, env: &Jvmti, jni: &JniEnv) -> Vec<(u32, Vec<u64>, CallCosts)> {
         let Some(handles) = *self.tracker.lock() else {
             return Vec::new();
         };
-        // SAFETY: `drain` is Tracker.drain(), returning {Thread[], long[]};
-        // every reference read below is checked for null, and exceptions are
-        // cleared.
-        let (threads, data) = unsafe {
+        // SAFETY: `drain` is Tracker.drain(), returning {Thread[], long[],
+        // long[], String}; every reference read below is checked for null,
+        // and exceptions are cleared.
+        let (serials, new_nodes, data, failure) = unsafe {
             let result = jni.call_static_object_method(
                 handles.class as jni::jclass,
                 handles.drain as jni::jmethodID,
@@ -272,12 +301,17 @@ impl MethodTiming {
                 return Vec::new();
             }
             let threads = jni.get_object_array_element(result, 0);
-            let longs = jni.get_object_array_element(result, 1);
-            if threads.is_null() || longs.is_null() {
+            let new_nodes = jni.get_object_array_element(result, 1);
+            let longs = jni.get_object_array_element(result, 2);
+            let failure = jni.get_object_array_element(result, 3);
+            if threads.is_null() || new_nodes.is_null() || longs.is_null() {
                 return Vec::new();
             }
-            let mut data = vec![0i64; jni.get_array_length(longs).max(0) as usize];
-            jni.get_long_array_region(longs, 0, data.len() as i32, &mut data);
+            let read_longs = |array: jni::jobject| {
+                let mut values = vec![0i64; jni.get_array_length(array).max(0) as usize];
+                jni.get_long_array_region(array, 0, values.len() as i32, &mut values);
+                values
+            };
             let count = jni.get_array_length(threads).max(0);
             let serials: Vec<u32> = (0..count)
                 .map(|i| {
@@ -287,10 +321,54 @@ impl MethodTiming {
                     serial
                 })
                 .collect();
-            (serials, data)
+            let failure = (!failure.is_null())
+                .then(|| jni.get_string_utf(failure))
+                .flatten();
+            (serials, read_longs(new_nodes), read_longs(longs), failure)
         };
-        parse_costs(&threads, &data)
+        if let Some(why) = failure {
+            if !self
+                .failure_reported
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
+                eprintln!(
+                    "HPROF ERROR: cpu=times stopped timing a thread after an error in the profiler's \
+                     Tracker ({why}); the program continues, that thread's later calls are not counted"
+                );
+            }
+        }
+        let mut nodes = self.nodes.lock();
+        add_nodes(&mut nodes, &new_nodes);
+        parse_costs(&serials, &nodes, self.depth, &data)
     }
+}
+
+/// Appends the Tracker's new trace nodes (first node number, then method
+/// key and caller node per node) to `nodes`; ignored unless they continue
+/// it.
+fn add_nodes(nodes: &mut Vec<(u64, i64)>, new_nodes: &[i64]) {
+    let Some((&first, pairs)) = new_nodes.split_first() else {
+        return;
+    };
+    if first != nodes.len() as i64 {
+        return;
+    }
+    nodes.extend(pairs.chunks_exact(2).map(|p| (p[0] as u64, p[1])));
+}
+
+/// The method keys of node `node`'s trace, innermost first (at most
+/// `depth`: a malformed caller chain cannot loop).
+fn trace_keys(nodes: &[(u64, i64)], node: i64, depth: u32) -> Vec<u64> {
+    let mut keys = Vec::new();
+    let mut at = node;
+    while let Some(&(key, caller)) = usize::try_from(at).ok().and_then(|i| nodes.get(i)) {
+        if keys.len() >= depth as usize {
+            break;
+        }
+        keys.push(key);
+        at = caller;
+    }
+    keys
 }
 
 /// Classes the Tracker's own code runs (thread-locals, arrays, the clock):
@@ -307,30 +385,35 @@ fn is_tracker_dependency(name: &str) -> bool {
     PREFIXES.iter().any(|prefix| name.starts_with(prefix))
 }
 
-/// Decodes the Tracker's drain() data: per trace, thread index, length n,
-/// n method keys, calls, self ns, total ns.
-fn parse_costs(thread_serials: &[u32], data: &[i64]) -> Vec<(u32, Vec<u64>, CallCosts)> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at + 2 <= data.len() {
-        let (thread, n) = (data[at] as usize, data[at + 1].max(0) as usize);
-        let Some(rest) = data.get(at + 2..at + 2 + n + 3) else {
-            break;
-        };
-        let keys = rest[..n].iter().map(|&k| k as u64).collect();
-        let costs = CallCosts {
-            count: rest[n] as u64,
-            self_time: rest[n + 1] as u64,
-            total_time: rest[n + 2] as u64,
-        };
-        out.push((
-            thread_serials.get(thread).copied().unwrap_or(0),
-            keys,
-            costs,
-        ));
-        at += 2 + n + 3;
-    }
-    out
+/// Decodes the Tracker's drain() data: per trace, owner (a thread index,
+/// or -serial-1 for the folded totals of a finished thread), tree node,
+/// calls, self ns, total ns.
+fn parse_costs(
+    thread_serials: &[u32],
+    nodes: &[(u64, i64)],
+    depth: u32,
+    data: &[i64],
+) -> Vec<(u32, Vec<u64>, CallCosts)> {
+    data.chunks_exact(5)
+        .map(|record| {
+            let owner = record[0];
+            let serial = if owner < 0 {
+                u32::try_from(-(owner + 1)).unwrap_or(0)
+            } else {
+                usize::try_from(owner)
+                    .ok()
+                    .and_then(|i| thread_serials.get(i))
+                    .copied()
+                    .unwrap_or(0)
+            };
+            let costs = CallCosts {
+                count: record[2] as u64,
+                self_time: record[3] as u64,
+                total_time: record[4] as u64,
+            };
+            (serial, trace_keys(nodes, record[1], depth), costs)
+        })
+        .collect()
 }
 
 /// Monotonic nanoseconds: the same clock as System.nanoTime() on Linux, so
@@ -371,8 +454,18 @@ mod tests {
 
     #[test]
     fn drained_data_decodes_per_trace() {
-        let data = [0, 2, 7, 9, 5, 100, 300, 1, 1, 8, 1, 10, 10];
-        let costs = parse_costs(&[200_001, 200_002], &data);
+        // Nodes: 0 = key 9 (outermost), 1 = key 7 called from 0, 2 = key 8.
+        let mut nodes = Vec::new();
+        add_nodes(&mut nodes, &[0, 9, -1, 7, 0]);
+        add_nodes(&mut nodes, &[5, 1, -1]);
+        assert_eq!(
+            nodes.len(),
+            2,
+            "nodes that do not continue the tree are ignored"
+        );
+        add_nodes(&mut nodes, &[2, 8, -1]);
+        let data = [0, 1, 5, 100, 300, -200_003, 2, 1, 10, 10];
+        let costs = parse_costs(&[200_001, 200_002], &nodes, 4, &data);
         assert_eq!(costs.len(), 2);
         assert_eq!(
             costs[0],
@@ -399,8 +492,9 @@ mod tests {
             )
         );
         assert!(
-            parse_costs(&[], &[0, 5, 1]).is_empty(),
+            parse_costs(&[], &nodes, 4, &[0, 5, 1]).is_empty(),
             "truncated data is ignored"
         );
+        assert_eq!(trace_keys(&nodes, 1, 1), vec![7], "at most depth frames");
     }
 }

@@ -28,9 +28,15 @@ pub const TRACKER_DEPTH_FIELD: (&str, &str) = ("depth", "I");
 pub const TRACKER_CLOCK_FIELD: (&str, &str) = ("now", "J");
 
 /// The private static method the agent calls at a dump: it returns
-/// `{Thread[] threads, long[] data}`, the costs completed since the previous
-/// call (see Tracker.java for the layout of `data`).
+/// `{Thread[] threads, long[] nodes, long[] data, String failure}`, the
+/// trace nodes made and the costs completed since the previous call, and
+/// the first error that stopped a thread's timing (see Tracker.java for the
+/// layouts).
 pub const TRACKER_DRAIN: (&str, &str) = ("drain", "()[Ljava/lang/Object;");
+
+/// The private static method the agent calls on ThreadEnd, on the ending
+/// thread, with the serial its traces are to be kept under.
+pub const TRACKER_ENDED: (&str, &str) = ("ended", "(I)V");
 
 /// The private static method the agent calls on ExceptionCatch, on the
 /// catching thread, with the catching method's key.
@@ -69,6 +75,7 @@ mod tests {
             ("ReturnSite", "(II)V"),
             TRACKER_DRAIN,
             TRACKER_CAUGHT,
+            TRACKER_ENDED,
         ] {
             assert!(
                 names.contains(&expected),

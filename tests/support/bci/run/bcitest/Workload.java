@@ -187,12 +187,11 @@ public class Workload {
         }
         java.lang.reflect.Method drain = tracker.getDeclaredMethod("drain");
         drain.setAccessible(true);
-        long[] data = (long[]) ((Object[]) drain.invoke(null))[1];
+        // Per trace: owner, node, calls, self ns, total ns.
+        long[] data = (long[]) ((Object[]) drain.invoke(null))[2];
         long calls = 0;
-        for (int at = 0; at + 1 < data.length; ) {
-            int n = (int) data[at + 1];
-            calls += data[at + 2 + n];
-            at += 2 + n + 3;
+        for (int at = 0; at + 5 <= data.length; at += 5) {
+            calls += data[at + 2];
         }
         System.out.println("RESULT timed fib(10)=" + result + " calls=" + calls);
     }
