@@ -449,6 +449,7 @@ fn assert_every_trace_thread_started(sections: &[Section], what: &str) {
             && let Some(thread) = trace.thread_serial
         {
             referred += 1;
+            assert_ne!(thread, 0, "{what}: TRACE {} has thread=0", trace.serial);
             assert!(
                 started.contains(&thread),
                 "{what}: TRACE {} refers to thread {thread}, which has no THREAD START",
@@ -474,6 +475,52 @@ fn heap_sites_with_thread_y_starts_every_thread_it_names() {
         common::assert_success(&out, "AllocThreads heap=sites,thread=y");
         let sections = parse_ascii(&dir.join("java.hprof.txt"));
         assert_every_trace_thread_started(&sections, "heap=sites,thread=y");
+    });
+}
+
+/// cpu=times,thread=y: the calls of threads that ended before the dump stay
+/// under their own serial (the agent once read the serial from the dead
+/// Thread and wrote thread=0 on every such trace).
+#[test]
+fn cpu_times_with_thread_y_keeps_ended_threads_serials() {
+    on_each(&jdks_of(&[11, 17, 21, 25]), |jdk| {
+        let dir = scratch("times-threads", jdk);
+        let out = run_java(
+            jdk,
+            &dir,
+            &[agent("cpu=times,thread=y,cutoff=0")],
+            "Threads",
+            &[],
+            common::DEFAULT_TIMEOUT,
+        );
+        common::assert_success(&out, "Threads cpu=times,thread=y");
+        let sections = parse_ascii(&dir.join("java.hprof.txt"));
+        assert_every_trace_thread_started(&sections, "cpu=times,thread=y");
+        let workers: std::collections::BTreeMap<u32, String> = sections
+            .iter()
+            .filter_map(|s| match s {
+                Section::ThreadStart {
+                    thread_serial,
+                    name,
+                    ..
+                } if name.starts_with("worker-") => Some((*thread_serial, name.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(workers.len(), 3, "three workers: {workers:?}");
+        for (serial, name) in &workers {
+            let timed_work = sections.iter().any(|s| match s {
+                Section::Trace(t) => {
+                    t.thread_serial == Some(*serial)
+                        && t.frames.first().is_some_and(|f| f.method_name == "work")
+                }
+                _ => false,
+            });
+            assert!(
+                timed_work,
+                "no trace of {name}'s work() under its serial {serial}"
+            );
+        }
     });
 }
 

@@ -277,18 +277,20 @@ public final class Tracker {
     /**
      * Called by the agent (ThreadEnd) on the ending thread: its counts join
      * the folded totals of thread serial `serial` and its state is dropped.
+     * The thread's timing is found in `all`, not through CURRENT: by
+     * ThreadEnd, Thread.exit() has already dropped the thread's
+     * thread-locals. (A scan of the live threads per ending thread.)
      */
     private static void ended(int serial) {
-        Tracker t = CURRENT.get();
-        if (t == null || t == MAKING) {
-            return;
-        }
-        t.busy = true;
+        Thread me = Thread.currentThread();
         try {
             lock();
             try {
-                if (t.slot >= 0) {
-                    fold(t, serial);
+                // Downwards: fold() moves the last entry into the freed slot.
+                for (int i = allCount - 1; i >= 0; i--) {
+                    if (all[i].thread == me) {
+                        fold(all[i], serial);
+                    }
                 }
             } finally {
                 LOCKS.locked = 0;
