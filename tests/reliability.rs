@@ -525,6 +525,39 @@ fn cpu_times_with_thread_y_keeps_ended_threads_serials() {
 }
 
 // ---------------------------------------------------------------------------
+// 14. cpu=times leaves nothing in the temporary directory
+// ---------------------------------------------------------------------------
+
+#[test]
+fn cpu_times_leaves_no_tracker_directory_behind() {
+    on_each(&jdks_of(&[11, 17, 25]), |jdk| {
+        let dir = scratch("times-tmpdir", jdk);
+        let temp = dir.join("tmp");
+        // A run killed before VM init left this (no process has this pid).
+        let stale = temp.join("hprof-rs-4000000001/hprof_rs");
+        fs::create_dir_all(&stale).unwrap();
+        fs::write(stale.join("Tracker.class"), b"stale").unwrap();
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.env("TMPDIR", &temp)
+            .arg(agent("cpu=times"))
+            .arg("TimedCalls");
+        let out = common::run(&mut cmd);
+        common::assert_success(&out, "TimedCalls under cpu=times");
+        let left: Vec<_> = fs::read_dir(&temp)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+        let sections = parse_ascii(&dir.join("java.hprof.txt"));
+        assert!(
+            sections.iter().any(|s| matches!(s, Section::Cpu(_))),
+            "no CPU TIME: the Tracker did not run"
+        );
+    });
+}
+
+// ---------------------------------------------------------------------------
 // 13. an agent that refuses to start leaves no file behind
 // ---------------------------------------------------------------------------
 
