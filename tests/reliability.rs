@@ -525,6 +525,43 @@ fn cpu_times_with_thread_y_keeps_ended_threads_serials() {
 }
 
 // ---------------------------------------------------------------------------
+// 7. cpu=times and the JVM's flight recorder run together
+// ---------------------------------------------------------------------------
+
+#[test]
+fn cpu_times_runs_with_the_flight_recorder() {
+    on_each(&jdks_of(&[11, 17, 21, 25]), |jdk| {
+        let dir = scratch("times-jfr", jdk);
+        let recording = format!(
+            "-XX:StartFlightRecording=filename={}",
+            dir.join("rec.jfr").display()
+        );
+        let out = run_java(
+            jdk,
+            &dir,
+            &[OsString::from(recording), agent("cpu=times,cutoff=0")],
+            "TimedCalls",
+            &[],
+            common::DEFAULT_TIMEOUT,
+        );
+        common::assert_success(&out, "TimedCalls under cpu=times with JFR");
+        assert!(dir.join("rec.jfr").exists(), "JFR wrote no recording");
+        let sections = parse_ascii(&dir.join("java.hprof.txt"));
+        let a_calls: u64 = sections
+            .iter()
+            .filter_map(|s| match s {
+                Section::Cpu(cpu) => Some(cpu),
+                _ => None,
+            })
+            .flat_map(|cpu| cpu.rows.iter())
+            .filter(|row| row.method.as_deref() == Some("TimedCalls.a"))
+            .map(|row| row.count)
+            .sum();
+        assert_eq!(a_calls, 12345, "TimedCalls.a calls under JFR");
+    });
+}
+
+// ---------------------------------------------------------------------------
 // 14. cpu=times leaves nothing in the temporary directory
 // ---------------------------------------------------------------------------
 
