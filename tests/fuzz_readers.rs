@@ -270,7 +270,13 @@ impl Read for Trickle<'_> {
 /// under the target directory, never in a shared place like /dev/shm).
 fn case_file(name: &str, bytes: &[u8]) -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    let dir = DIR.get_or_init(|| common::scratch_dir("fuzz-readers"));
+    // Not common::scratch_dir, which empties the folder: proptest runs
+    // cases in child processes, which must not delete each other's files.
+    let dir = DIR.get_or_init(|| {
+        let dir = common::target_dir().join("test-scratch/fuzz-readers");
+        std::fs::create_dir_all(&dir).expect("scratch folder made");
+        dir
+    });
     let thread = format!("{:?}", std::thread::current().id());
     let path = dir.join(format!(
         "{name}-{}-{}",
