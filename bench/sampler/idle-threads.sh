@@ -18,16 +18,20 @@ trap 'rm -rf "$work"' EXIT
 "$java_home/bin/java" "-agentpath:$lib=cpu=samples,interval=10,file=$work/profile.txt,verbose=n" \
     -cp "$work" IdleThreads "$idle" "$seconds" >"$work/out.txt" &
 pid=$!
-sleep $((seconds - 1))
+# Read 2 s before the end (a scan of 500 tasks can take a while on a busy
+# machine), with shell builtins only.
+sleep $((seconds - 2))
 sampler_ns=0
 for task in /proc/$pid/task/*; do
-    if [[ $(cat "$task/comm" 2>/dev/null) == "HPROF cpu sampl"* ]]; then
+    comm=""
+    read -r comm < "$task/comm" 2>/dev/null || true
+    if [[ $comm == "HPROF cpu sampl"* ]]; then
         # schedstat: nanoseconds on the CPU, then waiting, then time slices.
         read -r sampler_ns _ < "$task/schedstat"
     fi
 done
 threads=$(ls /proc/$pid/task | wc -l)
 wait $pid
-ticks=$(((seconds - 1) * 100))
-echo "threads=$threads sampler_cpu_us=$((sampler_ns / 1000)) over $((seconds - 1)) s (~$ticks ticks of 10 ms): $((sampler_ns / ticks)) ns per tick"
+ticks=$(((seconds - 2) * 100))
+echo "threads=$threads sampler_cpu_us=$((sampler_ns / 1000)) over $((seconds - 2)) s (~$ticks ticks of 10 ms): $((sampler_ns / ticks)) ns per tick"
 grep -m1 "CPU SAMPLES BEGIN" "$work/profile.txt"
