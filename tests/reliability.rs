@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::Jdk;
+use common::{Jdk, jdks_of, on_each};
 use hprof_rs::format::ascii::{self, Section};
 use std::ffi::OsString;
 use std::fs;
@@ -15,37 +15,6 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-
-/// The JDKs of the matrix with one of `majors` (Debian's 17 stands for 17).
-fn jdks_of(majors: &[u32]) -> Vec<Jdk> {
-    let mut chosen: Vec<Jdk> = Vec::new();
-    for jdk in common::jdks() {
-        if majors.contains(&jdk.major) && !chosen.iter().any(|c| c.major == jdk.major) {
-            chosen.push(jdk);
-        }
-    }
-    chosen
-}
-
-/// Runs `check` on each JDK and reports every JDK's failure, not only the first.
-fn on_each(jdks: &[Jdk], check: impl Fn(&Jdk)) {
-    let failures: Vec<String> = jdks
-        .iter()
-        .filter_map(|jdk| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(jdk)))
-                .err()
-                .map(|e| {
-                    let why = e
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    format!("[{}] {why}", jdk.label)
-                })
-        })
-        .collect();
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-}
 
 /// `java <jvm_args> <main> <args>` in `dir`, with a timeout.
 fn run_java(

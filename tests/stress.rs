@@ -40,33 +40,12 @@ fn is_jvm_log_line(line: &str) -> bool {
 }
 
 fn stress_jdks() -> Vec<Jdk> {
-    let mut chosen: Vec<Jdk> = Vec::new();
-    for jdk in common::jdks() {
-        if [17, 25].contains(&jdk.major) && !chosen.iter().any(|c| c.major == jdk.major) {
-            chosen.push(jdk);
-        }
-    }
-    chosen
+    common::jdks_of(&[17, 25])
 }
 
-/// Runs `check` on each JDK and reports every failure, not only the first.
+/// Runs `check` on JDK 17 and 25, reporting every failure.
 fn on_each(check: impl Fn(&Jdk)) {
-    let failures: Vec<String> = stress_jdks()
-        .iter()
-        .filter_map(|jdk| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(jdk)))
-                .err()
-                .map(|e| {
-                    let why = e
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    format!("[{}] {why}", jdk.label)
-                })
-        })
-        .collect();
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    common::on_each(&stress_jdks(), check)
 }
 
 /// The profile file of `mode` in `dir`.

@@ -753,3 +753,39 @@ fn cached_tool(relative: &str) -> Option<PathBuf> {
     );
     None
 }
+
+// ---------------------------------------------------------------------------
+// Running a check on several JDKs
+// ---------------------------------------------------------------------------
+
+/// The JDKs of the matrix with one of `majors`, one per major (Debian's 17
+/// stands for 17).
+pub fn jdks_of(majors: &[u32]) -> Vec<Jdk> {
+    let mut chosen: Vec<Jdk> = Vec::new();
+    for jdk in jdks() {
+        if majors.contains(&jdk.major) && !chosen.iter().any(|c| c.major == jdk.major) {
+            chosen.push(jdk);
+        }
+    }
+    chosen
+}
+
+/// Runs `check` on each JDK and reports every JDK's failure, not only the first.
+pub fn on_each(jdks: &[Jdk], check: impl Fn(&Jdk)) {
+    let failures: Vec<String> = jdks
+        .iter()
+        .filter_map(|jdk| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(jdk)))
+                .err()
+                .map(|e| {
+                    let why = e
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    format!("[{}] {why}", jdk.label)
+                })
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
