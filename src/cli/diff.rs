@@ -300,7 +300,7 @@ pub fn render(report: &Report) -> String {
                 out,
                 "  {state:6} {}: {}",
                 v.expression,
-                describe(&v.value, "")
+                describe(&v.value, unit)
             );
         }
     }
