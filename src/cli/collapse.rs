@@ -25,7 +25,9 @@ pub fn folded(profile: &Profile, what: What) -> BTreeMap<String, u64> {
     let mut lines = BTreeMap::new();
     for stack in profile.stacks(what) {
         if stack.value > 0 {
-            *lines.entry(root_first(&stack).join(";")).or_default() += stack.value;
+            let sum = lines.entry(root_first(&stack).join(";")).or_default();
+            // Counts read from a damaged file may be near u64::MAX.
+            *sum = u64::saturating_add(*sum, stack.value);
         }
     }
     lines

@@ -68,7 +68,7 @@ fn change(name: String, base: u64, new: u64, z: Option<f64>) -> Change {
         name,
         base,
         new,
-        change: new as i64 - base as i64,
+        change: (i128::from(new) - i128::from(base)).clamp(i64::MIN.into(), i64::MAX.into()) as i64,
         relative_percent: (base > 0).then(|| (new as f64 - base as f64) * 100.0 / base as f64),
         z,
     }
@@ -76,10 +76,10 @@ fn change(name: String, base: u64, new: u64, z: Option<f64>) -> Change {
 
 /// z of the difference of two Poisson counts.
 pub fn poisson_z(base: u64, new: u64) -> f64 {
-    if base + new == 0 {
+    if base == 0 && new == 0 {
         return 0.0;
     }
-    (new as f64 - base as f64) / ((base + new) as f64).sqrt()
+    (new as f64 - base as f64) / (base as f64 + new as f64).sqrt()
 }
 
 /// z of the change in share, `base/base_total` to `new/new_total`
@@ -89,7 +89,7 @@ pub fn share_z(base: u64, base_total: u64, new: u64, new_total: u64) -> f64 {
         return 0.0;
     }
     let (n1, n2) = (base_total as f64, new_total as f64);
-    let pooled = (base + new) as f64 / (n1 + n2);
+    let pooled = (base as f64 + new as f64) / (n1 + n2);
     let spread = (pooled * (1.0 - pooled) * (1.0 / n1 + 1.0 / n2)).sqrt();
     if spread == 0.0 {
         return 0.0;

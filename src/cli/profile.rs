@@ -91,6 +91,14 @@ pub struct ClassCount {
     pub bytes: u64,
 }
 
+impl ClassCount {
+    /// Adds objects, saturating: sizes read from a damaged file may be huge.
+    fn add(&mut self, instances: u64, bytes: u64) {
+        self.instances = self.instances.saturating_add(instances);
+        self.bytes = self.bytes.saturating_add(bytes);
+    }
+}
+
 /// Everything the tool's commands read from one profile.
 #[derive(Debug, Clone, Default)]
 pub struct Profile {
@@ -178,7 +186,10 @@ impl Profile {
         match what {
             What::Cpu => self.samples.as_ref().map_or(0, |s| s.1),
             What::Time => self.times.as_ref().map_or(0, |s| s.1),
-            _ if what.is_sites() => self.stacks(what).iter().map(|w| w.value).sum(),
+            _ if what.is_sites() => self
+                .stacks(what)
+                .iter()
+                .fold(0, |sum: u64, w| sum.saturating_add(w.value)),
             _ => 0,
         }
     }
@@ -336,8 +347,7 @@ pub fn read_ascii(text: &[u8]) -> Result<Profile, ParseError> {
                         _ => continue,
                     };
                     let count = histogram.entry(class).or_default();
-                    count.instances += 1;
-                    count.bytes += size;
+                    count.add(1, size);
                 }
             }
             _ => {}
@@ -541,8 +551,7 @@ fn count_heap_dump(
             _ => continue,
         };
         let count = histogram.entry(key).or_default();
-        count.instances += 1;
-        count.bytes += bytes;
+        count.add(1, bytes);
     }
     Ok(())
 }
@@ -608,8 +617,7 @@ fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
                     .map_or_else(|| format!("class@{key:#x}"), |n| loaded_class_name(text(n)))
             };
             let merged = named.entry(name).or_default();
-            merged.instances += count.instances;
-            merged.bytes += count.bytes;
+            merged.add(count.instances, count.bytes);
         }
         named
     });

@@ -75,10 +75,10 @@ pub fn method_costs(stacks: &[Weighted]) -> HashMap<String, MethodCost> {
                     ..MethodCost::default()
                 });
             if depth == 0 {
-                cost.self_cost += stack.value;
+                cost.self_cost = cost.self_cost.saturating_add(stack.value);
             }
             if seen.insert(*method) {
-                cost.total += stack.value;
+                cost.total = cost.total.saturating_add(stack.value);
             }
         }
     }
@@ -90,7 +90,8 @@ pub fn class_costs(stacks: &[Weighted]) -> HashMap<String, u64> {
     let mut costs = HashMap::new();
     for stack in stacks {
         if let Some(class) = &stack.class {
-            *costs.entry(class.clone()).or_default() += stack.value;
+            let sum: &mut u64 = costs.entry(class.clone()).or_default();
+            *sum = sum.saturating_add(stack.value);
         }
     }
     costs
