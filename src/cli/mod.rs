@@ -5,6 +5,7 @@ pub mod collapse;
 mod commands;
 pub mod diff;
 pub mod flame;
+mod heap_scan;
 pub mod print;
 pub mod profile;
 mod run;

@@ -7,9 +7,9 @@
 //! a time and only counted per class, so a dump of any size is read in
 //! bounded memory.
 
+use super::heap_scan::{self, PRIMITIVE_KEY};
 use crate::format::ParseError;
 use crate::format::ascii::{self, CpuTitle, HeapEntry, Section, TraceFrame};
-use crate::format::binary::heap_walk::SubRecords;
 use crate::format::binary::reader::{parse_body, read_header};
 use crate::format::binary::{BasicType, FileHeader, RecordBody, tags};
 use crate::format::names::signature_to_name;
@@ -397,12 +397,9 @@ struct BinaryTables {
     traces: HashMap<u32, Vec<u64>>,
     samples: Option<(Vec<(u32, u64)>, u64)>,
     sites: Option<Vec<crate::format::binary::AllocSite>>,
-    /// class object id (or primitive type byte + 1 << 63) -> counts
+    /// class object id (or primitive type byte with PRIMITIVE_KEY) -> counts
     histogram: Option<HashMap<u64, ClassCount>>,
 }
-
-/// Marks a histogram key as a primitive array type rather than a class id.
-const PRIMITIVE_KEY: u64 = 1 << 63;
 
 /// Reads a binary profile as a stream, in bounded memory.
 pub fn read_binary(mut input: impl Read) -> Result<Profile, ParseError> {
@@ -510,7 +507,7 @@ fn collect_record(body: RecordBody, tables: &mut BinaryTables) {
     }
 }
 
-/// Counts the objects of one heap dump body per class, one sub-record at a time.
+/// Counts the objects of one heap dump body per class.
 fn count_heap_dump(
     input: &mut impl Read,
     length: u64,
@@ -518,42 +515,14 @@ fn count_heap_dump(
     body_offset: u64,
     tables: &mut BinaryTables,
 ) -> Result<(), ParseError> {
-    let id = header.id_size as usize;
     let histogram = tables.histogram.get_or_insert_with(HashMap::new);
-    let mut records = SubRecords::new(&mut *input, length, header.id_size, body_offset);
-    let mut buffer = Vec::new();
-    let get_u4 = |b: &[u8], at: usize| u32::from_be_bytes(b[at..at + 4].try_into().expect("4"));
-    let get_id = |b: &[u8], at: usize| {
-        if id == 4 {
-            u64::from(get_u4(b, at))
-        } else {
-            u64::from_be_bytes(b[at..at + 8].try_into().expect("8"))
-        }
-    };
-    // Every sub-record read by `next_into` is complete, so the fixed fields
-    // read below are inside the buffer.
-    while records.next_into(&mut buffer)? {
-        let (key, bytes) = match buffer[0] {
-            tags::heap::INSTANCE_DUMP => (
-                get_id(&buffer, 1 + id + 4),
-                u64::from(get_u4(&buffer, 1 + 2 * id + 4)),
-            ),
-            tags::heap::OBJ_ARRAY_DUMP => {
-                let length = u64::from(get_u4(&buffer, 1 + id + 4));
-                (get_id(&buffer, 1 + id + 8), length * id as u64)
-            }
-            tags::heap::PRIM_ARRAY_DUMP => {
-                let length = u64::from(get_u4(&buffer, 1 + id + 4));
-                let kind = buffer[1 + id + 8];
-                let size = BasicType::from_u8(kind).map_or(0, |t| t.size(header.id_size));
-                (PRIMITIVE_KEY | u64::from(kind), length * size as u64)
-            }
-            _ => continue,
-        };
-        let count = histogram.entry(key).or_default();
-        count.add(1, bytes);
-    }
-    Ok(())
+    heap_scan::scan(
+        input,
+        length,
+        header.id_size,
+        body_offset,
+        |(key, bytes)| histogram.entry(key).or_default().add(1, bytes),
+    )
 }
 
 /// Names every frame, trace and class once all records are read.
