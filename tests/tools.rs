@@ -170,6 +170,11 @@ fn flame_writes_well_formed_searchable_svg_with_the_hot_method() {
                 "{}: not searchable",
                 jdk.label
             );
+            assert!(
+                body.contains("cpu=samples"),
+                "{}: options missing",
+                jdk.label
+            );
             assert_well_formed_xml(&body);
         }
     }
@@ -243,7 +248,10 @@ fn top_ranks_a_method_hot_through_several_traces_first_by_total() {
             .iter()
             .find(|m| m["method"] == "SpreadHot.hot")
             .unwrap();
-        assert_eq!(hot["self"], 0, "{}", jdk.label);
+        // hot() itself does almost nothing (a sample may land between two calls).
+        let hot_self = hot["self"].as_u64().unwrap();
+        let hot_total = hot["total"].as_u64().unwrap();
+        assert!(hot_self * 10 < hot_total, "{}: {hot}", jdk.label);
         let leaves: u64 = report["by_self"]
             .as_array()
             .unwrap()
@@ -252,9 +260,9 @@ fn top_ranks_a_method_hot_through_several_traces_first_by_total() {
             .map(|m| m["self"].as_u64().unwrap())
             .sum();
         assert_eq!(
-            hot["total"].as_u64().unwrap(),
-            leaves,
-            "{}: hot's total is its leaves' self",
+            hot_total,
+            leaves + hot_self,
+            "{}: hot's total is its own self plus its leaves' self",
             jdk.label
         );
     }

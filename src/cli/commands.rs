@@ -48,8 +48,9 @@ pub fn collapse(file: &Path, what: Option<What>) -> i32 {
 /// The subtitle of a flame graph: the profile's header and totals.
 fn subtitle(profile: &Profile, what: What) -> String {
     format!(
-        "{}; total {} {}",
+        "{}; {}; total {} {}",
         profile.header,
+        profile.options(),
         profile.total(what),
         what.unit()
     )

@@ -59,10 +59,23 @@ pub fn scan(
     length: u64,
     id_size: u32,
     offset: u64,
+    count: impl FnMut(Counted),
+) -> Result<(), ParseError> {
+    scan_in_chunks(input, length, id_size, offset, count, CHUNK)
+}
+
+/// [`scan`] with chunks of `chunk` bytes (tests use small ones to reach
+/// every chunk boundary).
+fn scan_in_chunks(
+    input: &mut impl Read,
+    length: u64,
+    id_size: u32,
+    offset: u64,
     mut count: impl FnMut(Counted),
+    chunk: usize,
 ) -> Result<(), ParseError> {
     let mut input = input.take(length);
-    let mut buffer = vec![0u8; CHUNK];
+    let mut buffer = vec![0u8; chunk];
     let (mut start, mut end) = (0usize, 0usize);
     // File offset of buffer[start].
     let mut at = offset;
@@ -86,7 +99,7 @@ pub fn scan(
         }
         // The sub-record goes past the chunk. Larger than a chunk: count it
         // from its head and skip its other bytes.
-        if let Some(whole) = whole_len(rest, id_size).filter(|&w| w > CHUNK as u64) {
+        if let Some(whole) = whole_len(rest, id_size).filter(|&w| w > chunk as u64) {
             count(object_of(rest, id_size).expect("the head is in the chunk"));
             let skip = whole - rest.len() as u64;
             let skipped = std::io::copy(&mut (&mut input).take(skip), &mut std::io::sink())
@@ -170,5 +183,60 @@ mod tests {
         let cut = &big[..big.len() - 1];
         let error = scan(&mut &cut[..], cut.len() as u64, 4, 100, |_| {}).unwrap_err();
         assert_eq!(error.offset, 100);
+    }
+
+    use crate::format::binary::reader::parse_heap_records;
+    use crate::format::binary::{HeapRecord, PrimitiveArray};
+    use proptest::prelude::*;
+
+    /// (class or primitive key, bytes) of a decoded object, the reference.
+    fn decoded(record: &HeapRecord) -> Option<Counted> {
+        Some(match record {
+            HeapRecord::InstanceDump {
+                class_id, values, ..
+            } => (*class_id, values.len() as u64),
+            HeapRecord::PrimitiveArrayDump { elements, .. } => {
+                let kind = match elements {
+                    PrimitiveArray::Int(_) => BasicType::Int,
+                    PrimitiveArray::Long(_) => BasicType::Long,
+                    _ => BasicType::Byte,
+                };
+                let bytes = elements.len() as u64 * kind.size(4) as u64;
+                (PRIMITIVE_KEY | kind as u64, bytes)
+            }
+            _ => return None,
+        })
+    }
+
+    proptest! {
+        /// Any chunk size, any cut: the counts of the reader that decodes
+        /// everything, or an error when (and only when) it fails too.
+        #[test]
+        fn chunk_boundaries_never_change_the_counts(
+            objects in prop::collection::vec((any::<bool>(), 0u32..200, 0u8..3), 0..40),
+            chunk in 16usize..300,
+            cut in any::<prop::sample::Index>(),
+            truncate in any::<bool>(),
+        ) {
+            let mut body = Vec::new();
+            for (is_array, n, kind) in objects {
+                let kind = [BasicType::Int, BasicType::Long, BasicType::Byte][kind as usize];
+                body.extend(if is_array { prim_array(9, n, kind) } else { instance(0x10 + n, n) });
+            }
+            if truncate {
+                body.truncate(cut.index(body.len() + 1));
+            }
+            let expected = parse_heap_records(&body, 4, 100)
+                .map(|records| records.iter().filter_map(decoded).collect::<Vec<_>>());
+            let mut seen = Vec::new();
+            let got = scan_in_chunks(&mut body.as_slice(), body.len() as u64, 4, 100, |o| seen.push(o), chunk);
+            match expected {
+                Ok(expected) => {
+                    prop_assert!(got.is_ok(), "{:?}", got);
+                    prop_assert_eq!(seen, expected);
+                }
+                Err(_) => prop_assert!(got.is_err()),
+            }
+        }
     }
 }

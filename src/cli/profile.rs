@@ -112,6 +112,8 @@ pub struct Profile {
     pub sites: Option<Vec<Site>>,
     /// Per-class instances and bytes over every heap dump in the file.
     pub histogram: Option<HashMap<String, ClassCount>>,
+    /// Stack depth from a binary file's CONTROL SETTINGS record.
+    pub depth: Option<u16>,
 }
 
 /// Why a profile could not be read: one line for the user.
@@ -125,6 +127,26 @@ impl std::fmt::Display for ReadError {
 }
 
 impl Profile {
+    /// The agent options the file shows (neither format records the option
+    /// string itself), e.g. `cpu=samples, heap=sites, depth=4`.
+    pub fn options(&self) -> String {
+        let shown = [
+            (self.samples.is_some(), "cpu=samples"),
+            (self.times.is_some(), "cpu=times"),
+            (self.sites.is_some(), "heap=sites"),
+            (self.histogram.is_some(), "heap=dump"),
+        ];
+        let mut options: Vec<String> = shown
+            .iter()
+            .filter(|(present, _)| *present)
+            .map(|(_, name)| (*name).to_owned())
+            .collect();
+        if let Some(depth) = self.depth {
+            options.push(format!("depth={depth}"));
+        }
+        options.join(", ")
+    }
+
     /// The kinds of cost this profile holds, in the order `--what` defaults to.
     pub fn available(&self) -> Vec<What> {
         let mut kinds = Vec::new();
@@ -399,6 +421,7 @@ struct BinaryTables {
     sites: Option<Vec<crate::format::binary::AllocSite>>,
     /// class object id (or primitive type byte with PRIMITIVE_KEY) -> counts
     histogram: Option<HashMap<u64, ClassCount>>,
+    depth: Option<u16>,
 }
 
 /// Reads a binary profile as a stream, in bounded memory.
@@ -503,6 +526,7 @@ fn collect_record(body: RecordBody, tables: &mut BinaryTables) {
             tables.samples = Some((rows, u64::from(total)));
         }
         RecordBody::AllocSites { sites, .. } => tables.sites = Some(sites),
+        RecordBody::ControlSettings { depth, .. } => tables.depth = Some(depth),
         _ => {}
     }
 }
@@ -600,6 +624,7 @@ fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
         times: None,
         sites,
         histogram,
+        depth: tables.depth,
     }
 }
 

@@ -121,7 +121,7 @@ pub fn top(profile: &Profile, what: Option<What>, n: usize) -> Result<Top, Strin
         _ => Some(profile.choose(what).map_err(|e| e.0)?),
     };
     let mut report = Top {
-        header: profile.header.clone(),
+        header: format!("{} ({})", profile.header, profile.options()),
         what: chosen,
         unit: chosen.map(What::unit),
         total: chosen.map(|w| profile.total(w)),
