@@ -534,3 +534,38 @@ fn unusable_input_gives_one_line_and_exit_2() {
     let stderr = common::stderr_text(&tool(&["diff"], &[&sites, &cpu]));
     assert!(stderr.contains("different kinds"), "{stderr}");
 }
+
+#[test]
+fn top_and_collapse_read_cpu_times() {
+    for jdk in common::jdks() {
+        let dir = common::scratch_dir(&format!("tools-times-{}", jdk.label));
+        let text = profile(&jdk, &dir, "cpu=times", "times.txt", &["TimedCalls"]);
+        let out = tool(&["top", "--what", "time", "--json"], &[&text]);
+        common::assert_success(&out, "top --what time");
+        let report: serde_json::Value = serde_json::from_str(&common::stdout_text(&out)).unwrap();
+        // nap() sleeps 4 x 50 ms: by far the largest self time.
+        assert_eq!(
+            report["by_self"][0]["method"], "TimedCalls.nap",
+            "{}: {report}",
+            jdk.label
+        );
+        assert!(
+            report["by_self"][0]["self"].as_u64().unwrap() >= 190,
+            "{}: {report}",
+            jdk.label
+        );
+        assert_eq!(report["unit"], "ms");
+        let folded = folded(&common::stdout_text(&tool(&["collapse"], &[&text])));
+        let nap: u64 = folded
+            .iter()
+            .filter(|(stack, _)| stack.ends_with("TimedCalls.nap"))
+            .map(|(_, ms)| ms)
+            .sum();
+        assert_eq!(
+            nap,
+            report["by_self"][0]["self"].as_u64().unwrap(),
+            "{}",
+            jdk.label
+        );
+    }
+}
