@@ -60,13 +60,20 @@ public class SpreadHot {
         ThreadMXBean threads = ManagementFactory.getThreadMXBean();
         long end = threads.getCurrentThreadCpuTime() + millis * 1_000_000;
         int rounds = 0;
-        // The clock is read once per 8 rounds, so that reading it costs
-        // little against the work.
-        while (threads.getCurrentThreadCpuTime() < end) {
-            for (int i = 0; i < 8; i++) {
-                hot();
-                single();
-                rounds++;
+        // The thread's CPU clock is slow to read on some JDKs: it is read
+        // only every 20 ms of wall time (System.nanoTime is cheap), so that
+        // it takes no visible share of the samples.
+        long nextCheck = 0;
+        while (true) {
+            hot();
+            single();
+            rounds++;
+            long now = System.nanoTime();
+            if (now >= nextCheck) {
+                if (threads.getCurrentThreadCpuTime() >= end) {
+                    break;
+                }
+                nextCheck = now + 20_000_000;
             }
         }
         System.out.println("done " + rounds + " rounds");
