@@ -3,10 +3,12 @@ import java.lang.management.ThreadMXBean;
 
 /**
  * One method hot through several traces, another hot through one: hot()
- * spends its time in three leaves (leafA, leafB, leafC, one unit of work
- * each), single() does two units itself. HPROF's CPU SAMPLES table, one row
- * per trace, ranks single() first (40% against 20% per leaf); aggregated by
- * method, hot() has 60% in total. No lambdas, so every frame name is stable.
+ * spends its time in three leaves (leafA, leafB, leafC, two units of work
+ * each), single() does three units itself. HPROF's CPU SAMPLES table, one
+ * row per trace, ranks single() first (33% against 22% per leaf); aggregated
+ * by method, hot() has 67% in total. (The margins are wide because the JIT
+ * compiles each leaf at its own time, which skews the leaves' shares in a
+ * one-second run.) No lambdas, so every frame name is stable.
  *
  * Rounds of hot() and single() repeat until the main thread has used the
  * CPU milliseconds given as the argument (default 1000): cpu=samples counts
@@ -19,7 +21,7 @@ public class SpreadHot {
 
     static void leafA() {
         long x = 1;
-        for (long i = 0; i < UNIT; i++) {
+        for (long i = 0; i < 2 * UNIT; i++) {
             x = x * 6364136223846793005L + 1442695040888963407L;
         }
         sink += x;
@@ -27,7 +29,7 @@ public class SpreadHot {
 
     static void leafB() {
         long x = 2;
-        for (long i = 0; i < UNIT; i++) {
+        for (long i = 0; i < 2 * UNIT; i++) {
             x = x * 6364136223846793005L + 1442695040888963407L;
         }
         sink += x;
@@ -35,7 +37,7 @@ public class SpreadHot {
 
     static void leafC() {
         long x = 3;
-        for (long i = 0; i < UNIT; i++) {
+        for (long i = 0; i < 2 * UNIT; i++) {
             x = x * 6364136223846793005L + 1442695040888963407L;
         }
         sink += x;
@@ -49,7 +51,7 @@ public class SpreadHot {
 
     static void single() {
         long x = 4;
-        for (long i = 0; i < 2 * UNIT; i++) {
+        for (long i = 0; i < 3 * UNIT; i++) {
             x = x * 6364136223846793005L + 1442695040888963407L;
         }
         sink += x;

@@ -15,6 +15,12 @@ fn hprof_rs() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
 }
 
+/// SpreadHot in the interpreter: compiled, each leaf runs at a speed that
+/// depends on when the JIT (starved on a loaded machine) got to it, which
+/// moved one leaf from 14% to 35% of the samples between two runs; the
+/// interpreter gives every unit of work the same cost in every run.
+const SPREAD_HOT: [&str; 2] = ["-Xint", "SpreadHot"];
+
 /// Runs `class args` under the agent with `options` in `dir`; returns the output file.
 fn profile(
     jdk: &common::Jdk,
@@ -69,7 +75,7 @@ fn cpu_table(path: &Path) -> (u64, u64) {
 fn collapse_of_cpu_samples_loses_no_sample_in_either_format() {
     for jdk in common::jdks() {
         let dir = common::scratch_dir(&format!("tools-collapse-{}", jdk.label));
-        let text = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &["SpreadHot"]);
+        let text = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &SPREAD_HOT);
         let (total, rows) = cpu_table(&text);
         assert!(
             total > 20,
@@ -96,13 +102,7 @@ fn collapse_of_cpu_samples_loses_no_sample_in_either_format() {
             jdk.label
         );
 
-        let binary = profile(
-            &jdk,
-            &dir,
-            "cpu=samples,format=b",
-            "cpu.hprof",
-            &["SpreadHot"],
-        );
+        let binary = profile(&jdk, &dir, "cpu=samples,format=b", "cpu.hprof", &SPREAD_HOT);
         let out = tool(&["collapse", "--what", "cpu"], &[&binary]);
         common::assert_success(&out, "collapse of the binary file");
         let parsed = hprof_rs::format::binary::reader::parse(&fs::read(&binary).unwrap()).unwrap();
@@ -131,7 +131,7 @@ fn collapse_of_cpu_samples_loses_no_sample_in_either_format() {
 fn flame_writes_well_formed_searchable_svg_with_the_hot_method() {
     for jdk in common::jdks() {
         let dir = common::scratch_dir(&format!("tools-flame-{}", jdk.label));
-        let text = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &["SpreadHot"]);
+        let text = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &SPREAD_HOT);
         for (svg, extra) in [("flame.svg", None), ("icicle.svg", Some("--reverse"))] {
             let svg = dir.join(svg);
             let mut cmd = hprof_rs();
@@ -200,7 +200,7 @@ fn assert_well_formed_xml(text: &str) {
 fn top_ranks_a_method_hot_through_several_traces_first_by_total() {
     for jdk in common::jdks() {
         let dir = common::scratch_dir(&format!("tools-top-{}", jdk.label));
-        let text = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &["SpreadHot"]);
+        let text = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &SPREAD_HOT);
         let out = tool(&["top", "--json", "-n", "50"], &[&text]);
         common::assert_success(&out, "top --json");
         let report: serde_json::Value = serde_json::from_str(&common::stdout_text(&out)).unwrap();
@@ -359,8 +359,8 @@ fn diff_of_two_runs_of_the_same_program_reports_nothing_and_exits_0() {
         );
 
         // CPU samples: two runs differ by chance only; nothing beyond noise.
-        let a = profile(&jdk, &dir, "cpu=samples", "a-cpu.txt", &["SpreadHot"]);
-        let b = profile(&jdk, &dir, "cpu=samples", "b-cpu.txt", &["SpreadHot"]);
+        let a = profile(&jdk, &dir, "cpu=samples", "a-cpu.txt", &SPREAD_HOT);
+        let b = profile(&jdk, &dir, "cpu=samples", "b-cpu.txt", &SPREAD_HOT);
         let out = tool(
             &[
                 "diff",
@@ -462,7 +462,7 @@ fn our_collapse_agrees_with_hprof2flamegraph_on_the_same_ascii_file() {
     };
     for jdk in common::jdks() {
         let dir = common::scratch_dir(&format!("tools-agree-{}", jdk.label));
-        let text = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &["SpreadHot"]);
+        let text = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &SPREAD_HOT);
         let out = common::run(Command::new(&theirs).arg("--discard-lineno").arg(&text));
         common::assert_success(&out, "stackcollapse-hprof");
         // hprof2flamegraph keeps the addresses in hidden class names; ours
@@ -494,7 +494,13 @@ fn unusable_input_gives_one_line_and_exit_2() {
     let jdk = common::jdks().into_iter().next().expect("a JDK");
     let dir = common::scratch_dir("tools-bad-input");
     let sites = profile(&jdk, &dir, "heap=sites", "sites.txt", &["AllocGrowth"]);
-    let cpu = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &["SpreadHot", "100"]);
+    let cpu = profile(
+        &jdk,
+        &dir,
+        "cpu=samples",
+        "cpu.txt",
+        &["-Xint", "SpreadHot", "100"],
+    );
     let binary = profile(
         &jdk,
         &dir,
