@@ -77,7 +77,9 @@ fn scan_in_chunks(
     let mut input = input.take(length);
     // A body shorter than a chunk needs no more (a dump may have thousands
     // of small segments); then no sub-record is ever larger than the buffer.
-    let chunk = chunk.min(usize::try_from(length).unwrap_or(usize::MAX)).max(1);
+    let chunk = chunk
+        .min(usize::try_from(length).unwrap_or(usize::MAX))
+        .max(1);
     let mut buffer = vec![0u8; chunk];
     let (mut start, mut end) = (0usize, 0usize);
     // File offset of buffer[start].
