@@ -1,5 +1,7 @@
 //! Fuzz targets for everything that reads bytes: the binary and ASCII
-//! profile readers, `hprof-rs print`, the carrying of the JVM's heap dump
+//! profile readers, `hprof-rs print`, the profile model of `hprof-rs
+//! collapse`/`flame`/`top`/`diff` (and what those compute from it, and the
+//! `--fail-if` parser), the carrying of the JVM's heap dump
 //! into our files (binary copy and ASCII conversion) and the class-file
 //! rewriter. (The option parser's target is in tests/options_props.rs.)
 //!
@@ -24,6 +26,7 @@ mod format_samples;
 
 use cap::Cap;
 use hprof_rs::bci::{Injection, RewriteOptions, TRACKER_CLASS_FILE, rewrite_class_with};
+use hprof_rs::cli::{collapse, diff, profile, threshold, top};
 use hprof_rs::emit::heap::DumpMemory;
 use hprof_rs::emit::{Emitter, Style};
 use hprof_rs::format::ascii::reader as ascii_reader;
@@ -323,6 +326,38 @@ proptest! {
         let fragments = ascii_reader::parse(&bytes);
         if let Ok(sections) = ascii_reader::parse_file(&bytes) {
             prop_assert_eq!(Ok(sections), fragments);
+        }
+    }
+
+    /// The tools' profile model reads the same inputs: a binary file the
+    /// record parser accepts is accepted (streamed a few bytes at a time),
+    /// and every accepted profile goes through collapse, top and diff.
+    #[test]
+    fn tool_profile_reader(bytes in damaged([binary_seeds(), ascii_seeds()].concat())) {
+        let binary = bytes.starts_with(b"JAVA PROFILE 1.0.") && bytes.get(18) == Some(&0);
+        let profile = if binary {
+            let read = profile::read_binary(Trickle(&bytes));
+            if reader::parse(&bytes).is_ok() {
+                prop_assert!(read.is_ok(), "{:?}", read.err());
+            }
+            read
+        } else {
+            profile::read_ascii(&bytes)
+        };
+        if let Ok(profile) = profile {
+            for what in profile.available() {
+                let _ = collapse::folded_text(&profile, what);
+                let _ = top::render(&top::top(&profile, Some(what), 5).expect("available"));
+                let _ = diff::render(&diff::compare(&profile, &profile, what, &[], 5));
+            }
+            let _ = top::top(&profile, None, 5);
+        }
+    }
+
+    #[test]
+    fn fail_if_parser(text in "\\PC{0,40}|(total|alloc\\.total|method [a-z.]+ (self|total)|site [a-z]+ at [a-z.]+) [<>] [-+]?[0-9.e]{0,6}%?") {
+        if let Ok(threshold) = threshold::parse(&text) {
+            prop_assert!(threshold.limit.is_finite());
         }
     }
 

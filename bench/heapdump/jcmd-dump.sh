@@ -10,7 +10,8 @@ java_home=$1 classes=$2 dump=$3
 shift 3
 rm -f "$dump"
 
-coproc HOLDER { exec "$java_home/bin/java" "$@" -cp "$classes" HeapHolder wait; }
+# HOLDER_MEGABYTES (default: HeapHolder's 200) sets the size of the heap built.
+coproc HOLDER { exec "$java_home/bin/java" "$@" -cp "$classes" HeapHolder wait ${HOLDER_MEGABYTES:-}; }
 pid=$HOLDER_PID
 out_fd=${HOLDER[0]} in_fd=${HOLDER[1]}
 ready=0

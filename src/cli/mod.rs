@@ -1,10 +1,19 @@
 //! The `hprof-rs` command-line tool: runs programs under the agent and reads
 //! the files it writes.
 
+pub mod collapse;
+mod commands;
+pub mod diff;
+pub mod flame;
+mod heap_scan;
 pub mod print;
+pub mod profile;
 mod run;
+pub mod threshold;
+pub mod top;
 
 use clap::{Parser, Subcommand};
+use profile::What;
 use std::path::PathBuf;
 
 /// Command line of `hprof-rs`.
@@ -45,6 +54,46 @@ enum Command {
         #[arg(long)]
         verbose: bool,
     },
+    /// Folded stacks (`root;...;leaf count`) for flame graph tools, from
+    /// CPU SAMPLES, CPU TIME or SITES (the allocated class is the leaf).
+    Collapse {
+        /// An ASCII or binary profile.
+        file: PathBuf,
+        /// Which cost (default: the first the file holds: cpu, time, alloc).
+        #[arg(long, value_enum)]
+        what: Option<What>,
+    },
+    /// An interactive, searchable SVG flame graph (drawn by inferno).
+    Flame {
+        file: PathBuf,
+        /// The SVG file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        #[arg(long, value_enum)]
+        what: Option<What>,
+        /// The graph's title (default: the file name and unit).
+        #[arg(long)]
+        title: Option<String>,
+        /// Icicle graph of the callers, merged from the leaf.
+        #[arg(long)]
+        reverse: bool,
+    },
+    /// The top methods by self and total cost, aggregated over traces; the
+    /// class histogram of a heap dump.
+    Top {
+        file: PathBuf,
+        #[arg(long, value_enum)]
+        what: Option<What>,
+        /// How many rows per table.
+        #[arg(short, default_value_t = 20)]
+        n: usize,
+        /// Print JSON (field names documented in the README).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare two profiles: what grew and shrank, beyond noise. Exits 1 when a
+    /// --fail-if threshold is crossed, 2 on unusable input, 0 otherwise.
+    Diff(commands::DiffArgs),
 }
 
 /// Runs the tool with the process arguments; returns the exit code.
@@ -57,5 +106,20 @@ pub fn main() -> i32 {
             command,
         } => run::run(&options, agent, &command),
         Command::Print { file, verbose } => print::print(&file, verbose),
+        Command::Collapse { file, what } => commands::collapse(&file, what),
+        Command::Flame {
+            file,
+            output,
+            what,
+            title,
+            reverse,
+        } => commands::flame(&file, &output, what, title, reverse),
+        Command::Top {
+            file,
+            what,
+            n,
+            json,
+        } => commands::top(&file, what, n, json),
+        Command::Diff(args) => commands::diff(args),
     }
 }

@@ -1,0 +1,323 @@
+//! `hprof-rs diff`: what grew and shrank between two profiles, matched by
+//! their frames (trace serial numbers differ between runs), with thresholds
+//! that fail a CI job.
+//!
+//! CPU samples are a random sample, so a change is only reported when the
+//! counts can resolve it: stacks and methods are compared by their share of
+//! all samples with a two-proportion z-test, and totals by the difference of
+//! two Poisson counts, z = (new - base) / sqrt(new + base). Changes with
+//! |z| < 3 (a 0.27% chance of a false alarm per comparison) are noise.
+//! Allocation sites and CPU times are exact counts: a stack is reported when
+//! it changed by at least 0.5% of the base total.
+
+use super::collapse::folded;
+use super::profile::{Profile, What};
+use super::threshold::{Subject, Threshold};
+use super::top::{class_costs, method_costs};
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// |z| at and above which a change of sampled counts is not noise.
+pub const Z_SIGNIFICANT: f64 = 3.0;
+/// For exact counts, changes below this share of the base total are not listed.
+pub const EXACT_FLOOR: f64 = 0.005;
+
+/// One compared quantity.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    /// The folded stack, method or threshold expression.
+    pub name: String,
+    pub base: u64,
+    pub new: u64,
+    /// new - base.
+    pub change: i64,
+    /// Relative change in percent; null when the base is 0.
+    pub relative_percent: Option<f64>,
+    /// For CPU samples: the z statistic of the change; null for exact counts.
+    pub z: Option<f64>,
+}
+
+/// One `--fail-if` and whether it failed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub expression: String,
+    #[serde(flatten)]
+    pub value: Change,
+    /// The threshold is crossed and, for CPU samples, the change is not noise.
+    pub failed: bool,
+}
+
+/// The whole comparison; also the `--json` form.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub what: What,
+    pub unit: &'static str,
+    pub statistic: &'static str,
+    pub total: Change,
+    /// Stacks that changed beyond noise, largest absolute change first.
+    pub stacks: Vec<Change>,
+    /// Methods whose self cost changed beyond noise, largest first.
+    pub methods: Vec<Change>,
+    pub thresholds: Vec<Verdict>,
+    /// True when any threshold failed (the exit code is then 1).
+    pub failed: bool,
+}
+
+fn change(name: String, base: u64, new: u64, z: Option<f64>) -> Change {
+    Change {
+        name,
+        base,
+        new,
+        change: (i128::from(new) - i128::from(base)).clamp(i64::MIN.into(), i64::MAX.into()) as i64,
+        relative_percent: (base > 0).then(|| (new as f64 - base as f64) * 100.0 / base as f64),
+        z,
+    }
+}
+
+/// z of the difference of two Poisson counts.
+pub fn poisson_z(base: u64, new: u64) -> f64 {
+    if base == 0 && new == 0 {
+        return 0.0;
+    }
+    (new as f64 - base as f64) / (base as f64 + new as f64).sqrt()
+}
+
+/// z of the change in share, `base/base_total` to `new/new_total`
+/// (two-proportion test with the pooled share).
+pub fn share_z(base: u64, base_total: u64, new: u64, new_total: u64) -> f64 {
+    if base_total == 0 || new_total == 0 {
+        return 0.0;
+    }
+    let (n1, n2) = (base_total as f64, new_total as f64);
+    let pooled = (base as f64 + new as f64) / (n1 + n2);
+    let spread = (pooled * (1.0 - pooled) * (1.0 / n1 + 1.0 / n2)).sqrt();
+    if spread == 0.0 {
+        return 0.0;
+    }
+    (new as f64 / n2 - base as f64 / n1) / spread
+}
+
+/// Which `what` both profiles are compared on; an error names the mismatch.
+pub fn common_kind(base: &Profile, new: &Profile, what: Option<What>) -> Result<What, String> {
+    let b = base
+        .choose(what)
+        .map_err(|e| format!("base profile: {e}"))?;
+    let n = new.choose(what).map_err(|e| format!("new profile: {e}"))?;
+    if b != n {
+        return Err(format!(
+            "the profiles are of different kinds ({} in the base, {} in the new one)",
+            b.name(),
+            n.name()
+        ));
+    }
+    Ok(b)
+}
+
+/// Compares two keyed cost maps; keeps the changes that are beyond noise.
+fn compare_all(
+    what: What,
+    base: &std::collections::HashMap<String, u64>,
+    new: &std::collections::HashMap<String, u64>,
+    totals: (u64, u64),
+) -> Vec<Change> {
+    let mut names: Vec<&String> = base.keys().chain(new.keys()).collect();
+    names.sort();
+    names.dedup();
+    let mut changes: Vec<Change> = names
+        .into_iter()
+        .filter_map(|name| {
+            let (b, n) = (
+                base.get(name).copied().unwrap_or(0),
+                new.get(name).copied().unwrap_or(0),
+            );
+            let z = (what == What::Cpu).then(|| share_z(b, totals.0, n, totals.1));
+            let beyond_noise = match z {
+                Some(z) => z.abs() >= Z_SIGNIFICANT,
+                None => b.abs_diff(n) as f64 >= EXACT_FLOOR * totals.0.max(1) as f64 && b != n,
+            };
+            beyond_noise.then(|| change(name.clone(), b, n, z))
+        })
+        .collect();
+    changes.sort_by(|a, b| {
+        b.change
+            .unsigned_abs()
+            .cmp(&a.change.unsigned_abs())
+            .then(a.name.cmp(&b.name))
+    });
+    changes
+}
+
+/// The value of a threshold's subject in one profile.
+fn subject_value(profile: &Profile, what: What, subject: &Subject) -> u64 {
+    match subject {
+        Subject::Total(w) => profile.total(w.unwrap_or(what)),
+        Subject::Method { name, inclusive } => method_costs(&profile.stacks(what))
+            .get(name)
+            .map_or(0, |c| if *inclusive { c.total } else { c.self_cost }),
+        Subject::Class { name, objects } => {
+            let kind = if *objects {
+                What::AllocObjects
+            } else {
+                What::Alloc
+            };
+            class_costs(&profile.stacks(kind))
+                .get(name)
+                .copied()
+                .unwrap_or(0)
+        }
+        Subject::Site { class, method } => profile
+            .stacks(what)
+            .iter()
+            .filter(|s| s.class.as_deref() == Some(class) && s.frames.first() == Some(method))
+            .map(|s| s.value)
+            .sum(),
+    }
+}
+
+/// Evaluates one threshold. For CPU samples, methods and sites are compared
+/// as shares of all samples (a longer run has more samples everywhere).
+fn verdict(base: &Profile, new: &Profile, what: What, threshold: &Threshold) -> Verdict {
+    let subject_kind = match &threshold.subject {
+        Subject::Total(Some(w)) => *w,
+        Subject::Class { .. } => What::Alloc,
+        _ => what,
+    };
+    let (b, n) = (
+        subject_value(base, what, &threshold.subject),
+        subject_value(new, what, &threshold.subject),
+    );
+    let (bt, nt) = (base.total(subject_kind), new.total(subject_kind));
+    let sampled = subject_kind == What::Cpu;
+    let (value, crossed) = if sampled && !matches!(threshold.subject, Subject::Total(_)) {
+        // Compare shares in parts per million of the total.
+        let share = |v: u64, t: u64| {
+            if t == 0 {
+                0
+            } else {
+                (v as f64 * 1e6 / t as f64).round() as u64
+            }
+        };
+        let z = share_z(b, bt, n, nt);
+        let value = change(threshold.expression.clone(), b, n, Some(z));
+        let shared = change(String::new(), share(b, bt), share(n, nt), None);
+        let crossed = threshold.crossed(&shared) && z.abs() >= Z_SIGNIFICANT;
+        (value, crossed)
+    } else {
+        let z = sampled.then(|| poisson_z(b, n));
+        let value = change(threshold.expression.clone(), b, n, z);
+        let crossed = threshold.crossed(&value) && z.is_none_or(|z| z.abs() >= Z_SIGNIFICANT);
+        (value, crossed)
+    };
+    Verdict {
+        expression: threshold.expression.clone(),
+        value,
+        failed: crossed,
+    }
+}
+
+/// Compares `new` against `base` on `what` and evaluates the thresholds.
+pub fn compare(
+    base: &Profile,
+    new: &Profile,
+    what: What,
+    thresholds: &[Threshold],
+    n: usize,
+) -> Report {
+    let totals = (base.total(what), new.total(what));
+    let total_z = (what == What::Cpu).then(|| poisson_z(totals.0, totals.1));
+    let to_map = |p: &Profile| folded(p, what).into_iter().collect();
+    let mut stacks = compare_all(what, &to_map(base), &to_map(new), totals);
+    stacks.truncate(n);
+    let self_costs = |p: &Profile| {
+        method_costs(&p.stacks(what))
+            .into_values()
+            .map(|c| (c.method, c.self_cost))
+            .collect()
+    };
+    let mut methods = compare_all(what, &self_costs(base), &self_costs(new), totals);
+    methods.truncate(n);
+    let thresholds: Vec<Verdict> = thresholds
+        .iter()
+        .map(|t| verdict(base, new, what, t))
+        .collect();
+    Report {
+        what,
+        unit: what.unit(),
+        statistic: if what == What::Cpu {
+            "CPU samples: two-proportion z-test on shares of all samples (totals: Poisson), |z| >= 3"
+        } else {
+            "exact counts: changes of at least 0.5% of the base total"
+        },
+        total: change("total".into(), totals.0, totals.1, total_z),
+        failed: thresholds.iter().any(|v| v.failed),
+        stacks,
+        methods,
+        thresholds,
+    }
+}
+
+fn describe(c: &Change, unit: &str) -> String {
+    let relative = c
+        .relative_percent
+        .map_or_else(|| "new".to_owned(), |r| format!("{r:+.1}%"));
+    let z = c.z.map_or_else(String::new, |z| format!(", z={z:+.1}"));
+    format!(
+        "{:+} {unit} ({relative}{z}): {} -> {}",
+        c.change, c.base, c.new
+    )
+}
+
+/// The report as text.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let unit = report.unit;
+    let _ = writeln!(
+        out,
+        "{} total: {}",
+        report.what.name(),
+        describe(&report.total, unit)
+    );
+    let _ = writeln!(out, "Noise: {}", report.statistic);
+    let mut section = |title: &str, rows: &[Change]| {
+        let _ = writeln!(out, "\n{title}");
+        if rows.is_empty() {
+            let _ = writeln!(out, "  (no change beyond noise)");
+        }
+        for row in rows {
+            let _ = writeln!(out, "  {}  {}", describe(row, unit), row.name);
+        }
+    };
+    section("Stacks that changed, largest first:", &report.stacks);
+    section(
+        "Methods whose self cost changed, largest first:",
+        &report.methods,
+    );
+    if !report.thresholds.is_empty() {
+        let _ = writeln!(out, "\nThresholds:");
+        for v in &report.thresholds {
+            let state = if v.failed { "FAILED" } else { "ok" };
+            let _ = writeln!(
+                out,
+                "  {state:6} {}: {}",
+                v.expression,
+                describe(&v.value, unit)
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_z_statistics_match_hand_computed_values() {
+        // 100 vs 144 samples: (144 - 100) / sqrt(244) = 2.817
+        assert!((poisson_z(100, 144) - 2.8168).abs() < 1e-3);
+        // shares 0.10 and 0.15 of 1000 samples each: pooled 0.125,
+        // sd = sqrt(0.125 * 0.875 * 0.002) = 0.014790, z = 0.05 / 0.014790 = 3.3806
+        assert!((share_z(100, 1000, 150, 1000) - 3.3806).abs() < 1e-3);
+        assert_eq!(share_z(0, 0, 5, 10), 0.0);
+    }
+}

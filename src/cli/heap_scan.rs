@@ -1,0 +1,247 @@
+//! Counting the objects of a binary heap dump per class at the speed of
+//! the disk, in bounded memory: the body is read in chunks, each
+//! sub-record's length is read from the chunk (`heap_walk::sub_record_len`)
+//! and only the fixed head of an object is looked at. An object larger than
+//! a chunk (a big array) is counted from its head and its elements are
+//! skipped unread, so no object is ever held whole.
+
+use crate::format::ParseError;
+use crate::format::binary::heap_walk::{array_head_len, get_u4, sub_record_len};
+use crate::format::binary::{BasicType, tags::heap};
+use std::io::Read;
+
+/// Bytes read at a time; more than the largest CLASS DUMP can take
+/// (65535 constants, statics and fields of at most 17 bytes each).
+const CHUNK: usize = 8 << 20;
+
+/// What one dumped object counts for: its class (a class object id, or a
+/// primitive array's element type byte with [`PRIMITIVE_KEY`] set) and bytes.
+pub type Counted = (u64, u64);
+
+/// Marks a key as a primitive array type rather than a class id.
+pub const PRIMITIVE_KEY: u64 = 1 << 63;
+
+/// The class and bytes of the object whose sub-record starts `head`, if it
+/// is an object (instance or array) and its fixed head is in `head`.
+fn object_of(head: &[u8], id_size: u32) -> Option<Counted> {
+    let id = id_size as usize;
+    let u4 = |at: usize| head.get(at..at + 4).map(|b| u64::from(get_u4(b, 0)));
+    let get_id = |at: usize| {
+        let bytes = head.get(at..at + id)?;
+        Some(bytes.iter().fold(0u64, |v, &b| (v << 8) | u64::from(b)))
+    };
+    match *head.first()? {
+        heap::INSTANCE_DUMP => Some((get_id(1 + id + 4)?, u4(1 + 2 * id + 4)?)),
+        heap::OBJ_ARRAY_DUMP => Some((get_id(1 + id + 8)?, u4(1 + id + 4)? * id as u64)),
+        heap::PRIM_ARRAY_DUMP => {
+            let kind = *head.get(1 + id + 8)?;
+            let size = BasicType::from_u8(kind)?.size(id_size) as u64;
+            Some((PRIMITIVE_KEY | u64::from(kind), u4(1 + id + 4)? * size))
+        }
+        _ => None,
+    }
+}
+
+/// The whole length of an instance or array sub-record from its head alone.
+fn whole_len(head: &[u8], id_size: u32) -> Option<u64> {
+    let id = id_size as usize;
+    if head.first() == Some(&heap::INSTANCE_DUMP) {
+        let fields = head.get(1 + 2 * id + 4..1 + 2 * id + 8)?;
+        return Some((1 + 2 * id + 8) as u64 + u64::from(get_u4(fields, 0)));
+    }
+    array_head_len(head, id_size).map(|(_, whole, _)| whole)
+}
+
+/// Calls `count` for every object in the heap dump body of `length` bytes
+/// read from `input`; `offset` is the body's file offset, for errors.
+pub fn scan(
+    input: &mut impl Read,
+    length: u64,
+    id_size: u32,
+    offset: u64,
+    count: impl FnMut(Counted),
+) -> Result<(), ParseError> {
+    scan_in_chunks(input, length, id_size, offset, count, CHUNK)
+}
+
+/// [`scan`] with chunks of `chunk` bytes (tests use small ones to reach
+/// every chunk boundary).
+fn scan_in_chunks(
+    input: &mut impl Read,
+    length: u64,
+    id_size: u32,
+    offset: u64,
+    mut count: impl FnMut(Counted),
+    chunk: usize,
+) -> Result<(), ParseError> {
+    let mut input = input.take(length);
+    // A body shorter than a chunk needs no more (a dump may have thousands
+    // of small segments); then no sub-record is ever larger than the buffer.
+    let chunk = chunk
+        .min(usize::try_from(length).unwrap_or(usize::MAX))
+        .max(1);
+    let mut buffer = vec![0u8; chunk];
+    let (mut start, mut end) = (0usize, 0usize);
+    // File offset of buffer[start].
+    let mut at = offset;
+    let fault = |at: u64, message: String| ParseError {
+        offset: at,
+        message,
+    };
+    loop {
+        let rest = &buffer[start..end];
+        match sub_record_len(rest, id_size).map_err(|m| fault(at, m))? {
+            Some(n) => {
+                if let Some(object) = object_of(&rest[..n], id_size) {
+                    count(object);
+                }
+                start += n;
+                at += n as u64;
+                continue;
+            }
+            None if rest.is_empty() && input.limit() == 0 => return Ok(()),
+            None => {}
+        }
+        // The sub-record goes past the chunk. Larger than a chunk: count it
+        // from its head and skip its other bytes.
+        if let Some(whole) = whole_len(rest, id_size).filter(|&w| w > chunk as u64) {
+            count(object_of(rest, id_size).expect("the head is in the chunk"));
+            let skip = whole - rest.len() as u64;
+            let skipped = std::io::copy(&mut (&mut input).take(skip), &mut std::io::sink())
+                .map_err(|e| fault(at, format!("read error: {e}")))?;
+            if skipped < skip {
+                return Err(fault(
+                    at,
+                    "heap dump sub-record ends past its record".into(),
+                ));
+            }
+            at += whole;
+            (start, end) = (0, 0);
+            continue;
+        }
+        // Otherwise move what is left to the front and read more.
+        buffer.copy_within(start..end, 0);
+        (start, end) = (0, end - start);
+        let got = input
+            .read(&mut buffer[end..])
+            .map_err(|e| fault(at, format!("read error: {e}")))?;
+        if got == 0 {
+            return Err(fault(
+                at,
+                "heap dump sub-record ends past its record".into(),
+            ));
+        }
+        end += got;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prim_array(id: u64, elements: u32, kind: BasicType) -> Vec<u8> {
+        let mut r = vec![heap::PRIM_ARRAY_DUMP];
+        r.extend_from_slice(&(id as u32).to_be_bytes());
+        r.extend_from_slice(&0u32.to_be_bytes());
+        r.extend_from_slice(&elements.to_be_bytes());
+        r.push(kind as u8);
+        r.resize(r.len() + elements as usize * kind.size(4), 7);
+        r
+    }
+
+    fn instance(class: u32, fields: u32) -> Vec<u8> {
+        let mut r = vec![heap::INSTANCE_DUMP];
+        r.extend_from_slice(&1u32.to_be_bytes());
+        r.extend_from_slice(&0u32.to_be_bytes());
+        r.extend_from_slice(&class.to_be_bytes());
+        r.extend_from_slice(&fields.to_be_bytes());
+        r.resize(r.len() + fields as usize, 0);
+        r
+    }
+
+    #[test]
+    fn counts_small_objects_and_arrays_larger_than_a_chunk() {
+        let mut body = instance(0x10, 12);
+        body.extend(prim_array(2, (CHUNK as u32) / 4 * 3, BasicType::Int)); // 3 chunks
+        body.extend(instance(0x10, 12));
+        body.extend(prim_array(3, 5, BasicType::Long));
+        let mut seen = Vec::new();
+        scan(&mut body.as_slice(), body.len() as u64, 4, 100, |o| {
+            seen.push(o)
+        })
+        .unwrap();
+        let int = PRIMITIVE_KEY | BasicType::Int as u64;
+        let long = PRIMITIVE_KEY | BasicType::Long as u64;
+        assert_eq!(
+            seen,
+            [(0x10, 12), (int, 3 * CHUNK as u64), (0x10, 12), (long, 40)]
+        );
+    }
+
+    #[test]
+    fn a_sub_record_past_the_body_is_an_error_at_its_offset() {
+        let body = instance(0x10, 12);
+        let cut = &body[..body.len() - 1];
+        let error = scan(&mut &cut[..], cut.len() as u64, 4, 100, |_| {}).unwrap_err();
+        assert_eq!(error.offset, 100);
+        let big = prim_array(2, CHUNK as u32, BasicType::Byte);
+        let cut = &big[..big.len() - 1];
+        let error = scan(&mut &cut[..], cut.len() as u64, 4, 100, |_| {}).unwrap_err();
+        assert_eq!(error.offset, 100);
+    }
+
+    use crate::format::binary::reader::parse_heap_records;
+    use crate::format::binary::{HeapRecord, PrimitiveArray};
+    use proptest::prelude::*;
+
+    /// (class or primitive key, bytes) of a decoded object, the reference.
+    fn decoded(record: &HeapRecord) -> Option<Counted> {
+        Some(match record {
+            HeapRecord::InstanceDump {
+                class_id, values, ..
+            } => (*class_id, values.len() as u64),
+            HeapRecord::PrimitiveArrayDump { elements, .. } => {
+                let kind = match elements {
+                    PrimitiveArray::Int(_) => BasicType::Int,
+                    PrimitiveArray::Long(_) => BasicType::Long,
+                    _ => BasicType::Byte,
+                };
+                let bytes = elements.len() as u64 * kind.size(4) as u64;
+                (PRIMITIVE_KEY | kind as u64, bytes)
+            }
+            _ => return None,
+        })
+    }
+
+    proptest! {
+        /// Any chunk size, any cut: the counts of the reader that decodes
+        /// everything, or an error when (and only when) it fails too.
+        #[test]
+        fn chunk_boundaries_never_change_the_counts(
+            objects in prop::collection::vec((any::<bool>(), 0u32..200, 0u8..3), 0..40),
+            chunk in 16usize..300,
+            cut in any::<prop::sample::Index>(),
+            truncate in any::<bool>(),
+        ) {
+            let mut body = Vec::new();
+            for (is_array, n, kind) in objects {
+                let kind = [BasicType::Int, BasicType::Long, BasicType::Byte][kind as usize];
+                body.extend(if is_array { prim_array(9, n, kind) } else { instance(0x10 + n, n) });
+            }
+            if truncate {
+                body.truncate(cut.index(body.len() + 1));
+            }
+            let expected = parse_heap_records(&body, 4, 100)
+                .map(|records| records.iter().filter_map(decoded).collect::<Vec<_>>());
+            let mut seen = Vec::new();
+            let got = scan_in_chunks(&mut body.as_slice(), body.len() as u64, 4, 100, |o| seen.push(o), chunk);
+            match expected {
+                Ok(expected) => {
+                    prop_assert!(got.is_ok(), "{:?}", got);
+                    prop_assert_eq!(seen, expected);
+                }
+                Err(_) => prop_assert!(got.is_err()),
+            }
+        }
+    }
+}

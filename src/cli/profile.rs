@@ -1,0 +1,688 @@
+//! The profile model shared by `collapse`, `flame`, `top` and `diff`: either
+//! file format (ASCII `java.hprof.txt` or binary `java.hprof`) turned into
+//! weighted stacks (CPU samples, CPU time, allocation sites) and, for a heap
+//! dump, a class histogram.
+//!
+//! Binary files are read as a stream: a heap dump is walked one sub-record at
+//! a time and only counted per class, so a dump of any size is read in
+//! bounded memory.
+
+use super::heap_scan::{self, PRIMITIVE_KEY};
+use crate::format::ParseError;
+use crate::format::ascii::{self, CpuTitle, HeapEntry, Section, TraceFrame};
+use crate::format::binary::reader::{parse_body, read_header};
+use crate::format::binary::{BasicType, FileHeader, RecordBody, tags};
+use crate::format::names::signature_to_name;
+use std::collections::HashMap;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+/// Which cost a command looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum What {
+    /// CPU SAMPLES: sample counts.
+    Cpu,
+    /// CPU TIME (ms): self time in milliseconds (cpu=times, ASCII files).
+    Time,
+    /// SITES: allocated bytes.
+    Alloc,
+    /// SITES: allocated objects.
+    AllocObjects,
+    /// SITES: live bytes.
+    Live,
+    /// SITES: live objects.
+    LiveObjects,
+}
+
+impl What {
+    /// The unit of the counts, for tables and titles.
+    pub fn unit(self) -> &'static str {
+        match self {
+            What::Cpu => "samples",
+            What::Time => "ms",
+            What::Alloc | What::Live => "bytes",
+            What::AllocObjects | What::LiveObjects => "objects",
+        }
+    }
+
+    /// The name as given to `--what`.
+    pub fn name(self) -> &'static str {
+        match self {
+            What::Cpu => "cpu",
+            What::Time => "time",
+            What::Alloc => "alloc",
+            What::AllocObjects => "alloc-objects",
+            What::Live => "live",
+            What::LiveObjects => "live-objects",
+        }
+    }
+
+    fn is_sites(self) -> bool {
+        !matches!(self, What::Cpu | What::Time)
+    }
+}
+
+/// One stack with its cost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Weighted {
+    /// `class.method` names, innermost first (the order of the files).
+    pub frames: Vec<String>,
+    /// For allocation sites: the allocated class, drawn as the leaf frame.
+    pub class: Option<String>,
+    pub value: u64,
+}
+
+/// One row of the SITES table, all four counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Site {
+    pub frames: Vec<String>,
+    pub class: String,
+    pub live_bytes: u64,
+    pub live_objects: u64,
+    pub allocated_bytes: u64,
+    pub allocated_objects: u64,
+}
+
+/// Instances and shallow bytes of one class in a heap dump.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClassCount {
+    pub instances: u64,
+    pub bytes: u64,
+}
+
+impl ClassCount {
+    /// Adds objects, saturating: sizes read from a damaged file may be huge.
+    fn add(&mut self, instances: u64, bytes: u64) {
+        self.instances = self.instances.saturating_add(instances);
+        self.bytes = self.bytes.saturating_add(bytes);
+    }
+}
+
+/// Everything the tool's commands read from one profile.
+#[derive(Debug, Clone, Default)]
+pub struct Profile {
+    /// `JAVA PROFILE 1.0.x, created <date>` or the binary header, in words.
+    pub header: String,
+    /// The last CPU SAMPLES table: stacks by sample count, and its total.
+    pub samples: Option<(Vec<Weighted>, u64)>,
+    /// The last CPU TIME table: stacks by self time (ms), and its total.
+    pub times: Option<(Vec<Weighted>, u64)>,
+    /// The last SITES table.
+    pub sites: Option<Vec<Site>>,
+    /// Per-class instances and bytes over every heap dump in the file.
+    pub histogram: Option<HashMap<String, ClassCount>>,
+    /// Stack depth from a binary file's CONTROL SETTINGS record.
+    pub depth: Option<u16>,
+}
+
+/// Why a profile could not be read: one line for the user.
+#[derive(Debug)]
+pub struct ReadError(pub String);
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Profile {
+    /// The agent options the file shows (neither format records the option
+    /// string itself), e.g. `cpu=samples, heap=sites, depth=4`.
+    pub fn options(&self) -> String {
+        let shown = [
+            (self.samples.is_some(), "cpu=samples"),
+            (self.times.is_some(), "cpu=times"),
+            (self.sites.is_some(), "heap=sites"),
+            (self.histogram.is_some(), "heap=dump"),
+        ];
+        let mut options: Vec<String> = shown
+            .iter()
+            .filter(|(present, _)| *present)
+            .map(|(_, name)| (*name).to_owned())
+            .collect();
+        if let Some(depth) = self.depth {
+            options.push(format!("depth={depth}"));
+        }
+        options.join(", ")
+    }
+
+    /// The kinds of cost this profile holds, in the order `--what` defaults to.
+    pub fn available(&self) -> Vec<What> {
+        let mut kinds = Vec::new();
+        if self.samples.is_some() {
+            kinds.push(What::Cpu);
+        }
+        if self.times.is_some() {
+            kinds.push(What::Time);
+        }
+        if self.sites.is_some() {
+            kinds.extend([
+                What::Alloc,
+                What::AllocObjects,
+                What::Live,
+                What::LiveObjects,
+            ]);
+        }
+        kinds
+    }
+
+    /// `what` if given and present, else the first kind present.
+    pub fn choose(&self, what: Option<What>) -> Result<What, ReadError> {
+        let kinds = self.available();
+        match what {
+            Some(w) if kinds.contains(&w) => Ok(w),
+            Some(w) => Err(ReadError(format!(
+                "the profile has no {} data ({})",
+                w.name(),
+                describe_kinds(&kinds)
+            ))),
+            None => kinds.first().copied().ok_or_else(|| {
+                ReadError("the profile has no CPU SAMPLES, CPU TIME or SITES table".into())
+            }),
+        }
+    }
+
+    /// The weighted stacks of one kind (empty when the kind is absent).
+    pub fn stacks(&self, what: What) -> Vec<Weighted> {
+        match what {
+            What::Cpu => self.samples.as_ref().map(|s| s.0.clone()),
+            What::Time => self.times.as_ref().map(|s| s.0.clone()),
+            _ => self.sites.as_ref().map(|sites| {
+                sites
+                    .iter()
+                    .map(|site| Weighted {
+                        frames: site.frames.clone(),
+                        class: Some(site.class.clone()),
+                        value: site_value(site, what),
+                    })
+                    .collect()
+            }),
+        }
+        .unwrap_or_default()
+    }
+
+    /// The total of one kind: the table's own total for CPU, the sum of the
+    /// rows for sites (rows below the cutoff are not in the file).
+    pub fn total(&self, what: What) -> u64 {
+        match what {
+            What::Cpu => self.samples.as_ref().map_or(0, |s| s.1),
+            What::Time => self.times.as_ref().map_or(0, |s| s.1),
+            _ if what.is_sites() => self
+                .stacks(what)
+                .iter()
+                .fold(0, |sum: u64, w| sum.saturating_add(w.value)),
+            _ => 0,
+        }
+    }
+}
+
+fn describe_kinds(kinds: &[What]) -> String {
+    if kinds.is_empty() {
+        return "it holds no CPU or SITES table".into();
+    }
+    let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+    format!("it holds: {}", names.join(", "))
+}
+
+fn site_value(site: &Site, what: What) -> u64 {
+    match what {
+        What::Alloc => site.allocated_bytes,
+        What::AllocObjects => site.allocated_objects,
+        What::Live => site.live_bytes,
+        What::LiveObjects => site.live_objects,
+        What::Cpu | What::Time => 0,
+    }
+}
+
+/// Reads a profile file of either format.
+pub fn read_file(path: &Path) -> Result<Profile, ReadError> {
+    let fail = |e: std::io::Error| ReadError(format!("{}: {e}", path.display()));
+    let mut file = std::fs::File::open(path).map_err(fail)?;
+    let mut start = [0u8; 19];
+    let got = file.read(&mut start).map_err(fail)?;
+    let file = std::fs::File::open(path).map_err(fail)?;
+    let located = |e: ParseError| {
+        ReadError(format!(
+            "{}: not a readable profile: {} (byte offset {})",
+            path.display(),
+            e.message,
+            e.offset
+        ))
+    };
+    if got == start.len() && start.starts_with(b"JAVA PROFILE ") && start[18] == 0 {
+        read_binary(BufReader::with_capacity(1 << 20, file)).map_err(located)
+    } else {
+        let mut text = Vec::new();
+        BufReader::new(file).read_to_end(&mut text).map_err(fail)?;
+        read_ascii(&text).map_err(located)
+    }
+}
+
+/// `class.method` of an ASCII frame line.
+fn frame_name(frame: &TraceFrame) -> String {
+    format!(
+        "{}.{}",
+        stable_class_name(&frame.class_name),
+        frame.method_name
+    )
+}
+
+/// A class name without the address the JVM puts in the names of hidden
+/// classes (`Main$$Lambda.0x00007f6aa0003220`, `Main$$Lambda$14/0x0000000800c03000`,
+/// `LambdaForm$DMH.0x00007f953c001000`): the address changes from run to
+/// run, so without this the same lambda would never match between two runs.
+pub fn stable_class_name(name: &str) -> String {
+    let mut stable = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(at) = rest.find("0x") {
+        let before = &rest[..at];
+        let after = &rest[at + 2..];
+        let digits = after.bytes().take_while(u8::is_ascii_hexdigit).count();
+        if digits >= 8 && (before.ends_with('.') || before.ends_with('/')) {
+            stable.push_str(&before[..before.len() - 1]);
+        } else {
+            stable.push_str(before);
+            stable.push_str(&rest[at..at + 2 + digits]);
+        }
+        rest = &after[digits..];
+    }
+    stable.push_str(rest);
+    stable
+}
+
+/// Reads an ASCII profile held in memory.
+pub fn read_ascii(text: &[u8]) -> Result<Profile, ParseError> {
+    let sections = ascii::reader::parse_file(text)?;
+    let mut traces: HashMap<u32, Vec<String>> = HashMap::new();
+    let mut profile = Profile::default();
+    for section in &sections {
+        match section {
+            Section::Header {
+                version, created, ..
+            } => profile.header = format!("{version}, created {created}"),
+            Section::Trace(trace) => {
+                traces.insert(trace.serial, trace.frames.iter().map(frame_name).collect());
+            }
+            _ => {}
+        }
+    }
+    let frames_of = |serial: u32| traces.get(&serial).cloned().unwrap_or_default();
+    for section in sections {
+        match section {
+            Section::Cpu(cpu) => {
+                let time = cpu.title == CpuTitle::TimeMs;
+                let stacks = cpu
+                    .rows
+                    .iter()
+                    .map(|row| Weighted {
+                        frames: frames_of(row.trace_serial),
+                        class: None,
+                        // CPU TIME rows give calls in the count column and the
+                        // self time only as a share of the total (2 decimals).
+                        value: if time {
+                            (row.self_percent * cpu.total as f64 / 100.0).round() as u64
+                        } else {
+                            row.count
+                        },
+                    })
+                    .collect();
+                if time {
+                    profile.times = Some((stacks, cpu.total));
+                } else {
+                    profile.samples = Some((stacks, cpu.total));
+                }
+            }
+            Section::Sites(sites) => {
+                profile.sites = Some(
+                    sites
+                        .rows
+                        .iter()
+                        .map(|row| Site {
+                            frames: frames_of(row.trace_serial),
+                            class: stable_class_name(&row.class_name),
+                            live_bytes: row.live_bytes,
+                            live_objects: row.live_objects,
+                            allocated_bytes: row.allocated_bytes,
+                            allocated_objects: row.allocated_objects,
+                        })
+                        .collect(),
+                )
+            }
+            Section::HeapDump(dump) => {
+                let histogram = profile.histogram.get_or_insert_with(HashMap::new);
+                for entry in dump.entries {
+                    let (class, size) = match entry {
+                        HeapEntry::Object {
+                            class_name, size, ..
+                        } => (class_name, size),
+                        HeapEntry::ObjectArray {
+                            array_class_name,
+                            size,
+                            ..
+                        }
+                        | HeapEntry::PrimitiveArray {
+                            array_class_name,
+                            size,
+                            ..
+                        } => (array_class_name, size),
+                        _ => continue,
+                    };
+                    let count = histogram.entry(class).or_default();
+                    count.add(1, size);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(profile)
+}
+
+/// A LOAD CLASS name as a dotted Java name: the agent writes dotted names,
+/// the JDK's own dumps `java/lang/String` and `[I`.
+fn loaded_class_name(raw: &str) -> String {
+    if raw.starts_with('[') {
+        signature_to_name(raw)
+    } else {
+        raw.replace('/', ".")
+    }
+}
+
+/// The Java name of a primitive array's element type, e.g. `int[]`.
+fn primitive_array_name(type_byte: u8) -> String {
+    match BasicType::from_u8(type_byte) {
+        Some(BasicType::Boolean) => "boolean[]",
+        Some(BasicType::Char) => "char[]",
+        Some(BasicType::Float) => "float[]",
+        Some(BasicType::Double) => "double[]",
+        Some(BasicType::Byte) => "byte[]",
+        Some(BasicType::Short) => "short[]",
+        Some(BasicType::Int) => "int[]",
+        Some(BasicType::Long) => "long[]",
+        Some(BasicType::Object) | None => "unknown[]",
+    }
+    .to_owned()
+}
+
+/// What the binary reader collects before it can name things: names are
+/// resolved at the end, since records may come in any order.
+#[derive(Default)]
+struct BinaryTables {
+    utf8: HashMap<u64, String>,
+    /// class serial -> name id
+    class_names: HashMap<u32, u64>,
+    /// class object id -> name id
+    class_ids: HashMap<u64, u64>,
+    /// frame id -> (method name id, class serial)
+    frames: HashMap<u64, (u64, u32)>,
+    /// trace serial -> frame ids, innermost first
+    traces: HashMap<u32, Vec<u64>>,
+    samples: Option<(Vec<(u32, u64)>, u64)>,
+    sites: Option<Vec<crate::format::binary::AllocSite>>,
+    /// class object id (or primitive type byte with PRIMITIVE_KEY) -> counts
+    histogram: Option<HashMap<u64, ClassCount>>,
+    depth: Option<u16>,
+}
+
+/// Reads a binary profile as a stream, in bounded memory.
+pub fn read_binary(mut input: impl Read) -> Result<Profile, ParseError> {
+    let header = read_header(&mut input)?;
+    let mut offset = header.version.header_text().len() as u64 + 1 + 4 + 8;
+    let mut tables = BinaryTables::default();
+    let mut body = Vec::new();
+    loop {
+        let mut head = [0u8; 9];
+        let got = read_up_to(&mut input, &mut head, offset)?;
+        if got == 0 {
+            break;
+        }
+        if got < head.len() {
+            return Err(error(
+                offset,
+                format!("truncated record header: {got} of 9 bytes"),
+            ));
+        }
+        let tag = head[0];
+        let length = u64::from(u32::from_be_bytes([head[5], head[6], head[7], head[8]]));
+        if tag == tags::HEAP_DUMP || tag == tags::HEAP_DUMP_SEGMENT {
+            count_heap_dump(&mut input, length, &header, offset + 9, &mut tables)?;
+        } else {
+            body.clear();
+            (&mut input)
+                .take(length)
+                .read_to_end(&mut body)
+                .map_err(|e| error(offset, format!("read error: {e}")))?;
+            if (body.len() as u64) < length {
+                return Err(error(
+                    offset,
+                    format!(
+                        "record (tag 0x{tag:02x}) has length {length} but only {} bytes follow",
+                        body.len()
+                    ),
+                ));
+            }
+            collect_record(parse_body(tag, &body, header.id_size, offset)?, &mut tables);
+        }
+        offset += 9 + length;
+    }
+    Ok(resolve(&header, tables))
+}
+
+fn error(offset: u64, message: String) -> ParseError {
+    ParseError { offset, message }
+}
+
+fn read_up_to(input: &mut impl Read, buf: &mut [u8], offset: u64) -> Result<usize, ParseError> {
+    let mut got = 0;
+    while got < buf.len() {
+        match input.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(error(offset, format!("read error: {e}"))),
+        }
+    }
+    Ok(got)
+}
+
+fn collect_record(body: RecordBody, tables: &mut BinaryTables) {
+    match body {
+        RecordBody::Utf8 { id, text } => {
+            tables
+                .utf8
+                .insert(id, String::from_utf8_lossy(&text).into_owned());
+        }
+        RecordBody::LoadClass {
+            class_serial,
+            class_id,
+            name_id,
+            ..
+        } => {
+            tables.class_names.insert(class_serial, name_id);
+            tables.class_ids.insert(class_id, name_id);
+        }
+        RecordBody::Frame {
+            frame_id,
+            method_name_id,
+            class_serial,
+            ..
+        } => {
+            tables
+                .frames
+                .insert(frame_id, (method_name_id, class_serial));
+        }
+        RecordBody::Trace {
+            trace_serial,
+            frame_ids,
+            ..
+        } => {
+            tables.traces.insert(trace_serial, frame_ids);
+        }
+        RecordBody::CpuSamples { total, samples } => {
+            let rows = samples
+                .iter()
+                .map(|s| (s.trace_serial, u64::from(s.count)))
+                .collect();
+            tables.samples = Some((rows, u64::from(total)));
+        }
+        RecordBody::AllocSites { sites, .. } => tables.sites = Some(sites),
+        RecordBody::ControlSettings { depth, .. } => tables.depth = Some(depth),
+        _ => {}
+    }
+}
+
+/// Counts the objects of one heap dump body per class.
+fn count_heap_dump(
+    input: &mut impl Read,
+    length: u64,
+    header: &FileHeader,
+    body_offset: u64,
+    tables: &mut BinaryTables,
+) -> Result<(), ParseError> {
+    let histogram = tables.histogram.get_or_insert_with(HashMap::new);
+    heap_scan::scan(
+        input,
+        length,
+        header.id_size,
+        body_offset,
+        |(key, bytes)| histogram.entry(key).or_default().add(1, bytes),
+    )
+}
+
+/// Names every frame, trace and class once all records are read.
+fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
+    let text = |id: &u64| tables.utf8.get(id).map(String::as_str).unwrap_or("?");
+    let class_of_serial = |serial: u32| {
+        tables.class_names.get(&serial).map_or_else(
+            || "Unknown_class".to_owned(),
+            |n| stable_class_name(&loaded_class_name(text(n))),
+        )
+    };
+    let frames_of = |serial: u32| -> Vec<String> {
+        tables.traces.get(&serial).map_or_else(Vec::new, |ids| {
+            ids.iter()
+                .map(|frame| match tables.frames.get(frame) {
+                    Some((method, class)) => {
+                        format!("{}.{}", class_of_serial(*class), text(method))
+                    }
+                    None => "<unknown frame>".to_owned(),
+                })
+                .collect()
+        })
+    };
+    let samples = tables.samples.as_ref().map(|(rows, total)| {
+        let stacks = rows
+            .iter()
+            .map(|&(trace, count)| Weighted {
+                frames: frames_of(trace),
+                class: None,
+                value: count,
+            })
+            .collect();
+        (stacks, *total)
+    });
+    let sites = tables.sites.as_ref().map(|sites| {
+        sites
+            .iter()
+            .map(|s| Site {
+                frames: frames_of(s.trace_serial),
+                class: if s.array_type > 2 {
+                    primitive_array_name(s.array_type)
+                } else {
+                    class_of_serial(s.class_serial)
+                },
+                live_bytes: u64::from(s.live_bytes),
+                live_objects: u64::from(s.live_instances),
+                allocated_bytes: u64::from(s.allocated_bytes),
+                allocated_objects: u64::from(s.allocated_instances),
+            })
+            .collect()
+    });
+    let histogram = tables.histogram.as_ref().map(|counts| {
+        let mut named: HashMap<String, ClassCount> = HashMap::new();
+        for (&key, count) in counts {
+            let name = if key & PRIMITIVE_KEY != 0 {
+                primitive_array_name((key & 0xff) as u8)
+            } else {
+                tables
+                    .class_ids
+                    .get(&key)
+                    .map_or_else(|| format!("class@{key:#x}"), |n| loaded_class_name(text(n)))
+            };
+            let merged = named.entry(name).or_default();
+            merged.add(count.instances, count.bytes);
+        }
+        named
+    });
+    Profile {
+        header: format!(
+            "{}, started at {} ms since 1970",
+            header.version.header_text(),
+            header.timestamp_ms
+        ),
+        samples,
+        times: None,
+        sites,
+        histogram,
+        depth: tables.depth,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ASCII: &str = "JAVA PROFILE 1.0.1, created Thu Nov  2 17:11:21 2017\n\
+\n\
+--------\n\
+\n\
+TRACE 300001:\n\
+\tHot.leaf(Hot.java:5)\n\
+\tHot.main(Hot.java:9)\n\
+TRACE 300002:\n\
+\tHot.other(Hot.java:7)\n\
+\tHot.main(Hot.java:10)\n\
+CPU SAMPLES BEGIN (total = 10) Thu Nov  2 17:11:22 2017\n\
+rank   self  accum   count trace method\n\
+   1 70.00% 70.00%       7 300001 Hot.leaf\n\
+   2 30.00% 100.00%       3 300002 Hot.other\n\
+CPU SAMPLES END\n";
+
+    #[test]
+    fn ascii_cpu_samples_become_stacks_with_their_counts() {
+        let profile = read_ascii(ASCII.as_bytes()).unwrap();
+        assert_eq!(profile.choose(None).unwrap(), What::Cpu);
+        assert_eq!(profile.total(What::Cpu), 10);
+        let stacks = profile.stacks(What::Cpu);
+        assert_eq!(stacks.len(), 2);
+        assert_eq!(stacks[0].frames, ["Hot.leaf", "Hot.main"]);
+        assert_eq!(stacks[0].value, 7);
+        assert!(profile.choose(Some(What::Alloc)).is_err());
+    }
+
+    #[test]
+    fn binary_class_names_are_dotted() {
+        assert_eq!(loaded_class_name("java/lang/String"), "java.lang.String");
+        assert_eq!(loaded_class_name("[I"), "int[]");
+        assert_eq!(loaded_class_name("Foo$Bar"), "Foo$Bar");
+        assert_eq!(primitive_array_name(10), "int[]");
+    }
+
+    #[test]
+    fn hidden_class_addresses_are_dropped() {
+        assert_eq!(
+            stable_class_name("Main$$Lambda.0x00007f6aa0003220"),
+            "Main$$Lambda"
+        );
+        assert_eq!(
+            stable_class_name("Main$$Lambda$14/0x0000000800c03000"),
+            "Main$$Lambda$14"
+        );
+        assert_eq!(
+            stable_class_name("java.lang.invoke.LambdaForm$DMH.0x00007f953c001000.x"),
+            "java.lang.invoke.LambdaForm$DMH.x"
+        );
+        assert_eq!(stable_class_name("A.0x12"), "A.0x12");
+        assert_eq!(stable_class_name("int[]"), "int[]");
+    }
+}

@@ -1,0 +1,577 @@
+//! The reading commands of `hprof-rs` on real agent output: `collapse`,
+//! `flame`, `top` and `diff`, on every JDK of the matrix, and their
+//! behaviour on input that is not a usable profile.
+
+mod common;
+
+use hprof_rs::cli::profile::stable_class_name;
+use hprof_rs::format::ascii::{self, Section};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn hprof_rs() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
+}
+
+/// SpreadHot in the interpreter: compiled, each leaf runs at a speed that
+/// depends on when the JIT (starved on a loaded machine) got to it, which
+/// moved one leaf from 14% to 35% of the samples between two runs; the
+/// interpreter gives every unit of work the same cost in every run.
+const SPREAD_HOT: [&str; 2] = ["-Xint", "SpreadHot"];
+
+/// Runs `class args` under the agent with `options` in `dir`; returns the output file.
+fn profile(
+    jdk: &common::Jdk,
+    dir: &Path,
+    options: &str,
+    file: &str,
+    class_args: &[&str],
+) -> PathBuf {
+    let mut cmd = common::java_command(jdk, dir);
+    cmd.arg(common::agentpath_arg(&format!("{options},file={file}")))
+        .args(class_args);
+    common::assert_success(
+        &common::run(&mut cmd),
+        &format!("{} {options} {class_args:?}", jdk.label),
+    );
+    dir.join(file)
+}
+
+fn tool(args: &[&str], files: &[&Path]) -> Output {
+    let mut cmd = hprof_rs();
+    cmd.args(args).args(files);
+    common::run(&mut cmd)
+}
+
+/// Folded lines `stack count` summed per stack.
+fn folded(text: &str) -> BTreeMap<String, u64> {
+    let mut stacks = BTreeMap::new();
+    for line in text.lines() {
+        let (stack, count) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("not folded: {line:?}"));
+        *stacks.entry(stack.to_owned()).or_default() += count.parse::<u64>().unwrap();
+    }
+    stacks
+}
+
+/// The CPU SAMPLES header total and the sum of its rows, read with the crate's ASCII reader.
+fn cpu_table(path: &Path) -> (u64, u64) {
+    let sections = ascii::reader::parse_file(&fs::read(path).unwrap()).unwrap();
+    let cpu = sections
+        .into_iter()
+        .rev()
+        .find_map(|s| match s {
+            Section::Cpu(cpu) => Some(cpu),
+            _ => None,
+        })
+        .expect("a CPU SAMPLES section");
+    (cpu.total, cpu.rows.iter().map(|r| r.count).sum())
+}
+
+#[test]
+fn collapse_of_cpu_samples_loses_no_sample_in_either_format() {
+    for jdk in common::jdks() {
+        let dir = common::scratch_dir(&format!("tools-collapse-{}", jdk.label));
+        let text = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &SPREAD_HOT);
+        let (total, rows) = cpu_table(&text);
+        assert!(
+            total > 20,
+            "{}: too few samples ({total}) to test",
+            jdk.label
+        );
+        let out = tool(&["collapse"], &[&text]);
+        common::assert_success(&out, "collapse of the ASCII file");
+        let stacks = folded(&common::stdout_text(&out));
+        assert_eq!(
+            stacks.values().sum::<u64>(),
+            rows,
+            "{}: collapse lost samples",
+            jdk.label
+        );
+        assert_eq!(
+            rows, total,
+            "{}: the table's rows do not add up to its total",
+            jdk.label
+        );
+        assert!(
+            stacks.contains_key("SpreadHot.main;SpreadHot.single"),
+            "{}: {stacks:?}",
+            jdk.label
+        );
+
+        let binary = profile(&jdk, &dir, "cpu=samples,format=b", "cpu.hprof", &SPREAD_HOT);
+        let out = tool(&["collapse", "--what", "cpu"], &[&binary]);
+        common::assert_success(&out, "collapse of the binary file");
+        let parsed = hprof_rs::format::binary::reader::parse(&fs::read(&binary).unwrap()).unwrap();
+        let binary_total: u64 = parsed
+            .records
+            .iter()
+            .rev()
+            .find_map(|r| match &r.body {
+                hprof_rs::format::binary::RecordBody::CpuSamples { total, .. } => {
+                    Some(u64::from(*total))
+                }
+                _ => None,
+            })
+            .expect("a CPU SAMPLES record");
+        let stacks = folded(&common::stdout_text(&out));
+        assert_eq!(
+            stacks.values().sum::<u64>(),
+            binary_total,
+            "{}: binary collapse lost samples",
+            jdk.label
+        );
+    }
+}
+
+#[test]
+fn flame_writes_well_formed_searchable_svg_with_the_hot_method() {
+    for jdk in common::jdks() {
+        let dir = common::scratch_dir(&format!("tools-flame-{}", jdk.label));
+        let text = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &SPREAD_HOT);
+        for (svg, extra) in [("flame.svg", None), ("icicle.svg", Some("--reverse"))] {
+            let svg = dir.join(svg);
+            let mut cmd = hprof_rs();
+            cmd.arg("flame")
+                .arg(&text)
+                .arg("-o")
+                .arg(&svg)
+                .args(["--title", "SpreadHot flame"]);
+            cmd.args(extra);
+            common::assert_success(&common::run(&mut cmd), "flame");
+            let body = fs::read_to_string(&svg).unwrap();
+            assert!(
+                body.contains("SpreadHot.single"),
+                "{}: hot method missing",
+                jdk.label
+            );
+            assert!(
+                body.contains("SpreadHot flame"),
+                "{}: title missing",
+                jdk.label
+            );
+            // The header (date line of the file) and the total are in the subtitle.
+            let (total, _) = cpu_table(&text);
+            assert!(
+                body.contains(&format!("total {total} samples")),
+                "{}: totals missing",
+                jdk.label
+            );
+            assert!(
+                body.contains("JAVA PROFILE 1.0.1, created"),
+                "{}: header missing",
+                jdk.label
+            );
+            assert!(
+                body.contains("function search("),
+                "{}: not searchable",
+                jdk.label
+            );
+            assert!(
+                body.contains("cpu=samples"),
+                "{}: options missing",
+                jdk.label
+            );
+            assert_well_formed_xml(&body);
+        }
+    }
+}
+
+fn assert_well_formed_xml(text: &str) {
+    let mut reader = quick_xml::Reader::from_str(text);
+    reader.config_mut().check_end_names = true;
+    let mut depth = 0i64;
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(quick_xml::events::Event::Start(_)) => depth += 1,
+            Ok(quick_xml::events::Event::End(_)) => depth -= 1,
+            Ok(_) => {}
+            Err(e) => panic!("malformed XML at {}: {e}", reader.buffer_position()),
+        }
+    }
+    assert_eq!(depth, 0, "unclosed XML elements");
+}
+
+#[test]
+fn top_ranks_a_method_hot_through_several_traces_first_by_total() {
+    for jdk in common::jdks() {
+        let dir = common::scratch_dir(&format!("tools-top-{}", jdk.label));
+        let text = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &SPREAD_HOT);
+        let out = tool(&["top", "--json", "-n", "50"], &[&text]);
+        common::assert_success(&out, "top --json");
+        let report: serde_json::Value = serde_json::from_str(&common::stdout_text(&out)).unwrap();
+        let names = |list: &str| -> Vec<String> {
+            report[list]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["method"].as_str().unwrap().to_owned())
+                .filter(|m| m.starts_with("SpreadHot.") && m != "SpreadHot.main")
+                .collect()
+        };
+        // By self, single() (2 units in one trace) is first; HPROF's own
+        // table, one row per trace, ranks it first too.
+        assert_eq!(
+            names("by_self")[0],
+            "SpreadHot.single",
+            "{}: {report}",
+            jdk.label
+        );
+        let sections = ascii::reader::parse_file(&fs::read(&text).unwrap()).unwrap();
+        let first_row = sections
+            .iter()
+            .find_map(|s| match s {
+                Section::Cpu(cpu) => cpu.rows.first().cloned(),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(
+            first_row.method.as_deref(),
+            Some("SpreadHot.single"),
+            "{}",
+            jdk.label
+        );
+        // By total, hot() (3 units over three traces) ranks above single().
+        assert_eq!(
+            names("by_total")[0],
+            "SpreadHot.hot",
+            "{}: {report}",
+            jdk.label
+        );
+        let hot = report["by_total"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["method"] == "SpreadHot.hot")
+            .unwrap();
+        // hot() itself does almost nothing (a sample may land between two calls).
+        let hot_self = hot["self"].as_u64().unwrap();
+        let hot_total = hot["total"].as_u64().unwrap();
+        assert!(hot_self * 10 < hot_total, "{}: {hot}", jdk.label);
+        let leaves: u64 = report["by_self"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["method"].as_str().unwrap().starts_with("SpreadHot.leaf"))
+            .map(|m| m["self"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            hot_total,
+            leaves + hot_self,
+            "{}: hot's total is its own self plus its leaves' self",
+            jdk.label
+        );
+    }
+}
+
+#[test]
+fn top_of_a_heap_dump_prints_the_class_histogram() {
+    for jdk in common::jdks() {
+        let dir = common::scratch_dir(&format!("tools-histo-{}", jdk.label));
+        for (file, options, item_bytes) in [
+            // ASCII dumps give each object's size (24 bytes for an Item with
+            // compressed class pointers), binary dumps its field bytes (int + long).
+            ("dump.txt", "heap=dump", 24),
+            ("dump.hprof", "heap=dump,format=b", 12),
+        ] {
+            let path = profile(&jdk, &dir, options, file, &["AllocSites"]);
+            let out = tool(&["top", "--json", "-n", "100000"], &[&path]);
+            common::assert_success(&out, "top of a heap dump");
+            let report: serde_json::Value =
+                serde_json::from_str(&common::stdout_text(&out)).unwrap();
+            let row = |class: &str| {
+                report["histogram"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|r| r["class"] == class)
+                    .unwrap_or_else(|| panic!("{}: no {class} in {file}", jdk.label))
+                    .clone()
+            };
+            // AllocSites keeps 4000 Item and 4000 Reflected objects.
+            assert_eq!(
+                row("AllocSites$Item")["instances"],
+                4000,
+                "{} {file}",
+                jdk.label
+            );
+            assert_eq!(
+                row("AllocSites$Item")["bytes"],
+                4000 * item_bytes,
+                "{} {file}",
+                jdk.label
+            );
+            assert_eq!(
+                row("AllocSites$Reflected")["instances"],
+                4000,
+                "{} {file}",
+                jdk.label
+            );
+            let text = common::stdout_text(&tool(&["top"], &[&path]));
+            assert!(text.contains("class histogram"), "{text}");
+        }
+    }
+}
+
+#[test]
+fn diff_of_two_runs_of_the_same_program_reports_nothing_and_exits_0() {
+    for jdk in common::jdks() {
+        let dir = common::scratch_dir(&format!("tools-diff-same-{}", jdk.label));
+        let a = profile(&jdk, &dir, "heap=sites", "a.txt", &["AllocGrowth", "0"]);
+        let b = profile(
+            &jdk,
+            &dir,
+            "heap=sites,format=b",
+            "b.hprof",
+            &["AllocGrowth", "0"],
+        );
+        let out = tool(
+            &[
+                "diff",
+                "--json",
+                "--fail-if",
+                "alloc.total > +10%",
+                "--fail-if",
+                "site int[] at AllocGrowth.makeArray > +1%",
+            ],
+            &[&a, &b],
+        );
+        common::assert_exit_code(&out, 0, &format!("{}: diff of the same program", jdk.label));
+        let report: serde_json::Value = serde_json::from_str(&common::stdout_text(&out)).unwrap();
+        assert_eq!(
+            report["stacks"],
+            serde_json::json!([]),
+            "{}: {report}",
+            jdk.label
+        );
+        assert_eq!(report["failed"], false);
+        // The site is matched across formats and serial numbers: same bytes.
+        let site = &report["thresholds"][1];
+        assert_eq!(site["change"], 0, "{}: {report}", jdk.label);
+        assert!(
+            site["base"].as_u64().unwrap() >= 20000 * 272,
+            "{}: {report}",
+            jdk.label
+        );
+
+        // CPU samples: two runs differ by chance only; nothing beyond noise.
+        let a = profile(&jdk, &dir, "cpu=samples", "a-cpu.txt", &SPREAD_HOT);
+        let b = profile(&jdk, &dir, "cpu=samples", "b-cpu.txt", &SPREAD_HOT);
+        let out = tool(
+            &[
+                "diff",
+                "--json",
+                "--fail-if",
+                "method SpreadHot.single self > +20%",
+                "--fail-if",
+                "method SpreadHot.hot total > +20%",
+            ],
+            &[&a, &b],
+        );
+        common::assert_exit_code(&out, 0, &format!("{}: diff of two CPU runs", jdk.label));
+        let report: serde_json::Value = serde_json::from_str(&common::stdout_text(&out)).unwrap();
+        // The fixture's own stacks and methods (the JVM's few samples of
+        // start-up code are not what this test is about).
+        let fixture_changes: Vec<&serde_json::Value> = ["stacks", "methods"]
+            .iter()
+            .flat_map(|list| report[list].as_array().unwrap())
+            .filter(|m| m["name"].as_str().unwrap().contains("SpreadHot."))
+            .collect();
+        assert!(fixture_changes.is_empty(), "{}: {report}", jdk.label);
+    }
+}
+
+#[test]
+fn diff_reports_a_site_that_allocates_30_percent_more_first_and_exits_1() {
+    for jdk in common::jdks() {
+        let dir = common::scratch_dir(&format!("tools-diff-grow-{}", jdk.label));
+        let base = profile(&jdk, &dir, "heap=sites", "base.txt", &["AllocGrowth", "0"]);
+        let new = profile(
+            &jdk,
+            &dir,
+            "heap=sites,format=b",
+            "new.hprof",
+            &["AllocGrowth", "30"],
+        );
+        let svg = dir.join("diff.svg");
+        let svg_arg = svg.to_str().unwrap();
+        let out = tool(
+            &[
+                "diff",
+                "--json",
+                "--fail-if",
+                "alloc.total > +10%",
+                "--flame",
+                svg_arg,
+            ],
+            &[&base, &new],
+        );
+        common::assert_exit_code(&out, 1, &format!("{}: diff of a 30% growth", jdk.label));
+        let report: serde_json::Value = serde_json::from_str(&common::stdout_text(&out)).unwrap();
+        let first = &report["stacks"][0];
+        assert_eq!(
+            first["name"], "AllocGrowth.main;AllocGrowth.makeArray;int[]",
+            "{}: {report}",
+            jdk.label
+        );
+        // 20000 arrays before, 26000 after: exactly +30%.
+        let base_bytes = first["base"].as_u64().unwrap();
+        assert_eq!(base_bytes % 20000, 0, "{}: {report}", jdk.label);
+        assert_eq!(
+            first["change"].as_u64().unwrap(),
+            base_bytes / 20000 * 6000,
+            "{}",
+            jdk.label
+        );
+        assert!((first["relative_percent"].as_f64().unwrap() - 30.0).abs() < 1e-9);
+        assert_eq!(report["thresholds"][0]["failed"], true);
+        // The Item site did not change and is not reported.
+        assert!(
+            !common::stdout_text(&out).contains("makeItem"),
+            "{}: {report}",
+            jdk.label
+        );
+        let body = fs::read_to_string(&svg).unwrap();
+        assert!(body.contains("AllocGrowth.makeArray"));
+        assert_well_formed_xml(&body);
+
+        // Below the threshold: exit 0; text output names the site first.
+        let out = tool(&["diff", "--fail-if", "alloc.total > +90%"], &[&base, &new]);
+        common::assert_exit_code(&out, 0, "diff under a loose threshold");
+        let text = common::stdout_text(&out);
+        let first_stack = text
+            .lines()
+            .skip_while(|l| !l.starts_with("Stacks"))
+            .nth(1)
+            .unwrap();
+        assert!(
+            first_stack.ends_with("AllocGrowth.main;AllocGrowth.makeArray;int[]"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn our_collapse_agrees_with_hprof2flamegraph_on_the_same_ascii_file() {
+    let Some(theirs) = common::stackcollapse_hprof() else {
+        return;
+    };
+    for jdk in common::jdks() {
+        let dir = common::scratch_dir(&format!("tools-agree-{}", jdk.label));
+        let text = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &SPREAD_HOT);
+        let out = common::run(Command::new(&theirs).arg("--discard-lineno").arg(&text));
+        common::assert_success(&out, "stackcollapse-hprof");
+        // hprof2flamegraph keeps the addresses in hidden class names; ours
+        // drops them so that runs match. Line by line, that is the only difference.
+        let their_stacks: BTreeMap<String, u64> = folded(&common::stdout_text(&out))
+            .into_iter()
+            .map(|(stack, n)| {
+                (
+                    stack
+                        .split(';')
+                        .map(stable_class_name)
+                        .collect::<Vec<_>>()
+                        .join(";"),
+                    n,
+                )
+            })
+            .fold(BTreeMap::new(), |mut all, (stack, n)| {
+                *all.entry(stack).or_default() += n;
+                all
+            });
+        let ours = folded(&common::stdout_text(&tool(&["collapse"], &[&text])));
+        assert_eq!(ours, their_stacks, "{}", jdk.label);
+        assert!(ours.values().sum::<u64>() > 0);
+    }
+}
+
+#[test]
+fn unusable_input_gives_one_line_and_exit_2() {
+    let jdk = common::jdks().into_iter().next().expect("a JDK");
+    let dir = common::scratch_dir("tools-bad-input");
+    let sites = profile(&jdk, &dir, "heap=sites", "sites.txt", &["AllocGrowth"]);
+    let cpu = profile(
+        &jdk,
+        &dir,
+        "cpu=samples",
+        "cpu.txt",
+        &["-Xint", "SpreadHot", "100"],
+    );
+    let binary = profile(
+        &jdk,
+        &dir,
+        "heap=sites,format=b",
+        "sites.hprof",
+        &["AllocGrowth"],
+    );
+    let bytes = fs::read(&binary).unwrap();
+    let cut = dir.join("cut.hprof");
+    fs::write(&cut, &bytes[..bytes.len() - 7]).unwrap();
+    let text = fs::read(&sites).unwrap();
+    let cut_text = dir.join("cut.txt");
+    fs::write(&cut_text, &text[..text.len() * 2 / 3]).unwrap();
+    let prose = dir.join("notes.txt");
+    fs::write(&prose, "Shopping list:\n- eggs\n").unwrap();
+    let missing = dir.join("missing.hprof");
+    let cases: Vec<(Vec<&str>, Vec<&Path>)> = vec![
+        (vec!["top"], vec![&cut]),
+        (vec!["collapse"], vec![&cut_text]),
+        (vec!["flame", "-o", "/dev/null"], vec![&prose]),
+        (vec!["top"], vec![&missing]),
+        (vec!["diff"], vec![&sites, &cpu]),
+        (vec!["diff"], vec![&sites, &prose]),
+        (
+            vec!["diff", "--fail-if", "alloc.total >> 5"],
+            vec![&sites, &sites],
+        ),
+        (vec!["collapse", "--what", "cpu"], vec![&sites]),
+    ];
+    for (args, files) in cases {
+        let out = tool(&args, &files);
+        common::assert_exit_code(&out, 2, &format!("{args:?} {files:?}"));
+        let stderr = common::stderr_text(&out);
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("hprof-rs: "), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    let stderr = common::stderr_text(&tool(&["diff"], &[&sites, &cpu]));
+    assert!(stderr.contains("different kinds"), "{stderr}");
+}
+
+#[test]
+fn top_and_collapse_read_cpu_times() {
+    for jdk in common::jdks() {
+        let dir = common::scratch_dir(&format!("tools-times-{}", jdk.label));
+        let text = profile(&jdk, &dir, "cpu=times", "times.txt", &["TimedCalls"]);
+        let out = tool(&["top", "--what", "time", "--json"], &[&text]);
+        common::assert_success(&out, "top --what time");
+        let report: serde_json::Value = serde_json::from_str(&common::stdout_text(&out)).unwrap();
+        // nap() sleeps 4 x 50 ms (main's own time, class loading included,
+        // can be larger on a loaded machine).
+        let nap_row = report["by_self"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["method"] == "TimedCalls.nap")
+            .unwrap_or_else(|| panic!("{}: no nap in {report}", jdk.label));
+        let nap_self = nap_row["self"].as_u64().unwrap();
+        assert!(nap_self >= 190, "{}: {report}", jdk.label);
+        assert_eq!(
+            nap_row["total"], nap_self,
+            "{}: nap calls nothing",
+            jdk.label
+        );
+        assert_eq!(report["unit"], "ms");
+        let folded = folded(&common::stdout_text(&tool(&["collapse"], &[&text])));
+        let nap: u64 = folded
+            .iter()
+            .filter(|(stack, _)| stack.ends_with("TimedCalls.nap"))
+            .map(|(_, ms)| ms)
+            .sum();
+        assert_eq!(nap, nap_self, "{}", jdk.label);
+    }
+}
