@@ -14,6 +14,9 @@ use std::io::Read;
 /// (65535 constants, statics and fields of at most 17 bytes each).
 const CHUNK: usize = 8 << 20;
 
+/// The smallest buffer: room for any object's fixed head.
+const MIN_CHUNK: usize = 64;
+
 /// What one dumped object counts for: its class (a class object id, or a
 /// primitive array's element type byte with [`PRIMITIVE_KEY`] set) and bytes.
 pub type Counted = (u64, u64);
@@ -77,9 +80,11 @@ fn scan_in_chunks(
     let mut input = input.take(length);
     // A body shorter than a chunk needs no more (a dump may have thousands
     // of small segments); then no sub-record is ever larger than the buffer.
+    // Never smaller than the largest fixed head of an object (25 bytes with
+    // 8-byte ids), or a head cut at the end of the buffer could never be read.
     let chunk = chunk
         .min(usize::try_from(length).unwrap_or(usize::MAX))
-        .max(1);
+        .max(MIN_CHUNK);
     let mut buffer = vec![0u8; chunk];
     let (mut start, mut end) = (0usize, 0usize);
     // File offset of buffer[start].
@@ -105,7 +110,10 @@ fn scan_in_chunks(
         // The sub-record goes past the chunk. Larger than a chunk: count it
         // from its head and skip its other bytes.
         if let Some(whole) = whole_len(rest, id_size).filter(|&w| w > chunk as u64) {
-            count(object_of(rest, id_size).expect("the head is in the chunk"));
+            let Some(object) = object_of(rest, id_size) else {
+                return Err(fault(at, "unreadable heap dump object head".into()));
+            };
+            count(object);
             let skip = whole - rest.len() as u64;
             let skipped = std::io::copy(&mut (&mut input).take(skip), &mut std::io::sink())
                 .map_err(|e| fault(at, format!("read error: {e}")))?;
