@@ -187,6 +187,23 @@ mod tests {
     }
 
     #[test]
+    fn a_head_longer_than_the_chunk_asked_for_is_still_read() {
+        // 17 bytes of head, a 16-byte chunk: the case the property test found.
+        let body = instance(0x10, 0);
+        let mut seen = Vec::new();
+        scan_in_chunks(
+            &mut body.as_slice(),
+            body.len() as u64,
+            4,
+            100,
+            |o| seen.push(o),
+            16,
+        )
+        .unwrap();
+        assert_eq!(seen, [(0x10, 0)]);
+    }
+
+    #[test]
     fn a_sub_record_past_the_body_is_an_error_at_its_offset() {
         let body = instance(0x10, 12);
         let cut = &body[..body.len() - 1];
