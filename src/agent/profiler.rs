@@ -344,9 +344,16 @@ impl Profiler {
     /// The serial of `thread`, registering it if new. Threads are known by
     /// a number in their JVMTI thread-local slot, so object tags stay free
     /// for allocation accounting.
-    fn thread_serial(&self, env: &Jvmti, model: &mut Model, thread: jni::jthread) -> u32 {
+    /// A thread registered here gets `start_frames` as its THREAD START trace.
+    fn thread_serial(
+        &self,
+        env: &Jvmti,
+        model: &mut Model,
+        thread: jni::jthread,
+        start_frames: &[jvm::RawFrame],
+    ) -> u32 {
         match jvm::thread_value(env, thread) {
-            0 => self.register_thread(env, model, thread, &[]),
+            0 => self.register_thread(env, model, thread, start_frames),
             stored => stored as u32,
         }
     }
@@ -385,7 +392,7 @@ impl Profiler {
     /// its serial, else 0 (and the thread need not be registered).
     fn trace_thread_serial(&self, env: &Jvmti, model: &mut Model, thread: jni::jthread) -> u32 {
         if self.traces.per_thread {
-            self.thread_serial(env, model, thread)
+            self.thread_serial(env, model, thread, &[])
         } else {
             0
         }
@@ -400,10 +407,7 @@ impl Profiler {
         let env = self.jvmti.env();
         let frames = jvm::stack_frames(&env, thread, self.traces.depth);
         let mut model = self.model.lock();
-        let serial = match jvm::thread_value(&env, thread) {
-            0 => self.register_thread(&env, &mut model, thread, &frames),
-            stored => stored as u32,
-        };
+        let serial = self.thread_serial(&env, &mut model, thread, &frames);
         if let Some(cpu) = &self.cpu {
             cpu.thread_started(jni, thread, serial);
         }
