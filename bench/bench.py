@@ -25,7 +25,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -59,6 +59,7 @@ class Mode:
     binary_tags: frozenset = frozenset()  # binary: one of these record tags must be there
     jfr: bool = False
     jcmd: bool = False
+    baseline: bool = False  # run with --baseline's agent library instead of --lib's
 
 
 MODES = {m.key: m for m in [
@@ -75,6 +76,27 @@ MODES = {m.key: m for m in [
     Mode("jfr", "JFR settings=profile", jfr=True),
     Mode("jcmd", "jcmd GC.heap_dump (no agent)", jcmd=True),
 ]}
+
+BASELINE_SUFFIX = "@baseline"
+
+
+def mode_of(key: str) -> Mode:
+    """The mode of a key; `<mode>@baseline` is that mode run with the baseline library."""
+    if key.endswith(BASELINE_SUFFIX):
+        mode = MODES[key[:-len(BASELINE_SUFFIX)]]
+        return replace(mode, key=key, label=f"{mode.label} (baseline)", baseline=True)
+    return MODES[key]
+
+
+def with_baselines(keys: List[str]) -> List[str]:
+    """Each agent mode followed by the same mode under the baseline library."""
+    out = []
+    for key in keys:
+        out.append(key)
+        if MODES[key].agent:
+            out.append(key + BASELINE_SUFFIX)
+    return out
+
 
 PROFILING_MODES = ["none", "samples", "sites", "sites-sampled", "times", "monitor", "jfr"]
 STARTUP_MODES = ["none", "samples", "sites", "sites-sampled", "times", "monitor", "dump", "jfr"]
@@ -261,8 +283,9 @@ def run_round(wl: Workload, modes: List[Mode], rnd: int, warmup: bool, args, raw
     for mode in modes:
         base = raw / f"{wl.key}.{mode.key}.r{rnd}"
         out_file = work / output_name(wl, mode, rnd)
+        lib = args.baseline if mode.baseline else args.lib
         argv = ["/usr/bin/time", "-v", "-o", f"{base}.time", "timeout", "-k", "10",
-                str(args.timeout)] + java_command(args.java_home, args.lib, wl, mode, out_file)
+                str(args.timeout)] + java_command(args.java_home, lib, wl, mode, out_file)
         shell = (f"cd {shlex.quote(str(REPO))} && exec {shlex.join(argv)}"
                  f" > {shlex.quote(str(base))}.out 2> {shlex.quote(str(base))}.err")
         names.append(mode.key)
@@ -315,7 +338,7 @@ def run_workload(wl: Workload, mode_keys: List[str], args, raw: Path, work: Path
     done = {k: 0 for k in mode_keys}           # runs done, warmups included
     for rnd in range(total):
         warm = rnd < args.warmup
-        todo = [MODES[k] for k in mode_keys
+        todo = [mode_of(k) for k in mode_keys
                 if (warm or remaining[k] > 0) and (k not in result.slow or done[k] < args.slow_runs)]
         if not todo:
             break
@@ -380,7 +403,8 @@ class Row:
 
 def summarize(result: Result) -> Dict[str, Row]:
     rows = {}
-    for key in result.workload.modes:
+    # In the order the workload lists its modes, each followed by its baseline run.
+    for key in with_baselines(result.workload.modes):
         all_runs = [r for r in result.runs if r.mode == key]
         if not all_runs:
             continue
@@ -389,7 +413,7 @@ def summarize(result: Result) -> Dict[str, Row]:
         cpu = median([r.cpu for r in ok])
         rss = median([r.rss_kb / 1024 if r.rss_kb else None for r in ok])
         out = median([r.output_bytes / 1e6 if r.output_bytes is not None else None for r in ok])
-        rows[key] = Row(MODES[key], measured, all_runs, median([r.wall for r in ok]), cpu, rss,
+        rows[key] = Row(mode_of(key), measured, all_runs, median([r.wall for r in ok]), cpu, rss,
                         median([r.dump_seconds for r in ok]), out,
                         all(r.exit == 124 for r in measured))
     return rows
@@ -486,6 +510,24 @@ def heapdump_table(res: Result) -> List[str]:
             f"| {row.mode.label} | {len(row.measured)} | {secs(row.wall)} | {secs(dump)} "
             f"| {secs(row.cpu)} | {fmt(row.rss_mb, 0)} | {fmt(row.output_mb, 1)} "
             f"| {checksum_cell(res.workload, row, ref)} | {status_cell(row, res)} |")
+    return lines
+
+
+def baseline_table(results: List[Result]) -> List[str]:
+    lines = ["| workload | mode | runs | wall × baseline | CPU × baseline | RSS × baseline "
+             "| spread |", "|---|---|---:|---:|---:|---:|---:|"]
+    for res in results:
+        rows = summarize(res)
+        for key, row in rows.items():
+            old = rows.get(key + BASELINE_SUFFIX)
+            if old is None:
+                continue
+            walls = [r.wall for r in row.measured if r.wall]
+            spread = fmt(max(walls) / min(walls)) if len(walls) > 1 else "–"
+            lines.append(
+                f"| {res.workload.title} | {row.mode.label} | {len(row.measured)} "
+                f"| {fmt(ratio(row.wall, old.wall))} | {fmt(ratio(row.cpu, old.cpu))} "
+                f"| {fmt(ratio(row.rss_mb, old.rss_mb))} | {spread} |")
     return lines
 
 
@@ -609,6 +651,14 @@ def write_report(results: List[Result], meta: dict, run_dir: Path) -> str:
         "",
     ]
     md += main_table(results)
+    if any(r.mode.endswith(BASELINE_SUFFIX) for res in results for r in res.runs):
+        md += ["", "## Against the baseline", "",
+               para("This build's medians divided by the baseline library's, mode by mode, "
+                    "from the same rounds (each round runs both, in rotated order). Below 1 "
+                    "means this build is faster. Differences within the spread of the runs "
+                    "(`spread`: this build's slowest over its fastest measured run) are noise.",
+                    92), ""]
+        md += baseline_table(results)
     for res in results:
         if res.workload.heapdump:
             md += ["", "## Heap dump of a program holding about 200 MB live", "",
@@ -690,6 +740,10 @@ def parse_args(argv):
                    help="run nothing: write the report again from a run's directory "
                    "(.cache/bench/runs/<date>), e.g. to another --out or with a --note")
     p.add_argument("--lib", help="the agent library")
+    p.add_argument("--baseline", metavar="LIB", default=None,
+                   help="another agent library (an earlier build) to compare with: every agent "
+                   "mode also runs with it, in the same rounds, and the report adds a table of "
+                   "this build against it")
     p.add_argument("--java-home")
     p.add_argument("--cmdline", default="bash bench/run.sh")
     args = p.parse_args(argv)
@@ -705,6 +759,8 @@ def parse_args(argv):
         args.out = str(CACHE / "report-quick.md") if args.quick else str(REPO / "BENCHMARKS.md")
     if args.lib:
         args.lib = Path(args.lib).resolve()
+    if args.baseline:
+        args.baseline = Path(args.baseline).resolve()
     if args.java_home:
         args.java_home = Path(args.java_home)
     return args
@@ -776,15 +832,25 @@ def main(argv) -> int:
     shown_lib = args.lib
     args.lib = run_dir / "libhprof_rs.so"
     shutil.copy2(shown_lib, args.lib)
+    shown_baseline = args.baseline
+    if args.baseline:
+        args.baseline = run_dir / "libhprof_rs.baseline.so"
+        shutil.copy2(shown_baseline, args.baseline)
     meta = {k: getattr(args, k) for k in ("quick", "runs", "warmup", "startup_runs", "timeout",
                                            "slow_factor", "slow_runs", "cmdline")}
     meta.update(note=args.note or "", started=started.isoformat(), finished=None,
                 load_before=load_average(), load_after=None,
                 machine=machine_facts(args.java_home, args.lib, shown_lib))
+    if args.baseline:
+        digest = hashlib.sha256(args.baseline.read_bytes()).hexdigest()[:16]
+        meta["machine"].append(f"- baseline agent: `{shown_baseline}` (sha256 {digest}…): "
+                               "every agent mode also ran with it, in the same rounds")
     results = []
     for key in chosen:
         wl = all_wl[key]
         mode_keys = [m for m in wl.modes if modes_wanted is None or m in modes_wanted]
+        if args.baseline:
+            mode_keys = with_baselines(mode_keys)
         if mode_keys == ["none"] and modes_wanted is not None:
             continue
         print(f"bench: {wl.title}: {', '.join(mode_keys)}", flush=True)
@@ -794,6 +860,8 @@ def main(argv) -> int:
     save(run_dir, meta, results)
     shutil.rmtree(work, ignore_errors=True)
     args.lib.unlink()
+    if args.baseline:
+        args.baseline.unlink()
 
     write_out(results, meta, run_dir, args.out)
     bad = [r for res in results for r in res.runs if r.error]

@@ -9,6 +9,8 @@
 #   bash bench/run.sh --runs 10 --modes samples,jfr --workloads javac,h2
 #   bash bench/run.sh --no-build           use the agent library as it is
 #   bash bench/run.sh --agent PATH         use another agent library (implies --no-build)
+#   bash bench/run.sh --baseline PATH      also run every agent mode with an earlier build, in
+#                                          the same rounds, and report this build against it
 # Other options go to bench/bench.py (python3 bench/bench.py --help lists them); exits 1 if
 # any run failed. BENCH_JAVA_HOME picks the JDK (default: Debian's OpenJDK 17).
 set -euo pipefail
