@@ -23,25 +23,6 @@ use std::sync::OnceLock;
 /// The one profiling run of this process.
 static PROFILER: OnceLock<Profiler> = OnceLock::new();
 
-/// Bit of the hidden `X=` option that makes the ThreadStart callback panic:
-/// a test aid proving that a panic is contained and reported, never
-/// unwound into the JVM.
-pub const X_PANIC_IN_THREAD_START: i64 = 0x100;
-
-/// Bit of the hidden `X=` option that makes the allocation callback return
-/// at once: what the JVM's event posting alone costs (a measuring aid for
-/// the floor of exact allocation tracking; the SITES table stays empty).
-pub const X_ALLOC_EVENT_ONLY: i64 = 0x200;
-
-/// Bit of the hidden `X=` option that makes the allocation callback take
-/// the stack and return (event posting plus stack walk; measuring aid).
-pub const X_ALLOC_STACK_ONLY: i64 = 0x400;
-
-/// Bit of the hidden `X=` option that makes heap dumps go through the
-/// HotSpotDiagnostic MXBean, the fallback for a JVM without a known
-/// management table (a test aid for that path).
-pub const X_HEAP_DUMP_THROUGH_BEAN: i64 = 0x8000;
-
 /// The agent type the JVM's entry points dispatch to.
 #[derive(Default)]
 pub struct HprofAgent;
@@ -140,7 +121,7 @@ impl Agent for HprofAgent {
 
     fn thread_start(&self, context: CallbackContext<'_>, event: ThreadEvent) {
         if let Some(profiler) = PROFILER.get() {
-            if profiler.options.experiment & X_PANIC_IN_THREAD_START != 0 {
+            if profiler.options.experiment & options::experiment::PANIC_IN_THREAD_START != 0 {
                 panic!("deliberate panic requested by X=0x100");
             }
             profiler.thread_started(context.jni().map(|j| &**j), event.thread());

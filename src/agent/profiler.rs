@@ -11,9 +11,9 @@ use super::site_cache;
 use super::times::MethodTiming;
 use super::traces::TracePolicy;
 use crate::emit::sites::SiteSnapshot;
-use crate::emit::{Emitter, HeaderFacts, Style};
+use crate::emit::{Emitter, HeaderFacts};
 use crate::format::ascii::time::ctime_now;
-use crate::format::binary::Version;
+use crate::format::binary::{self, Version};
 use crate::model::traces::EMPTY_TRACE_SERIAL;
 use crate::model::{Model, SiteKey};
 use crate::options::{Format, Options};
@@ -130,10 +130,6 @@ impl Profiler {
         writer: OutputWriter,
         heap_dump_path: String,
     ) -> Self {
-        let style = match options.format {
-            Format::Ascii => Style::Ascii,
-            Format::Binary => Style::Binary,
-        };
         let traces = TracePolicy {
             depth: options.depth,
             per_thread: options.thread,
@@ -145,6 +141,7 @@ impl Profiler {
             .heap_sites
             .then(|| AllocationCounts::new(options.alloc_interval));
         let id_bytes = id_size(&options);
+        let format = options.format;
         let timing = if options.cpu_times {
             MethodTiming::install_tracker(jvmti)
                 .map(|_| MethodTiming::new(options.prof_trace_depth))
@@ -164,7 +161,7 @@ impl Profiler {
             options,
             jvmti: JvmtiHandle::new(jvmti),
             traces,
-            emitter: Emitter::new(style, id_bytes),
+            emitter: Emitter::new(format, id_bytes),
             model: Mutex::new(Model::new(id_bytes == 8)),
             writer,
             allocations,
@@ -201,17 +198,17 @@ impl Profiler {
     /// VM init: the file header, the main thread, the classes loaded so far.
     pub fn vm_init(&'static self, jni: Option<&JniEnv>, main_thread: jni::jthread) {
         let env = self.jvmti.env();
-        let version = match (self.emitter.style(), jni.and_then(jvm::max_heap_bytes)) {
-            (Style::Binary, _) if self.options.heap_dump => Version::V102,
-            (Style::Binary, Some(max)) if max >= SEGMENTED_HEAP_THRESHOLD => Version::V102,
+        let version = match (self.emitter.format(), jni.and_then(jvm::max_heap_bytes)) {
+            (Format::Binary, _) if self.options.heap_dump => Version::V102,
+            (Format::Binary, Some(max)) if max >= SEGMENTED_HEAP_THRESHOLD => Version::V102,
             _ => Version::V101,
         };
         let mut control_flags = 0;
         if self.allocations.is_some() {
-            control_flags |= 0x1;
+            control_flags |= binary::CONTROL_ALLOC_TRACES;
         }
         if self.options.cpu_samples {
-            control_flags |= 0x2;
+            control_flags |= binary::CONTROL_CPU_SAMPLING;
         }
         let facts = HeaderFacts {
             version,
@@ -326,7 +323,7 @@ impl Profiler {
             jvmti::JVMTI_EVENT_DATA_DUMP_REQUEST,
             jvmti::JVMTI_EVENT_RESOURCE_EXHAUSTED,
         ];
-        if self.emitter.style() == Style::Binary {
+        if self.emitter.format() == Format::Binary {
             events.push(jvmti::JVMTI_EVENT_CLASS_LOAD);
         }
         if self.allocations.is_some() {
@@ -446,7 +443,7 @@ impl Profiler {
     /// ClassLoad: the class gets a serial, and in binary a LOAD CLASS record
     /// with the loading thread's trace.
     pub fn class_loaded(&self, thread: jni::jthread, class: jni::jclass) {
-        if !self.accepting_events() || self.emitter.style() != Style::Binary {
+        if !self.accepting_events() || self.emitter.format() != Format::Binary {
             return;
         }
         let env = self.jvmti.env();
@@ -479,7 +476,7 @@ impl Profiler {
         {
             return;
         }
-        if self.options.experiment & super::X_ALLOC_EVENT_ONLY != 0 {
+        if self.options.experiment & crate::options::experiment::ALLOC_EVENT_ONLY != 0 {
             return;
         }
         let env = self.jvmti.env();
@@ -494,7 +491,7 @@ impl Profiler {
         };
         let count = jvm::stack_frames_into(&env, thread, buffer);
         let frames = &buffer[..count];
-        if self.options.experiment & super::X_ALLOC_STACK_ONLY != 0 {
+        if self.options.experiment & crate::options::experiment::ALLOC_STACK_ONLY != 0 {
             return;
         }
 
@@ -763,19 +760,19 @@ impl Profiler {
             path,
             prepared.map(|global| global as jni::jstring),
             self.options.verbose,
-            self.options.experiment & super::X_HEAP_DUMP_THROUGH_BEAN != 0,
+            self.options.experiment & crate::options::experiment::HEAP_DUMP_THROUGH_BEAN != 0,
         )
         .and_then(|()| {
             // (Progress is in bytes of the JVM's dump, which the binary copy
             // follows one to one; the ASCII conversion does not.)
-            if self.options.verbose && self.emitter.style() == Style::Binary {
+            if self.options.verbose && self.emitter.format() == Format::Binary {
                 let size = std::fs::metadata(path).map_or(0, |m| m.len());
                 output.report_progress(size, started.elapsed());
             }
             let mut out = |bytes: Vec<u8>| output.hand_over(bytes);
             let malformed = |e| format!("the JVM's heap dump {path} is malformed: {e}");
-            match self.emitter.style() {
-                Style::Binary => {
+            match self.emitter.format() {
+                Format::Binary => {
                     let mut memory = self.dump_memory.lock();
                     self.emitter
                         .carry_heap_dump(
@@ -790,7 +787,7 @@ impl Profiler {
                 // The JVM's dumper of JDK 11 to 17 lists a class's fields
                 // last-declared first; HPROF's ASCII lists them in declaration
                 // order. (The property is read now: it is not set at load time.)
-                Style::Ascii => self
+                Format::Ascii => self
                     .emitter
                     .ascii_heap_dump(
                         std::path::Path::new(path),
