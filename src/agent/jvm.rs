@@ -401,6 +401,31 @@ impl VmHandle {
     }
 }
 
+/// A JNI global reference the agent keeps between callbacks. Unlike a local
+/// reference (bound to one thread and one native frame), a global reference
+/// is valid on every thread attached to the VM until it is deleted.
+#[derive(Clone, Copy)]
+pub struct GlobalRef(jni::jobject);
+
+// SAFETY: JNI allows a global reference to be used from any attached thread;
+// the agent deletes one only once no other thread can still use it (see
+// each owner).
+unsafe impl Send for GlobalRef {}
+// SAFETY: as above; using a global reference does not mutate it.
+unsafe impl Sync for GlobalRef {}
+
+impl GlobalRef {
+    /// A new global reference to `object` (a live local reference).
+    pub fn new(jni: &JniEnv, object: jni::jobject) -> Self {
+        Self(global_ref(jni, object))
+    }
+
+    /// The reference, for JNI and JVMTI calls.
+    pub fn raw(self) -> jni::jobject {
+        self.0
+    }
+}
+
 /// A global reference to `object`, for use on other threads.
 pub fn global_ref(jni: &JniEnv, object: jni::jobject) -> jni::jobject {
     // SAFETY: `object` is a live local reference of the current callback.

@@ -5,10 +5,11 @@
 
 use super::cpu_timers::{self, CpuTimer};
 use super::jvm::{self, RawFrame, VmHandle};
+use super::threads::{is_agent_thread, mark_agent_thread};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -20,18 +21,6 @@ pub const SAMPLER_THREAD_NAME: &str = "HPROF cpu sampling thread";
 thread_local! {
     /// This thread's CPU timer, started at ThreadStart and stopped at ThreadEnd.
     static TIMER: RefCell<Option<CpuTimer>> = const { RefCell::new(None) };
-    /// Set on the agent's own Java threads, whose events are ignored.
-    static AGENT_THREAD: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Marks the calling thread as one of the agent's own (its events are ignored).
-pub fn mark_agent_thread() {
-    AGENT_THREAD.with(|a| a.set(true));
-}
-
-/// True on a thread the agent started for itself.
-pub fn is_agent_thread() -> bool {
-    AGENT_THREAD.try_with(Cell::get).unwrap_or(false)
 }
 
 /// A profiled thread: a global reference to it and its serial.
@@ -166,7 +155,7 @@ impl CpuSampling {
         let spawned = std::thread::Builder::new()
             .name(SAMPLER_THREAD_NAME.into())
             .spawn(move || {
-                AGENT_THREAD.with(|a| a.set(true));
+                mark_agent_thread();
                 let Some(jni) = vm.attach_daemon(SAMPLER_THREAD_NAME) else {
                     eprintln!("HPROF ERROR: cannot attach the cpu sampling thread; no CPU samples");
                     return;

@@ -149,7 +149,7 @@ impl MethodTiming {
         let spawned = std::thread::Builder::new()
             .name("HPROF tracker clock".into())
             .spawn(move || {
-                super::sampler::mark_agent_thread();
+                super::threads::mark_agent_thread();
                 let Some(jni) = vm.attach_daemon("HPROF tracker clock") else {
                     return;
                 };
