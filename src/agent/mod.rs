@@ -13,6 +13,7 @@ mod header;
 mod heapdump;
 mod jmm;
 mod jvm;
+mod jvm_tracker;
 mod profiler;
 mod sampler;
 mod site_cache;

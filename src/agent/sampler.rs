@@ -4,7 +4,7 @@
 //! sample per CPU interval each consumed at its stack trace.
 
 use super::cpu_timers::{self, CpuTimer};
-use super::jvm::{self, RawFrame, VmHandle};
+use super::jvm::{self, GlobalRef, RawFrame, VmHandle};
 use super::threads::{is_agent_thread, mark_agent_thread};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use jvmti_bindings::prelude::*;
@@ -26,7 +26,7 @@ thread_local! {
 /// A profiled thread: a global reference to it and its serial.
 #[derive(Clone, Copy)]
 struct Timed {
-    thread: usize,
+    thread: GlobalRef,
     serial: u32,
 }
 
@@ -74,14 +74,10 @@ impl CpuSampling {
         let Some(timer) = cpu_timers::start_for_current_thread(self.interval_ms) else {
             return;
         };
-        let global = jvm::global_ref(jni, thread);
-        self.timed.lock().insert(
-            timer.slot,
-            Timed {
-                thread: global as usize,
-                serial,
-            },
-        );
+        let thread = GlobalRef::new(jni, thread);
+        self.timed
+            .lock()
+            .insert(timer.slot, Timed { thread, serial });
         let _ = TIMER.try_with(|t| {
             if let Some(old) = t.replace(Some(timer)) {
                 old.stop();
@@ -100,7 +96,9 @@ impl CpuSampling {
         let mut all = self.timed.lock();
         let timed = all.remove(&timer.slot);
         if let (Some(timed), Some(jni)) = (timed, jni) {
-            jvm::delete_global(jni, timed.thread as jni::jobject);
+            // SAFETY: removed from `timed` under the lock the sampler holds
+            // while it uses the references: no copy is used after this.
+            unsafe { jvm::delete_global(jni, timed.thread) };
         }
         let pending = timer.stop();
         drop(all);
@@ -123,7 +121,7 @@ impl CpuSampling {
             .filter_map(|(slot, n)| {
                 timed
                     .get(slot)
-                    .map(|t| (t.thread as jni::jthread, (t.serial, *n)))
+                    .map(|t| (t.thread.raw() as jni::jthread, (t.serial, *n)))
             })
             .unzip();
         if threads.is_empty() {

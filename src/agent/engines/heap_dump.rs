@@ -93,11 +93,8 @@ impl HeapDump {
 
 impl Engine for HeapDump {
     fn vm_init(&self, _run: &Run, jni: Option<&JniEnv>) {
-        if let Some(jni) = jni
-            && let Some(path) = jni.new_string_utf(&self.path)
-        {
-            *self.path_string.lock() = Some(GlobalRef::new(jni, path));
-            jvm::delete_local(Some(jni), path);
+        if let Some(jni) = jni {
+            *self.path_string.lock() = jvm::new_global_string(jni, &self.path);
         }
     }
 
