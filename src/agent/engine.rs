@@ -63,7 +63,8 @@ pub trait Engine: Send + Sync {
     /// registered: start its threads and its work.
     fn start(&'static self, _run: &'static Run, _jni: Option<&JniEnv>) {}
 
-    /// ThreadStart, on the new thread, once it has serial `serial`.
+    /// ThreadStart, on the new thread, once it has serial `serial`;
+    /// `thread` is the callback's live reference to it.
     fn thread_started(
         &self,
         _run: &Run,

@@ -426,21 +426,21 @@ unsafe impl Send for GlobalRef {}
 unsafe impl Sync for GlobalRef {}
 
 impl GlobalRef {
-    /// A new global reference to `object` (a live local reference).
-    pub fn new(jni: &JniEnv, object: jni::jobject) -> Self {
-        Self(global_ref(jni, object))
+    /// A new global reference to `object`.
+    ///
+    /// # Safety
+    ///
+    /// `object` is a live local reference of the calling thread: one the
+    /// current callback received or made.
+    pub unsafe fn new(jni: &JniEnv, object: jni::jobject) -> Self {
+        // SAFETY: `object` is live on this thread, as the caller guarantees.
+        Self(unsafe { jni.new_global_ref(object) })
     }
 
     /// The reference, for JNI and JVMTI calls.
     pub fn raw(self) -> jni::jobject {
         self.0
     }
-}
-
-/// A global reference to `object`, for use on other threads.
-pub fn global_ref(jni: &JniEnv, object: jni::jobject) -> jni::jobject {
-    // SAFETY: `object` is a live local reference of the current callback.
-    unsafe { jni.new_global_ref(object) }
 }
 
 /// Drops a global reference.
@@ -461,7 +461,8 @@ pub unsafe fn delete_global(jni: &JniEnv, global: GlobalRef) {
 /// thread, held by a global reference.
 pub fn find_class_global(jni: &JniEnv, name: &str) -> Option<GlobalRef> {
     let local = find_class(jni, name)?;
-    let global = GlobalRef::new(jni, local);
+    // SAFETY: a local reference FindClass just made on this thread.
+    let global = unsafe { GlobalRef::new(jni, local) };
     delete_local(Some(jni), local);
     Some(global)
 }
@@ -470,7 +471,8 @@ pub fn find_class_global(jni: &JniEnv, name: &str) -> Option<GlobalRef> {
 /// moment it is needed, when the JVM may not be able to make one).
 pub fn new_global_string(jni: &JniEnv, text: &str) -> Option<GlobalRef> {
     let local = jni.new_string_utf(text)?;
-    let global = GlobalRef::new(jni, local);
+    // SAFETY: a local reference NewStringUTF just made on this thread.
+    let global = unsafe { GlobalRef::new(jni, local) };
     delete_local(Some(jni), local);
     Some(global)
 }

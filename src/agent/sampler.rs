@@ -74,7 +74,10 @@ impl CpuSampling {
         let Some(timer) = cpu_timers::start_for_current_thread(self.interval_ms) else {
             return;
         };
-        let thread = GlobalRef::new(jni, thread);
+        // SAFETY: this runs only inside the ThreadStart (or VM init)
+        // callback, through `Engine::thread_started`, and `thread` is the
+        // reference that callback received, live while it runs.
+        let thread = unsafe { GlobalRef::new(jni, thread) };
         self.timed
             .lock()
             .insert(timer.slot, Timed { thread, serial });
