@@ -10,6 +10,7 @@
 //! [`help_text`] or [`OptionError::message`] and ends the process itself.
 
 mod cnum;
+pub mod experiment;
 mod help;
 
 use std::fmt;
@@ -132,32 +133,11 @@ impl Default for Options {
 }
 
 impl Options {
-    /// Whether object allocations are tracked (HPROF's `obj_watch`).
-    pub fn alloc_tracking(&self) -> bool {
-        self.heap_sites || self.heap_dump
-    }
-
-    /// Whether classes must be instrumented (HPROF's `bci`): allocation
-    /// tracking or method timing.
-    pub fn needs_bci(&self) -> bool {
-        self.alloc_tracking() || self.cpu_times
-    }
-
     /// `java.hprof.txt` for ascii, `java.hprof` for binary.
     pub fn default_file_name(&self) -> &'static str {
         match self.format {
             Format::Ascii => "java.hprof.txt",
             Format::Binary => "java.hprof",
-        }
-    }
-
-    /// The output file name (the `file=` value verbatim, or the default
-    /// name), or `None` when the output goes to a socket.
-    pub fn file_name(&self) -> Option<&str> {
-        match &self.destination {
-            Destination::File(Some(name)) => Some(name),
-            Destination::File(None) => Some(self.default_file_name()),
-            Destination::Net { .. } => None,
         }
     }
 }

@@ -27,14 +27,15 @@ mod format_samples;
 use cap::Cap;
 use hprof_rs::bci::{Injection, RewriteOptions, TRACKER_CLASS_FILE, rewrite_class_with};
 use hprof_rs::cli::{collapse, diff, profile, threshold, top};
+use hprof_rs::emit::Emitter;
 use hprof_rs::emit::heap::DumpMemory;
-use hprof_rs::emit::{Emitter, Style};
 use hprof_rs::format::ascii::reader as ascii_reader;
 use hprof_rs::format::binary::heap_walk;
 use hprof_rs::format::binary::reader::{self, RecordReader};
 use hprof_rs::format::binary::writer::{encode_header, tags};
 use hprof_rs::format::binary::{FileHeader, Version};
 use hprof_rs::model::Model;
+use hprof_rs::options::Format;
 use parking_lot::Mutex;
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -382,7 +383,7 @@ proptest! {
         let path = case_file("dump", &bytes);
         let model = Mutex::new(Model::default());
         let mut written = Vec::new();
-        let copy = Emitter::new(Style::Binary, id_size).carry_heap_dump(
+        let copy = Emitter::new(Format::Binary, id_size).carry_heap_dump(
             &path,
             &model,
             &mut DumpMemory::default(),
@@ -402,7 +403,7 @@ proptest! {
         }
         // The ASCII section is not read back: a name with a line break (the
         // JVM allows one) is written verbatim, as HPROF did, and splits its line.
-        let _ = Emitter::new(Style::Ascii, id_size).ascii_heap_dump(
+        let _ = Emitter::new(Format::Ascii, id_size).ascii_heap_dump(
             &path,
             &model,
             "Sat Mar 27 10:51:47 2021",
@@ -473,7 +474,7 @@ fn carry_both(bytes: &[u8]) -> (Option<String>, Option<String>) {
     let _ = ALLOCATOR.set_limit(MEMORY_CAP);
     let path = case_file("dump-unit", bytes);
     let model = Mutex::new(Model::default());
-    let copy = Emitter::new(Style::Binary, 8).carry_heap_dump(
+    let copy = Emitter::new(Format::Binary, 8).carry_heap_dump(
         &path,
         &model,
         &mut DumpMemory::default(),
@@ -483,7 +484,7 @@ fn carry_both(bytes: &[u8]) -> (Option<String>, Option<String>) {
         },
     );
     let ascii =
-        Emitter::new(Style::Ascii, 8).ascii_heap_dump(&path, &model, "X", false, &mut |_| {});
+        Emitter::new(Format::Ascii, 8).ascii_heap_dump(&path, &model, "X", false, &mut |_| {});
     (
         copy.err().map(|e| e.message),
         ascii.err().map(|e| e.message),

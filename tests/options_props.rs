@@ -114,7 +114,7 @@ proptest! {
                 let timing_depth = if o.cpu_old { 2 } else { o.depth };
                 prop_assert_eq!(o.prof_trace_depth, timing_depth);
                 prop_assert!(!o.cpu_old || o.cpu_times);
-                prop_assert!(o.cpu_samples || o.cpu_times || o.monitor || o.alloc_tracking());
+                prop_assert!(o.cpu_samples || o.cpu_times || o.monitor || o.heap_sites || o.heap_dump);
                 if let Destination::Net { port, .. } = o.destination {
                     prop_assert!(port > 0);
                 }

@@ -1,4 +1,5 @@
-//! The allocation collector (heap=sites, heap=dump): every Java object the
+//! The allocation counts of heap=sites (heap=dump tracks no allocations:
+//! its dump comes from the JVM's own dumper): every Java object the
 //! program allocates is reported by JVMTI's SampledObjectAlloc event (with a
 //! sampling interval of 0 for exact counts, or `alloc_interval` bytes), counted
 //! at its site, and tagged so that ObjectFree can move it from live to freed.

@@ -5,8 +5,8 @@
 //! wait, park or block in I/O burn no CPU, get no signal and are never
 //! sampled; idle threads cost nothing per tick.
 //!
-//! Linux only (timer_create with SIGEV_THREAD_ID). All unsafe code of the
-//! collector is here.
+//! Linux only (timer_create with SIGEV_THREAD_ID). The agent's unsafe calls
+//! to the operating system (signals, timers, the monotonic clock) are here.
 
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -219,6 +219,18 @@ pub fn take_pending() -> Vec<(usize, u32)> {
             n => Some((slot, n)),
         })
         .collect()
+}
+
+/// Monotonic nanoseconds: the same clock as System.nanoTime() on Linux, so
+/// the Tracker can fall back to that before the clock thread runs.
+pub fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@
 //! and needs only a few MB of extra memory; see README.md ("heap=dump") for
 //! what that choice means for the output.
 
-use super::jmm::HeapDumper;
+use super::jmm::{HeapDumper, dump_heap_through_bean};
+use super::jvm;
 use crate::output::OutputWriter;
 use crossbeam_channel::{Receiver, Sender, bounded};
 use jvmti_bindings::prelude::*;
@@ -30,7 +31,7 @@ pub fn dump_heap(
     verbose: bool,
     through_bean: bool,
 ) -> Result<(), String> {
-    let failed = |what: &str| take_exception_message(jni).unwrap_or_else(|| what.to_owned());
+    let failed = |what: &str| jvm::take_exception_message(jni).unwrap_or_else(|| what.to_owned());
     let path_string = match prepared {
         Some(string) => string,
         None => jni
@@ -59,89 +60,11 @@ pub fn dump_heap(
         }
     };
     if prepared.is_none() {
-        // SAFETY: a local reference made above, deleted once.
-        unsafe { jni.delete_local_ref(path_string) };
+        jvm::delete_local(Some(jni), path_string);
     }
     result.map_err(|reason| {
         format!("cannot dump the heap to {path}: {reason}; no heap dump in this output")
     })
-}
-
-/// The message of the exception pending on this thread (cleared here, so
-/// that it never reaches the program or stderr), or None if there is none
-/// or it has no message.
-fn take_exception_message(jni: &JniEnv) -> Option<String> {
-    let throwable = jni.exception_occurred()?;
-    jni.exception_clear();
-    let throwable_class = jni.find_class("java/lang/Throwable");
-    // SAFETY: getMessage()Ljava/lang/String; is java.lang.Throwable's public
-    // API in every JDK; `throwable` is a live local reference; an exception
-    // thrown by the call is cleared below; every local reference made here
-    // is deleted once.
-    let message = unsafe {
-        let message = throwable_class
-            .and_then(|class| jni.get_method_id(class, "getMessage", "()Ljava/lang/String;"))
-            .map(|get_message| jni.call_object_method(throwable, get_message, &[]))
-            .filter(|text| !text.is_null() && !jni.exception_check());
-        let text = message.and_then(|text| jni.get_string_utf(text));
-        for local in [message, throwable_class, Some(throwable)]
-            .into_iter()
-            .flatten()
-        {
-            jni.delete_local_ref(local);
-        }
-        text
-    };
-    if jni.exception_check() {
-        jni.exception_clear();
-    }
-    message
-}
-
-/// The fallback: `ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean
-/// .class).dumpHeap(path, true)`. Its first use builds the platform MXBean
-/// machinery, whose objects then show in the dump.
-fn dump_heap_through_bean(
-    jni: &JniEnv,
-    path_string: jni::jstring,
-    failed: &dyn Fn(&str) -> String,
-) -> Result<(), String> {
-    let failed = |what: &str| format!("{} ({what})", failed("the MXBean route failed"));
-    let factory = jni
-        .find_class("java/lang/management/ManagementFactory")
-        .ok_or_else(|| failed("ManagementFactory"))?;
-    let bean_class = jni
-        .find_class("com/sun/management/HotSpotDiagnosticMXBean")
-        .ok_or_else(|| failed("HotSpotDiagnosticMXBean"))?;
-    // SAFETY: the class, method identifiers and signatures are those of the
-    // public java.lang.management and com.sun.management APIs of every JDK
-    // 11+; exceptions are checked after each call.
-    unsafe {
-        let get_bean = jni
-            .get_static_method_id(
-                factory,
-                "getPlatformMXBean",
-                "(Ljava/lang/Class;)Ljava/lang/management/PlatformManagedObject;",
-            )
-            .ok_or_else(|| failed("getPlatformMXBean"))?;
-        let dump = jni
-            .get_method_id(bean_class, "dumpHeap", "(Ljava/lang/String;Z)V")
-            .ok_or_else(|| failed("dumpHeap"))?;
-        let bean =
-            jni.call_static_object_method(factory, get_bean, &[jni::jvalue { l: bean_class }]);
-        if bean.is_null() || jni.exception_check() {
-            return Err(failed("no diagnostic bean"));
-        }
-        jni.call_void_method(
-            bean,
-            dump,
-            &[jni::jvalue { l: path_string }, jni::jvalue { z: 1 }],
-        );
-        if jni.exception_check() {
-            return Err(failed("HotSpotDiagnosticMXBean.dumpHeap"));
-        }
-    }
-    Ok(())
 }
 
 /// Where a heap dump's copy sends its blocks: the writer thread, with a

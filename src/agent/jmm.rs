@@ -164,3 +164,49 @@ fn get_management_symbol() -> Option<GetManagement> {
         (!address.is_null()).then(|| std::mem::transmute::<*mut c_void, GetManagement>(address))
     }
 }
+
+/// The fallback: `ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean
+/// .class).dumpHeap(path, true)`. Its first use builds the platform MXBean
+/// machinery, whose objects then show in the dump.
+pub fn dump_heap_through_bean(
+    jni: &JniEnv,
+    path_string: jni::jstring,
+    failed: &dyn Fn(&str) -> String,
+) -> Result<(), String> {
+    let failed = |what: &str| format!("{} ({what})", failed("the MXBean route failed"));
+    let factory = jni
+        .find_class("java/lang/management/ManagementFactory")
+        .ok_or_else(|| failed("ManagementFactory"))?;
+    let bean_class = jni
+        .find_class("com/sun/management/HotSpotDiagnosticMXBean")
+        .ok_or_else(|| failed("HotSpotDiagnosticMXBean"))?;
+    // SAFETY: the class, method identifiers and signatures are those of the
+    // public java.lang.management and com.sun.management APIs of every JDK
+    // 11+; exceptions are checked after each call.
+    unsafe {
+        let get_bean = jni
+            .get_static_method_id(
+                factory,
+                "getPlatformMXBean",
+                "(Ljava/lang/Class;)Ljava/lang/management/PlatformManagedObject;",
+            )
+            .ok_or_else(|| failed("getPlatformMXBean"))?;
+        let dump = jni
+            .get_method_id(bean_class, "dumpHeap", "(Ljava/lang/String;Z)V")
+            .ok_or_else(|| failed("dumpHeap"))?;
+        let bean =
+            jni.call_static_object_method(factory, get_bean, &[jni::jvalue { l: bean_class }]);
+        if bean.is_null() || jni.exception_check() {
+            return Err(failed("no diagnostic bean"));
+        }
+        jni.call_void_method(
+            bean,
+            dump,
+            &[jni::jvalue { l: path_string }, jni::jvalue { z: 1 }],
+        );
+        if jni.exception_check() {
+            return Err(failed("HotSpotDiagnosticMXBean.dumpHeap"));
+        }
+    }
+    Ok(())
+}

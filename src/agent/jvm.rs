@@ -1,5 +1,16 @@
-//! Thin helpers over JVMTI and JNI that the collectors share. All unsafe code
-//! that talks to the JVM lives here, each block with its reason.
+//! Thin helpers over JVMTI and JNI that the collectors share: the boundary
+//! between the agent and the JVM. The unsafe code that talks to the JVM
+//! lives here and in two siblings, each block with its reason:
+//! `jvm_tracker.rs` (the JNI calls into the cpu=times Tracker class) and
+//! `jmm.rs` (the JVM's heap dumper, through its management table or the
+//! HotSpotDiagnostic MXBean). Elsewhere are only the calls of the few
+//! `unsafe fn`s here (each caller states what their `# Safety` asks) and
+//! the calls to the operating system (`cpu_timers.rs`).
+//!
+//! The JNI and JVMTI handles these functions take (`jthread`, `jclass`,
+//! `jobject`) are those of the calling callback, live for its duration;
+//! the handles kept longer are [`GlobalRef`]s, [`JvmtiHandle`] and
+//! [`VmHandle`], each documented as safe to send between threads.
 
 use jvmti_bindings::prelude::*;
 use jvmti_bindings::sys::jvmti::jvmtiError;
@@ -401,18 +412,69 @@ impl VmHandle {
     }
 }
 
-/// A global reference to `object`, for use on other threads.
-pub fn global_ref(jni: &JniEnv, object: jni::jobject) -> jni::jobject {
-    // SAFETY: `object` is a live local reference of the current callback.
-    unsafe { jni.new_global_ref(object) }
+/// A JNI global reference the agent keeps between callbacks. Unlike a local
+/// reference (bound to one thread and one native frame), a global reference
+/// is valid on every thread attached to the VM until it is deleted.
+#[derive(Clone, Copy)]
+pub struct GlobalRef(jni::jobject);
+
+// SAFETY: JNI allows a global reference to be used from any attached thread;
+// the agent deletes one only once no other thread can still use it (see
+// each owner).
+unsafe impl Send for GlobalRef {}
+// SAFETY: as above; using a global reference does not mutate it.
+unsafe impl Sync for GlobalRef {}
+
+impl GlobalRef {
+    /// A new global reference to `object`.
+    ///
+    /// # Safety
+    ///
+    /// `object` is a live local reference of the calling thread: one the
+    /// current callback received or made.
+    pub unsafe fn new(jni: &JniEnv, object: jni::jobject) -> Self {
+        // SAFETY: `object` is live on this thread, as the caller guarantees.
+        Self(unsafe { jni.new_global_ref(object) })
+    }
+
+    /// The reference, for JNI and JVMTI calls.
+    pub fn raw(self) -> jni::jobject {
+        self.0
+    }
 }
 
-/// Drops a global reference made by [`global_ref`].
-pub fn delete_global(jni: &JniEnv, object: jni::jobject) {
-    if !object.is_null() {
-        // SAFETY: `object` is a global reference this agent created, deleted once.
-        unsafe { jni.delete_global_ref(object) };
+/// Drops a global reference.
+///
+/// # Safety
+///
+/// No copy of `global` may be used afterwards, and it is deleted once:
+/// the JVM may reuse the slot for another object.
+pub unsafe fn delete_global(jni: &JniEnv, global: GlobalRef) {
+    if !global.0.is_null() {
+        // SAFETY: a global reference this agent created; the caller
+        // guarantees it is deleted once and not used after.
+        unsafe { jni.delete_global_ref(global.0) };
     }
+}
+
+/// A class loaded by JNI name (e.g. `hprof_rs/Tracker`) from the current
+/// thread, held by a global reference.
+pub fn find_class_global(jni: &JniEnv, name: &str) -> Option<GlobalRef> {
+    let local = find_class(jni, name)?;
+    // SAFETY: a local reference FindClass just made on this thread.
+    let global = unsafe { GlobalRef::new(jni, local) };
+    delete_local(Some(jni), local);
+    Some(global)
+}
+
+/// `text` as a Java string held by a global reference (made ahead of the
+/// moment it is needed, when the JVM may not be able to make one).
+pub fn new_global_string(jni: &JniEnv, text: &str) -> Option<GlobalRef> {
+    let local = jni.new_string_utf(text)?;
+    // SAFETY: a local reference NewStringUTF just made on this thread.
+    let global = unsafe { GlobalRef::new(jni, local) };
+    delete_local(Some(jni), local);
+    Some(global)
 }
 
 /// The top `depth` frames of each of `threads` (innermost first), in the
@@ -437,4 +499,35 @@ pub fn runnable_stacks_of(env: &Jvmti, threads: &[jni::jthread], depth: u32) -> 
             .collect(),
         Err(_) => vec![Vec::new(); threads.len()],
     }
+}
+
+/// The message of the exception pending on this thread (cleared here, so
+/// that it never reaches the program or stderr), or None if there is none
+/// or it has no message.
+pub fn take_exception_message(jni: &JniEnv) -> Option<String> {
+    let throwable = jni.exception_occurred()?;
+    jni.exception_clear();
+    let throwable_class = jni.find_class("java/lang/Throwable");
+    // SAFETY: getMessage()Ljava/lang/String; is java.lang.Throwable's public
+    // API in every JDK; `throwable` is a live local reference; an exception
+    // thrown by the call is cleared below; every local reference made here
+    // is deleted once.
+    let message = unsafe {
+        let message = throwable_class
+            .and_then(|class| jni.get_method_id(class, "getMessage", "()Ljava/lang/String;"))
+            .map(|get_message| jni.call_object_method(throwable, get_message, &[]))
+            .filter(|text| !text.is_null() && !jni.exception_check());
+        let text = message.and_then(|text| jni.get_string_utf(text));
+        for local in [message, throwable_class, Some(throwable)]
+            .into_iter()
+            .flatten()
+        {
+            jni.delete_local_ref(local);
+        }
+        text
+    };
+    if jni.exception_check() {
+        jni.exception_clear();
+    }
+    message
 }

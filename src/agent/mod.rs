@@ -1,15 +1,23 @@
-//! The JVMTI agent: entry points, capabilities, event wiring. The work of
-//! each event is done by [`profiler::Profiler`] and the collectors it uses.
+//! The JVMTI agent: its entry points. The lifecycle of the run is
+//! [`profiler::Profiler`]'s; each collector is an engine ([`engine::Engine`],
+//! one module each in `engines/`), whose per-event callbacks are reached
+//! from here directly.
 
 mod alloc;
 mod classes;
 mod cpu_timers;
+mod dump;
+mod engine;
+mod engines;
+mod header;
 mod heapdump;
 mod jmm;
 mod jvm;
+mod jvm_tracker;
 mod profiler;
 mod sampler;
 mod site_cache;
+mod threads;
 mod times;
 mod traces;
 
@@ -22,25 +30,6 @@ use std::sync::OnceLock;
 
 /// The one profiling run of this process.
 static PROFILER: OnceLock<Profiler> = OnceLock::new();
-
-/// Bit of the hidden `X=` option that makes the ThreadStart callback panic:
-/// a test aid proving that a panic is contained and reported, never
-/// unwound into the JVM.
-pub const X_PANIC_IN_THREAD_START: i64 = 0x100;
-
-/// Bit of the hidden `X=` option that makes the allocation callback return
-/// at once: what the JVM's event posting alone costs (a measuring aid for
-/// the floor of exact allocation tracking; the SITES table stays empty).
-pub const X_ALLOC_EVENT_ONLY: i64 = 0x200;
-
-/// Bit of the hidden `X=` option that makes the allocation callback take
-/// the stack and return (event posting plus stack walk; measuring aid).
-pub const X_ALLOC_STACK_ONLY: i64 = 0x400;
-
-/// Bit of the hidden `X=` option that makes heap dumps go through the
-/// HotSpotDiagnostic MXBean, the fallback for a JVM without a known
-/// management table (a test aid for that path).
-pub const X_HEAP_DUMP_THROUGH_BEAN: i64 = 0x8000;
 
 /// The agent type the JVM's entry points dispatch to.
 #[derive(Default)]
@@ -104,18 +93,13 @@ impl Agent for HprofAgent {
         let writer = OutputWriter::start(sink).unwrap_or_else(|e| {
             fail_at_load(&format!("cannot start the output writer thread: {e}"))
         });
-        if let Err(message) = setup_jvmti(&jvmti, &options) {
+        let engines = engines::Engines::new(&options, &jvmti, heap_dump_temp_path(&sink_name));
+        if let Err(message) = profiler::setup_jvmti(&jvmti, &engines) {
             fail_at_load(&message);
         }
         install_panic_report();
         let vm = jvm::VmHandle::new(context.vm().raw());
-        let _ = PROFILER.set(Profiler::new(
-            options,
-            &jvmti,
-            vm,
-            writer,
-            heap_dump_temp_path(&sink_name),
-        ));
+        let _ = PROFILER.set(Profiler::new(options, engines, &jvmti, vm, writer));
         jni::JNI_OK
     }
 
@@ -140,7 +124,7 @@ impl Agent for HprofAgent {
 
     fn thread_start(&self, context: CallbackContext<'_>, event: ThreadEvent) {
         if let Some(profiler) = PROFILER.get() {
-            if profiler.options.experiment & X_PANIC_IN_THREAD_START != 0 {
+            if profiler.run.options.experiment & options::experiment::PANIC_IN_THREAD_START != 0 {
                 panic!("deliberate panic requested by X=0x100");
             }
             profiler.thread_started(context.jni().map(|j| &**j), event.thread());
@@ -160,14 +144,25 @@ impl Agent for HprofAgent {
     }
 
     fn sampled_object_alloc(&self, _context: CallbackContext<'_>, event: ObjectAllocationEvent) {
-        if let Some(profiler) = PROFILER.get() {
-            profiler.object_allocated(event.thread(), event.object(), event.class(), event.size());
+        if let Some(profiler) = PROFILER.get()
+            && let Some(sites) = &profiler.engines.allocation_sites
+        {
+            sites.object_allocated(
+                &profiler.run,
+                event.thread(),
+                event.object(),
+                event.class(),
+                event.size(),
+            );
         }
     }
 
     fn object_free(&self, _context: CallbackContext<'_>, event: ObjectFreeEvent) {
-        if let Some(profiler) = PROFILER.get() {
-            profiler.object_freed(event.tag() as u64);
+        if let Some(sites) = PROFILER
+            .get()
+            .and_then(|p| p.engines.allocation_sites.as_ref())
+        {
+            sites.object_freed(event.tag() as u64);
         }
     }
 
@@ -176,7 +171,7 @@ impl Agent for HprofAgent {
         context: CallbackContext<'callback>,
         mut event: ClassFileLoadHookEvent<'callback>,
     ) {
-        let Some(timing) = PROFILER.get().and_then(|p| p.method_timing()) else {
+        let Some(timing) = method_timing() else {
             return;
         };
         let name = event.name_str().ok().flatten();
@@ -187,7 +182,7 @@ impl Agent for HprofAgent {
     }
 
     fn exception_catch(&self, context: CallbackContext<'_>, event: ExceptionCatchEvent) {
-        if let Some(timing) = PROFILER.get().and_then(|p| p.method_timing()) {
+        if let Some(timing) = method_timing() {
             timing.exception_caught(context.jvmti(), context.jni().map(|j| &**j), event.method());
         }
     }
@@ -218,46 +213,12 @@ impl Agent for HprofAgent {
     }
 }
 
-/// Capabilities and callbacks at load time. Only what the options need is
-/// requested: merely holding some capabilities slows compiled code.
-fn setup_jvmti(jvmti: &Jvmti, options: &options::Options) -> Result<(), String> {
-    let potential = jvmti
-        .get_potential_capabilities()
-        .map_err(|e| format!("{e:?}"))?;
-    jvmti
-        .add_capabilities_with(|caps| {
-            caps.set_can_tag_objects(true);
-            caps.set_can_get_source_file_name(potential.can_get_source_file_name());
-            caps.set_can_get_line_numbers(potential.can_get_line_numbers());
-            caps.set_can_generate_resource_exhaustion_heap_events(
-                potential.can_generate_resource_exhaustion_heap_events(),
-            );
-            if options.cpu_times {
-                caps.set_can_generate_all_class_hook_events(true);
-                caps.set_can_generate_exception_events(true);
-            }
-            if options.heap_sites {
-                caps.set_can_generate_sampled_object_alloc_events(true);
-                caps.set_can_generate_object_free_events(true);
-            }
-        })
-        .map_err(|e| format!("Unable to get necessary JVMTI capabilities. ({e:?})"))?;
-    if options.heap_sites {
-        // Set at load time, before the first thread-local allocation buffer
-        // exists: set later, each thread's current buffer would still run to
-        // its old sample point (about 512 KiB) before every allocation is
-        // reported. 0 reports every allocation; the JVMTI call takes an int.
-        let interval = options.alloc_interval.min(i32::MAX as u64) as i32;
-        jvmti
-            .set_heap_sampling_interval(interval)
-            .map_err(|e| format!("Unable to set the allocation sampling interval. ({e:?})"))?;
-    }
-    jvmti
-        .set_default_agent_callbacks()
-        .map_err(|e| format!("Unable to set JVMTI event callbacks. ({e:?})"))?;
-    jvmti
-        .enable_events_global(&[jvmti::JVMTI_EVENT_VM_INIT, jvmti::JVMTI_EVENT_VM_DEATH])
-        .map_err(|e| format!("Unable to enable JVMTI events. ({e:?})"))
+/// The link to the Tracker, when cpu=times or cpu=old runs.
+fn method_timing() -> Option<&'static times::MethodTiming> {
+    PROFILER
+        .get()
+        .and_then(|p| p.engines.method_times.as_ref())
+        .and_then(|m| m.timing())
 }
 
 /// Panics inside the agent are caught at the callback boundary; this makes

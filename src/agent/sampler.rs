@@ -4,11 +4,12 @@
 //! sample per CPU interval each consumed at its stack trace.
 
 use super::cpu_timers::{self, CpuTimer};
-use super::jvm::{self, RawFrame, VmHandle};
+use super::jvm::{self, GlobalRef, RawFrame, VmHandle};
+use super::threads::{is_agent_thread, mark_agent_thread};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -20,24 +21,12 @@ pub const SAMPLER_THREAD_NAME: &str = "HPROF cpu sampling thread";
 thread_local! {
     /// This thread's CPU timer, started at ThreadStart and stopped at ThreadEnd.
     static TIMER: RefCell<Option<CpuTimer>> = const { RefCell::new(None) };
-    /// Set on the agent's own Java threads, whose events are ignored.
-    static AGENT_THREAD: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Marks the calling thread as one of the agent's own (its events are ignored).
-pub fn mark_agent_thread() {
-    AGENT_THREAD.with(|a| a.set(true));
-}
-
-/// True on a thread the agent started for itself.
-pub fn is_agent_thread() -> bool {
-    AGENT_THREAD.try_with(Cell::get).unwrap_or(false)
 }
 
 /// A profiled thread: a global reference to it and its serial.
 #[derive(Clone, Copy)]
 struct Timed {
-    thread: usize,
+    thread: GlobalRef,
     serial: u32,
 }
 
@@ -85,14 +74,13 @@ impl CpuSampling {
         let Some(timer) = cpu_timers::start_for_current_thread(self.interval_ms) else {
             return;
         };
-        let global = jvm::global_ref(jni, thread);
-        self.timed.lock().insert(
-            timer.slot,
-            Timed {
-                thread: global as usize,
-                serial,
-            },
-        );
+        // SAFETY: this runs only inside the ThreadStart (or VM init)
+        // callback, through `Engine::thread_started`, and `thread` is the
+        // reference that callback received, live while it runs.
+        let thread = unsafe { GlobalRef::new(jni, thread) };
+        self.timed
+            .lock()
+            .insert(timer.slot, Timed { thread, serial });
         let _ = TIMER.try_with(|t| {
             if let Some(old) = t.replace(Some(timer)) {
                 old.stop();
@@ -111,7 +99,9 @@ impl CpuSampling {
         let mut all = self.timed.lock();
         let timed = all.remove(&timer.slot);
         if let (Some(timed), Some(jni)) = (timed, jni) {
-            jvm::delete_global(jni, timed.thread as jni::jobject);
+            // SAFETY: removed from `timed` under the lock the sampler holds
+            // while it uses the references: no copy is used after this.
+            unsafe { jvm::delete_global(jni, timed.thread) };
         }
         let pending = timer.stop();
         drop(all);
@@ -134,7 +124,7 @@ impl CpuSampling {
             .filter_map(|(slot, n)| {
                 timed
                     .get(slot)
-                    .map(|t| (t.thread as jni::jthread, (t.serial, *n)))
+                    .map(|t| (t.thread.raw() as jni::jthread, (t.serial, *n)))
             })
             .unzip();
         if threads.is_empty() {
@@ -166,7 +156,7 @@ impl CpuSampling {
         let spawned = std::thread::Builder::new()
             .name(SAMPLER_THREAD_NAME.into())
             .spawn(move || {
-                AGENT_THREAD.with(|a| a.set(true));
+                mark_agent_thread();
                 let Some(jni) = vm.attach_daemon(SAMPLER_THREAD_NAME) else {
                     eprintln!("HPROF ERROR: cannot attach the cpu sampling thread; no CPU samples");
                     return;

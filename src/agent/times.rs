@@ -9,7 +9,9 @@
 //! which is what "where did the time go" asks; a per-thread CPU clock would
 //! also cost a system call per entry and exit.
 
+use super::cpu_timers;
 use super::jvm;
+use super::jvm_tracker::{Drained, Tracker};
 use crate::bci::{self, Injection};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
@@ -42,18 +44,6 @@ pub fn method_key(class_number: u32, method_number: u32) -> u64 {
 /// How often the clock thread updates the Tracker's clock.
 const CLOCK_PERIOD: std::time::Duration = std::time::Duration::from_micros(100);
 
-/// JNI handles of the engaged Tracker, valid on any thread.
-#[derive(Clone, Copy)]
-struct TrackerHandles {
-    /// Global reference to the Tracker class.
-    class: usize,
-    engaged: usize,
-    clock: usize,
-    drain: usize,
-    caught: usize,
-    ended: usize,
-}
-
 /// State of the timing collector.
 pub struct MethodTiming {
     /// Frames per trace (2 for cpu=old).
@@ -63,7 +53,7 @@ pub struct MethodTiming {
     classes: Mutex<Vec<(String, Vec<bci::MethodInfo>)>>,
     /// jmethodID -> method key, for ExceptionCatch.
     by_method_id: Mutex<HashMap<u64, Option<u64>>>,
-    tracker: Mutex<Option<TrackerHandles>>,
+    tracker: Mutex<Option<Tracker>>,
     /// The Tracker's trace tree as drained so far: per node, its method key
     /// and its caller node (negative: none).
     nodes: Mutex<Vec<(u64, i64)>>,
@@ -107,35 +97,12 @@ impl MethodTiming {
 
     /// At VM init: sets the trace depth and engages the Tracker.
     pub fn engage(&self, jni: &JniEnv) -> Result<(), String> {
-        let found = jvm::find_class(jni, bci::TRACKER_CLASS);
+        let found = Tracker::look_up(jni, self.depth);
         // Loaded (or not to be): its directory is needed no more.
         remove_tracker_dir(&tracker_dir(&std::env::temp_dir(), std::process::id()));
-        let local = found.ok_or("the Tracker class cannot be loaded")?;
-        let class = jvm::global_ref(jni, local);
-        let missing = |what: &str| format!("the Tracker has no {what}");
-        // SAFETY: names and signatures are those of Tracker.java (checked by
-        // a unit test against the embedded class); `class` is its class.
-        let handles = unsafe {
-            let field =
-                |(name, signature): (&str, &str)| jni.get_static_field_id(class, name, signature);
-            let method =
-                |(name, signature): (&str, &str)| jni.get_static_method_id(class, name, signature);
-            let depth = field(bci::TRACKER_DEPTH_FIELD).ok_or_else(|| missing("depth field"))?;
-            jni.set_static_int_field(class, depth, self.depth.min(i32::MAX as u32) as i32);
-            TrackerHandles {
-                class: class as usize,
-                engaged: field(bci::TRACKER_ENGAGED_FIELD)
-                    .ok_or_else(|| missing("engaged field"))? as usize,
-                clock: field(bci::TRACKER_CLOCK_FIELD).ok_or_else(|| missing("clock field"))?
-                    as usize,
-                drain: method(bci::TRACKER_DRAIN).ok_or_else(|| missing("drain method"))? as usize,
-                caught: method(bci::TRACKER_CAUGHT).ok_or_else(|| missing("caught method"))?
-                    as usize,
-                ended: method(bci::TRACKER_ENDED).ok_or_else(|| missing("ended method"))? as usize,
-            }
-        };
-        *self.tracker.lock() = Some(handles);
-        set_engaged(jni, handles, 0xFFFF);
+        let tracker = found?;
+        *self.tracker.lock() = Some(tracker);
+        tracker.set_engaged(jni, 0xFFFF);
         Ok(())
     }
 
@@ -143,25 +110,18 @@ impl MethodTiming {
     /// field costs a timed call far less than two System.nanoTime() calls;
     /// the price is a resolution of about 0.1 ms (HPROF's clock had 1 ms).
     pub fn start_clock(&'static self, vm: jvm::VmHandle) {
-        let Some(handles) = *self.tracker.lock() else {
+        let Some(tracker) = *self.tracker.lock() else {
             return;
         };
         let spawned = std::thread::Builder::new()
             .name("HPROF tracker clock".into())
             .spawn(move || {
-                super::sampler::mark_agent_thread();
+                super::threads::mark_agent_thread();
                 let Some(jni) = vm.attach_daemon("HPROF tracker clock") else {
                     return;
                 };
                 while !self.clock_stop.load(std::sync::atomic::Ordering::Acquire) {
-                    // SAFETY: `clock` is the Tracker's static long field.
-                    unsafe {
-                        jni.set_static_long_field(
-                            handles.class as jni::jclass,
-                            handles.clock as jni::jfieldID,
-                            monotonic_ns() as i64,
-                        )
-                    };
+                    tracker.set_clock(&jni, cpu_timers::monotonic_ns() as i64);
                     std::thread::sleep(CLOCK_PERIOD);
                 }
                 vm.detach();
@@ -173,8 +133,8 @@ impl MethodTiming {
 
     /// At VM death: calls stop being timed and the clock thread ends.
     pub fn disengage(&self, jni: &JniEnv) {
-        if let Some(handles) = *self.tracker.lock() {
-            set_engaged(jni, handles, 0);
+        if let Some(tracker) = *self.tracker.lock() {
+            tracker.set_engaged(jni, 0);
         }
         self.clock_stop
             .store(true, std::sync::atomic::Ordering::Release);
@@ -248,88 +208,37 @@ impl MethodTiming {
     /// ExceptionCatch, on the catching thread: the calls above the catching
     /// method ended by the exception.
     pub fn exception_caught(&self, env: &Jvmti, jni: Option<&JniEnv>, method: jni::jmethodID) {
-        let (Some(jni), Some(handles)) = (jni, *self.tracker.lock()) else {
+        let (Some(jni), Some(tracker)) = (jni, *self.tracker.lock()) else {
             return;
         };
-        let Some(key) = self.key_of(env, method) else {
-            return;
-        };
-        // SAFETY: `caught` is Tracker.caught(long), a static void method of
-        // the class `handles.class` refers to.
-        unsafe {
-            jni.call_static_void_method(
-                handles.class as jni::jclass,
-                handles.caught as jni::jmethodID,
-                &[jni::jvalue { j: key as i64 }],
-            );
+        if let Some(key) = self.key_of(env, method) {
+            tracker.caught(jni, key);
         }
-        clear_exception(jni);
     }
 
     /// ThreadEnd, on the ending thread: the Tracker folds the thread's
     /// counts into the totals of `serial` and drops its state.
     pub fn thread_ended(&self, jni: &JniEnv, serial: u32) {
-        let Some(handles) = *self.tracker.lock() else {
-            return;
-        };
-        // SAFETY: `ended` is Tracker.ended(int), a static void method of the
-        // class `handles.class` refers to.
-        unsafe {
-            jni.call_static_void_method(
-                handles.class as jni::jclass,
-                handles.ended as jni::jmethodID,
-                &[jni::jvalue {
-                    i: serial.min(i32::MAX as u32) as i32,
-                }],
-            );
+        if let Some(tracker) = *self.tracker.lock() {
+            tracker.ended(jni, serial);
         }
-        clear_exception(jni);
     }
 
     /// Every thread's costs since the last call, read from the Tracker:
     /// (thread serial, method keys of the trace innermost first, costs).
     pub fn take_costs(&self, env: &Jvmti, jni: &JniEnv) -> Vec<(u32, Vec<u64>, CallCosts)> {
-        let Some(handles) = *self.tracker.lock() else {
+        let Some(tracker) = *self.tracker.lock() else {
             return Vec::new();
         };
-        // SAFETY: `drain` is Tracker.drain(), returning {Thread[], long[],
-        // long[], String}; every reference read below is checked for null,
-        // and exceptions are cleared.
-        let (serials, new_nodes, data, failure) = unsafe {
-            let result = jni.call_static_object_method(
-                handles.class as jni::jclass,
-                handles.drain as jni::jmethodID,
-                &[],
-            );
-            if result.is_null() || clear_exception(jni) {
-                return Vec::new();
-            }
-            let threads = jni.get_object_array_element(result, 0);
-            let new_nodes = jni.get_object_array_element(result, 1);
-            let longs = jni.get_object_array_element(result, 2);
-            let failure = jni.get_object_array_element(result, 3);
-            if threads.is_null() || new_nodes.is_null() || longs.is_null() {
-                return Vec::new();
-            }
-            let read_longs = |array: jni::jobject| {
-                let mut values = vec![0i64; jni.get_array_length(array).max(0) as usize];
-                jni.get_long_array_region(array, 0, values.len() as i32, &mut values);
-                values
-            };
-            let count = jni.get_array_length(threads).max(0);
-            let serials: Vec<u32> = (0..count)
-                .map(|i| {
-                    let thread = jni.get_object_array_element(threads, i);
-                    let serial = jvm::thread_value(env, thread) as u32;
-                    jvm::delete_local(Some(jni), thread);
-                    serial
-                })
-                .collect();
-            let failure = (!failure.is_null())
-                .then(|| jni.get_string_utf(failure))
-                .flatten();
-            (serials, read_longs(new_nodes), read_longs(longs), failure)
+        let Some(drained) = tracker.drain(env, jni) else {
+            return Vec::new();
         };
+        let Drained {
+            thread_serials: serials,
+            new_nodes,
+            data,
+            failure,
+        } = drained;
         if let Some(why) = failure {
             if !self
                 .failure_reported
@@ -471,38 +380,6 @@ fn parse_costs(
             (serial, trace_keys(nodes, record[1], depth), costs)
         })
         .collect()
-}
-
-/// Monotonic nanoseconds: the same clock as System.nanoTime() on Linux, so
-/// the Tracker can fall back to that before the clock thread runs.
-fn monotonic_ns() -> u64 {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
-}
-
-fn set_engaged(jni: &JniEnv, handles: TrackerHandles, value: i32) {
-    // SAFETY: `engaged` is the Tracker's static int field.
-    unsafe {
-        jni.set_static_int_field(
-            handles.class as jni::jclass,
-            handles.engaged as jni::jfieldID,
-            value,
-        )
-    };
-}
-
-/// Clears a pending Java exception; true if there was one.
-fn clear_exception(jni: &JniEnv) -> bool {
-    let pending = jni.exception_check();
-    if pending {
-        jni.exception_clear();
-    }
-    pending
 }
 
 #[cfg(test)]

@@ -15,8 +15,9 @@ pub const TRACKER_CLASS: &str = "hprof_rs/Tracker";
 pub const TRACKER_CLASS_FILE: &[u8] = include_bytes!("../../java-tracker/hprof_rs/Tracker.class");
 
 /// The private static field the agent sets non-zero (JNI
-/// `SetStaticIntField`) to make the tracker call its natives: name and
-/// signature.
+/// `SetStaticIntField`) to make the tracker time the calls it is told of
+/// (it keeps the costs in Java; the agent drains them at each dump): name
+/// and signature.
 pub const TRACKER_ENGAGED_FIELD: (&str, &str) = ("engaged", "I");
 
 /// The private static field holding the number of frames per trace, set

@@ -15,19 +15,13 @@ use crate::format::ascii::{self, LineInfo, Section, TraceFrame, TraceSection};
 use crate::format::binary::{self, FileHeader, Record, RecordBody, Version};
 use crate::format::names::signature_to_name;
 use crate::model::{LINE_UNKNOWN, Model, TraceEntry};
+use crate::options::Format;
 use std::time::Instant;
-
-/// Output format of the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
-    Ascii,
-    Binary,
-}
 
 /// Turns model facts into output bytes.
 #[derive(Debug)]
 pub struct Emitter {
-    style: Style,
+    format: Format,
     id_size: u32,
     started: Instant,
 }
@@ -73,18 +67,18 @@ receives SIGQUIT (kill -3).
 ";
 
 impl Emitter {
-    /// An emitter for `style`; binary identifiers are `id_size` bytes.
-    pub fn new(style: Style, id_size: u32) -> Self {
+    /// An emitter for `format`; binary identifiers are `id_size` bytes.
+    pub fn new(format: Format, id_size: u32) -> Self {
         Self {
-            style,
+            format,
             id_size,
             started: Instant::now(),
         }
     }
 
-    /// The output style.
-    pub fn style(&self) -> Style {
-        self.style
+    /// The output format.
+    pub fn format(&self) -> Format {
+        self.format
     }
 
     /// Record time stamp: microseconds since the agent started, wrapping at 32 bits.
@@ -121,8 +115,8 @@ impl Emitter {
     /// The file header (and, in binary, the CONTROL SETTINGS record).
     pub fn file_header(&self, facts: &HeaderFacts) -> Vec<u8> {
         let mut out = Vec::new();
-        match self.style {
-            Style::Ascii => ascii::writer::write_section(
+        match self.format {
+            Format::Ascii => ascii::writer::write_section(
                 &Section::Header {
                     version: Version::V101.header_text().to_owned(),
                     created: facts.created.clone(),
@@ -130,7 +124,7 @@ impl Emitter {
                 },
                 &mut out,
             ),
-            Style::Binary => {
+            Format::Binary => {
                 let header = FileHeader {
                     version: facts.version,
                     id_size: self.id_size,
@@ -153,8 +147,8 @@ impl Emitter {
         let Some(thread) = model.threads.get(serial).cloned() else {
             return out;
         };
-        match self.style {
-            Style::Ascii => ascii::writer::write_section(
+        match self.format {
+            Format::Ascii => ascii::writer::write_section(
                 &Section::ThreadStart {
                     object_id: thread.object_id,
                     thread_serial: serial,
@@ -163,7 +157,7 @@ impl Emitter {
                 },
                 &mut out,
             ),
-            Style::Binary => {
+            Format::Binary => {
                 let name_id = self.name(model, &thread.name, &mut out);
                 let group_name_id = self.name(model, &thread.group, &mut out);
                 let parent_group_name_id = match &thread.parent_group {
@@ -187,14 +181,14 @@ impl Emitter {
     /// THREAD END line / END THREAD record.
     pub fn thread_end(&self, serial: u32) -> Vec<u8> {
         let mut out = Vec::new();
-        match self.style {
-            Style::Ascii => ascii::writer::write_section(
+        match self.format {
+            Format::Ascii => ascii::writer::write_section(
                 &Section::ThreadEnd {
                     thread_serial: serial,
                 },
                 &mut out,
             ),
-            Style::Binary => self.record(
+            Format::Binary => self.record(
                 RecordBody::EndThread {
                     thread_serial: serial,
                 },
@@ -208,7 +202,7 @@ impl Emitter {
     /// which has no class records outside heap dumps).
     pub fn class_loads(&self, model: &mut Model) -> Vec<u8> {
         let mut out = Vec::new();
-        if self.style == Style::Ascii {
+        if self.format == Format::Ascii {
             return out;
         }
         for class in model.classes.take_unwritten_loads() {
@@ -236,12 +230,12 @@ impl Emitter {
     ) -> Vec<u8> {
         let mut out = self.class_loads(model);
         out.extend(self.unprinted_traces(model));
-        match self.style {
-            Style::Ascii => {
+        match self.format {
+            Format::Ascii => {
                 let section = Section::Sites(sites::ascii_section(sites, cutoff, created));
                 ascii::writer::write_section(&section, &mut out);
             }
-            Style::Binary => {
+            Format::Binary => {
                 for body in sites::binary_records(sites, cutoff) {
                     self.record(body, &mut out);
                 }
@@ -263,12 +257,12 @@ impl Emitter {
         let listed: Vec<u32> = rows.iter().map(|r| r.trace_serial).collect();
         let mut out = self.class_loads(model);
         out.extend(self.unprinted_traces_of(model, &listed));
-        match self.style {
-            Style::Ascii => {
+        match self.format {
+            Format::Ascii => {
                 let section = Section::Cpu(cpu::ascii_section(samples, cutoff, created));
                 ascii::writer::write_section(&section, &mut out);
             }
-            Style::Binary => self.record(cpu::binary_record(samples, cutoff), &mut out),
+            Format::Binary => self.record(cpu::binary_record(samples, cutoff), &mut out),
         }
         out
     }
@@ -317,12 +311,12 @@ impl Emitter {
     fn traces(&self, model: &mut Model, traces: &[TraceEntry]) -> Vec<u8> {
         let mut out = Vec::new();
         for trace in traces {
-            match self.style {
-                Style::Ascii => {
+            match self.format {
+                Format::Ascii => {
                     let section = Section::Trace(ascii_trace(model, trace));
                     ascii::writer::write_section(&section, &mut out);
                 }
-                Style::Binary => {
+                Format::Binary => {
                     for &frame_id in &trace.key.frames {
                         self.frame_record(model, frame_id, &mut out);
                     }

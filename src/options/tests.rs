@@ -70,8 +70,6 @@ fn defaults() {
     assert_eq!(d.alloc_interval, 0);
     assert_eq!(d.combined, "");
     assert_eq!(d.default_file_name(), "java.hprof.txt");
-    assert_eq!(d.file_name(), Some("java.hprof.txt"));
-    assert!(!d.alloc_tracking() && !d.needs_bci());
 
     // No options at all: HPROF's defaults plus heap=all.
     for (cmdline, env) in [
@@ -85,7 +83,6 @@ fn defaults() {
             Ok(Parsed::Options(expected("", |_| {})))
         );
     }
-    assert!(ok("").alloc_tracking() && ok("").needs_bci());
 }
 
 #[test]
@@ -435,7 +432,7 @@ fn every_error_text() {
 fn value_length_limit_is_hprofs() {
     let name = "x".repeat(4096);
     let options = ok(&format!("file={name}"));
-    assert_eq!(options.file_name(), Some(name.as_str()));
+    assert_eq!(options.destination, Destination::File(Some(name)));
 }
 
 #[test]
@@ -555,7 +552,6 @@ fn derived_settings() {
     let b = ok("format=b,cpu=samples,heap=dump,monitor=y,monitor=n");
     assert_eq!(b.format, Format::Binary);
     assert_eq!(b.default_file_name(), "java.hprof");
-    assert_eq!(b.file_name(), Some("java.hprof"));
     // 3: cpu=old uses two frames for timing traces, depth elsewhere.
     let old = ok("depth=10,cpu=old");
     assert_eq!((old.depth, old.prof_trace_depth), (10, 2));
@@ -567,19 +563,14 @@ fn derived_settings() {
     }
     for cmdline in ["cpu=samples", "cpu=times", "cpu=old", "monitor=y"] {
         let o = ok(cmdline);
-        assert!(
-            !o.heap_dump && !o.heap_sites && !o.alloc_tracking(),
-            "{cmdline:?}"
-        );
+        assert!(!o.heap_dump && !o.heap_sites, "{cmdline:?}");
     }
-    // 5: byte-code instrumentation for allocation tracking or timing only.
-    assert!(!ok("cpu=samples").needs_bci());
-    assert!(!ok("monitor=y").needs_bci());
-    assert!(ok("cpu=times").needs_bci());
-    assert!(ok("heap=sites").needs_bci() && ok("heap=sites").alloc_tracking());
     // Destinations.
-    assert_eq!(ok("file=prof.out").file_name(), Some("prof.out"));
-    assert_eq!(ok("net=h:1").file_name(), None);
+    assert_eq!(
+        ok("file=prof.out").destination,
+        Destination::File(Some("prof.out".into()))
+    );
+    assert!(matches!(ok("net=h:1").destination, Destination::Net { .. }));
 }
 
 #[test]

@@ -153,11 +153,16 @@ pub enum RecordBody {
     HeapDumpEnd,
     /// 0x0D
     CpuSamples { total: u32, samples: Vec<CpuSample> },
-    /// 0x0E; flags bit 0x1 = alloc traces on, 0x2 = cpu sampling on.
+    /// 0x0E; flags: [`CONTROL_ALLOC_TRACES`], [`CONTROL_CPU_SAMPLING`].
     ControlSettings { flags: u32, depth: u16 },
     /// A tag this crate does not know; the body is kept verbatim.
     Unknown { tag: u8, body: Vec<u8> },
 }
+
+/// CONTROL SETTINGS flag: allocation traces are on (heap=sites).
+pub const CONTROL_ALLOC_TRACES: u32 = 0x1;
+/// CONTROL SETTINGS flag: CPU sampling is on (cpu=samples).
+pub const CONTROL_CPU_SAMPLING: u32 = 0x2;
 
 /// Instance field descriptor inside a CLASS DUMP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,60 @@
+//! The collectors of a run, one module each, and the list that decides
+//! which run and in which order their sections are dumped.
+
+mod allocation_sites;
+mod cpu_samples;
+mod heap_dump;
+mod method_times;
+
+pub use allocation_sites::AllocationSites;
+pub use cpu_samples::CpuSamples;
+pub use heap_dump::HeapDump;
+pub use method_times::MethodTimes;
+
+use super::engine::Engine;
+use crate::options::Options;
+use jvmti_bindings::prelude::*;
+
+/// The engines the options select. Each is a field of its own type, so
+/// that the JVMTI entry points reach an engine's per-event callbacks
+/// (allocations, frees, class rewriting) without dynamic dispatch.
+pub struct Engines {
+    pub heap_dump: Option<HeapDump>,
+    pub allocation_sites: Option<AllocationSites>,
+    pub cpu_samples: Option<CpuSamples>,
+    pub method_times: Option<MethodTimes>,
+}
+
+impl Engines {
+    /// At load time, the engines `options` select (`heap_dump_path`: where
+    /// the JVM writes a heap dump before it is carried into the output).
+    pub fn new(options: &Options, jvmti: &Jvmti, heap_dump_path: String) -> Self {
+        // (Timing is set up first: its error, if any, comes first.)
+        let method_times = options
+            .cpu_times
+            .then(|| MethodTimes::new(jvmti, options.prof_trace_depth));
+        Self {
+            heap_dump: options.heap_dump.then(|| HeapDump::new(heap_dump_path)),
+            allocation_sites: options
+                .heap_sites
+                .then(|| AllocationSites::new(options.alloc_interval)),
+            cpu_samples: options
+                .cpu_samples
+                .then(|| CpuSamples::new(options.interval_ms, options.depth)),
+            method_times,
+        }
+    }
+
+    /// Every engine of the run, in HPROF's section order (each section
+    /// prints the traces it refers to first): the order in which they
+    /// start, see threads come and go, and dump.
+    pub fn all(&self) -> impl Iterator<Item = &dyn Engine> {
+        let all: [Option<&dyn Engine>; 4] = [
+            self.heap_dump.as_ref().map(|e| e as &dyn Engine),
+            self.allocation_sites.as_ref().map(|e| e as &dyn Engine),
+            self.cpu_samples.as_ref().map(|e| e as &dyn Engine),
+            self.method_times.as_ref().map(|e| e as &dyn Engine),
+        ];
+        all.into_iter().flatten()
+    }
+}

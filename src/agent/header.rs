@@ -1,0 +1,140 @@
+//! What the file header announces, decided from the options and the JVM
+//! (HPROF's rules): the format version, the size of identifiers, the
+//! CONTROL SETTINGS flags, and whether there is a header at all.
+
+use crate::emit::HeaderFacts;
+use crate::format::ascii::time::ctime_now;
+use crate::format::binary::{self, Version};
+use crate::options::{Format, Options};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Max heap size from which binary files are 1.0.2 (segmented heap dumps),
+/// as in the original agent.
+const SEGMENTED_HEAP_THRESHOLD: i64 = 2_000_000_000;
+
+/// The format version: binary files with a heap dump, or of a JVM whose
+/// heap may reach [`SEGMENTED_HEAP_THRESHOLD`], are 1.0.2 (a heap dump in
+/// segments); all others, and every ASCII file, 1.0.1.
+pub fn version(options: &Options, max_heap_bytes: Option<i64>) -> Version {
+    match (options.format, max_heap_bytes) {
+        (Format::Binary, _) if options.heap_dump => Version::V102,
+        (Format::Binary, Some(max)) if max >= SEGMENTED_HEAP_THRESHOLD => Version::V102,
+        _ => Version::V101,
+    }
+}
+
+/// Binary identifiers are 4 bytes, like the original agent's, except in
+/// files with heap dumps: those carry the JVM's own dump, whose object
+/// identifiers are 8-byte addresses (and with which VisualVM computes
+/// instance sizes for a 64-bit JVM).
+pub fn id_size(options: &Options) -> u32 {
+    if options.heap_dump { 8 } else { 4 }
+}
+
+/// The CONTROL SETTINGS flags: allocation traces with heap=sites, CPU
+/// sampling with cpu=samples.
+pub fn control_flags(options: &Options) -> u32 {
+    let mut flags = 0;
+    if options.heap_sites {
+        flags |= binary::CONTROL_ALLOC_TRACES;
+    }
+    if options.cpu_samples {
+        flags |= binary::CONTROL_CPU_SAMPLING;
+    }
+    flags
+}
+
+/// cpu=old files are just the old "prof" table: no header, and no THREAD
+/// START or END (HPROF's rule).
+pub fn has_header_and_threads(options: &Options) -> bool {
+    !options.cpu_old
+}
+
+/// The header of a run started now.
+pub fn facts(options: &Options, max_heap_bytes: Option<i64>) -> HeaderFacts {
+    HeaderFacts {
+        version: version(options, max_heap_bytes),
+        created: ctime_now(),
+        timestamp_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64),
+        control_flags: control_flags(options),
+        depth: options.depth.min(u16::MAX as u32) as u16,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::{Parsed, parse};
+
+    fn options(cmdline: &str) -> Options {
+        match parse(Some(cmdline), None) {
+            Ok(Parsed::Options(options)) => options,
+            other => panic!("{cmdline:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn binary_files_with_a_heap_dump_or_a_large_heap_are_segmented() {
+        let gib = 1 << 30;
+        let cases = [
+            ("format=b,heap=dump", None, Version::V102),
+            ("format=b,heap=dump", Some(gib), Version::V102),
+            ("format=b,heap=sites", Some(gib), Version::V101),
+            ("format=b,heap=sites", None, Version::V101),
+            ("format=b,cpu=samples", Some(1_999_999_999), Version::V101),
+            ("format=b,cpu=samples", Some(2_000_000_000), Version::V102),
+            ("format=b,heap=sites", Some(4 * gib), Version::V102),
+            // ASCII is 1.0.1 whatever the heap and the dump.
+            ("heap=dump", Some(4 * gib), Version::V101),
+            ("heap=all", None, Version::V101),
+        ];
+        for (cmdline, max_heap, expected) in cases {
+            assert_eq!(
+                version(&options(cmdline), max_heap),
+                expected,
+                "{cmdline} {max_heap:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn identifiers_are_8_bytes_only_with_a_heap_dump() {
+        assert_eq!(id_size(&options("format=b,heap=dump")), 8);
+        assert_eq!(id_size(&options("heap=all")), 8);
+        assert_eq!(id_size(&options("format=b,heap=sites")), 4);
+        assert_eq!(id_size(&options("cpu=samples")), 4);
+        assert_eq!(id_size(&options("cpu=times")), 4);
+    }
+
+    #[test]
+    fn control_flags_say_alloc_traces_and_cpu_sampling() {
+        assert_eq!(control_flags(&options("heap=sites")), 0x1);
+        assert_eq!(control_flags(&options("cpu=samples")), 0x2);
+        assert_eq!(control_flags(&options("heap=sites,cpu=samples")), 0x3);
+        assert_eq!(control_flags(&options("heap=all")), 0x1);
+        assert_eq!(control_flags(&options("heap=dump")), 0);
+        assert_eq!(control_flags(&options("cpu=times")), 0);
+    }
+
+    #[test]
+    fn cpu_old_files_have_no_header_and_no_threads() {
+        assert!(!has_header_and_threads(&options("cpu=old")));
+        assert!(has_header_and_threads(&options("cpu=times")));
+        assert!(has_header_and_threads(&options("heap=sites")));
+    }
+
+    #[test]
+    fn facts_carry_the_depth_and_the_rules() {
+        let facts = facts(&options("format=b,heap=dump,cpu=samples,depth=7"), None);
+        assert_eq!(
+            (facts.version, facts.control_flags, facts.depth),
+            (Version::V102, 0x2, 7)
+        );
+        assert!(
+            facts.timestamp_ms > 1_600_000_000_000,
+            "milliseconds since 1970"
+        );
+    }
+}

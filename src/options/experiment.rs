@@ -1,0 +1,19 @@
+//! Bits of the hidden `X=` option: test and measuring aids, read by the
+//! agent code that each one changes. None of them is documented for users.
+
+/// Makes the ThreadStart callback panic: proves that a panic is contained
+/// and reported, never unwound into the JVM.
+pub const PANIC_IN_THREAD_START: i64 = 0x100;
+
+/// Makes the allocation callback return at once: what the JVM's event
+/// posting alone costs (the floor of exact allocation tracking; the SITES
+/// table stays empty).
+pub const ALLOC_EVENT_ONLY: i64 = 0x200;
+
+/// Makes the allocation callback take the stack and return (event posting
+/// plus stack walk).
+pub const ALLOC_STACK_ONLY: i64 = 0x400;
+
+/// Makes heap dumps go through the HotSpotDiagnostic MXBean, the fallback
+/// for a JVM without a known management table (a test aid for that path).
+pub const HEAP_DUMP_THROUGH_BEAN: i64 = 0x8000;
