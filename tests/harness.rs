@@ -5,6 +5,8 @@
 mod common;
 
 use common::*;
+use hprof_rs::format::ascii::{CpuTitle, Section};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 fn matrix() -> Vec<Jdk> {
@@ -263,4 +265,69 @@ fn independent_readers_run() {
         assert_success(&out, "stackcollapse-hprof --help");
         assert!(stdout_text(&out).contains("FILE"), "{}", describe(&out));
     }
+}
+
+// ---------------------------------------------------------------------------
+// The parsed-ASCII-profile helper (common::profile)
+// ---------------------------------------------------------------------------
+
+/// Two threads, two traces, one SITES block and two CPU SAMPLES dumps.
+const PROFILE: &str = "\
+THREAD START (obj=50000001, id = 200001, name=\"main\", group=\"main\")
+THREAD START (obj=50000002, id = 200002, name=\"worker-0\", group=\"main\")
+TRACE 300001:
+\tHot.spin(Hot.java:10)
+\tHot.main(Hot.java:20)
+TRACE 300002:
+\t<empty>
+SITES BEGIN (ordered by live bytes) Sat Mar 27 10:51:58 2021
+          percent          live          alloc'ed  stack class
+ rank   self  accum     bytes objs     bytes  objs trace name
+    1 75.00% 75.00%        48    2        72     3 300001 Item
+SITES END
+CPU SAMPLES BEGIN (total = 7) Sat Mar 27 10:51:58 2021
+rank   self  accum   count trace method
+   1 71.43% 71.43%       5 300001 Hot.spin
+   2 28.57% 100.00%       2 300002 <empty trace>
+CPU SAMPLES END
+CPU SAMPLES BEGIN (total = 3) Sat Mar 27 10:51:59 2021
+rank   self  accum   count trace method
+   1 100.00% 100.00%       3 300001 Hot.spin
+CPU SAMPLES END
+";
+
+#[test]
+fn ascii_profile_indexes_traces_threads_sites_and_cpu_blocks() {
+    let profile = AsciiProfile::parse(PROFILE.as_bytes(), "the sample profile");
+    assert_eq!(profile.frames(300001), ["Hot.spin", "Hot.main"]);
+    assert!(profile.frames(300002).is_empty());
+    assert_eq!(profile.traces().count(), 2);
+    assert_eq!(
+        profile.threads(),
+        BTreeMap::from([(200001, "main".into()), (200002, "worker-0".into())])
+    );
+    let row = &profile.site_rows()[0];
+    assert_eq!(
+        (row.live_objects, row.allocated_objects, row.trace_serial),
+        (2, 3, 300001)
+    );
+    assert_eq!(profile.cpu_blocks().count(), 2);
+    let first = profile.first_cpu(CpuTitle::Samples).unwrap();
+    assert_eq!((first.total, cpu_count_in(first, "Hot.spin")), (7, 5));
+    assert_eq!(profile.last_cpu().unwrap().total, 3);
+    assert!(profile.first_cpu(CpuTitle::TimeMs).is_none());
+    assert!(profile.old_prof_rows().is_none());
+    assert_eq!(profile.count(|s| matches!(s, Section::Sites(_))), 1);
+}
+
+#[test]
+#[should_panic(expected = "TRACE 300009 was not printed")]
+fn ascii_profile_names_a_missing_trace() {
+    AsciiProfile::parse(PROFILE.as_bytes(), "the sample profile").frames(300009);
+}
+
+#[test]
+#[should_panic(expected = "the broken profile is malformed")]
+fn ascii_profile_names_a_malformed_file() {
+    AsciiProfile::parse(b"TRACE 30000x:\n", "the broken profile");
 }
