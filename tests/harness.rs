@@ -316,7 +316,7 @@ fn ascii_profile_indexes_traces_threads_sites_and_cpu_blocks() {
     assert_eq!((first.total, cpu_count_in(first, "Hot.spin")), (7, 5));
     assert_eq!(profile.last_cpu().unwrap().total, 3);
     assert!(profile.first_cpu(CpuTitle::TimeMs).is_none());
-    assert!(profile.old_prof_rows().is_none());
+    assert!(profile.old_prof_rows().is_empty());
     assert_eq!(profile.count(|s| matches!(s, Section::Sites(_))), 1);
 }
 

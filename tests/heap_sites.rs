@@ -53,14 +53,8 @@ fn sum(rows: &[&SiteRow]) -> (u64, u64, u64, u64) {
 
 #[test]
 fn exact_counts_at_known_sites_on_every_jdk() {
-    for jdk in common::jdks() {
-        let sites = sites_of(
-            &jdk,
-            "sites-exact",
-            "heap=sites,cutoff=0",
-            "AllocSites",
-            &[],
-        );
+    common::on_each(&common::jdks(), |jdk| {
+        let sites = sites_of(jdk, "sites-exact", "heap=sites,cutoff=0", "AllocSites", &[]);
         let label = &jdk.label;
 
         let items = sites.sites_of_class("AllocSites$Item");
@@ -141,15 +135,15 @@ fn exact_counts_at_known_sites_on_every_jdk() {
             (last.accum_percent - 100.0).abs() < 0.02,
             "{label}: cutoff=0 rows add up to 100%"
         );
-    }
+    });
 }
 
 #[test]
 fn thread_y_splits_a_site_by_thread_and_depth_changes_traces() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let label = &jdk.label;
         let merged = sites_of(
-            &jdk,
+            jdk,
             "sites-thread-n",
             "heap=sites,cutoff=0",
             "AllocThreads",
@@ -164,7 +158,7 @@ fn thread_y_splits_a_site_by_thread_and_depth_changes_traces() {
         assert_row(shared[0], 16, 10_000, 10_000, &format!("{label}: Shared"));
 
         let split = sites_of(
-            &jdk,
+            jdk,
             "sites-thread-y",
             "heap=sites,cutoff=0,thread=y",
             "AllocThreads",
@@ -199,7 +193,7 @@ fn thread_y_splits_a_site_by_thread_and_depth_changes_traces() {
 
         // depth=1: both callers of makeDeep share the one-frame trace.
         let shallow = sites_of(
-            &jdk,
+            jdk,
             "sites-depth-1",
             "heap=sites,cutoff=0,depth=1",
             "AllocThreads",
@@ -221,7 +215,7 @@ fn thread_y_splits_a_site_by_thread_and_depth_changes_traces() {
 
         // depth=8: two traces, each naming its caller, and at most 8 frames.
         let long = sites_of(
-            &jdk,
+            jdk,
             "sites-depth-8",
             "heap=sites,cutoff=0,depth=8",
             "AllocThreads",
@@ -242,7 +236,7 @@ fn thread_y_splits_a_site_by_thread_and_depth_changes_traces() {
         callers.sort();
         assert_eq!(callers, ["AllocThreads.viaLeft", "AllocThreads.viaRight"]);
         assert!(long.traces().all(|t| t.frames.len() <= 8));
-    }
+    });
 }
 
 #[test]
@@ -271,7 +265,9 @@ fn cutoff_drops_the_rows_below_it() {
         cut.site_rows().iter().all(|r| r.self_percent >= 5.0),
         "a row below 5% survived cutoff=0.05"
     );
-    assert!(cut.sites_of_class("AllocSites$Item").len() == 1 && !cut.sites_of_class("int[]").is_empty());
+    assert!(
+        cut.sites_of_class("AllocSites$Item").len() == 1 && !cut.sites_of_class("int[]").is_empty()
+    );
     // The default (0.0001) drops the rows of zero live bytes that cutoff=0 shows.
     let default = sites_of(
         &jdk,
@@ -377,9 +373,9 @@ fn javac_under_heap_sites_text_and_binary() {
 
 #[test]
 fn binary_alloc_sites_carry_the_exact_counts() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("sites-binary-{}", jdk.label));
-        let mut cmd = common::java_command(&jdk, &dir);
+        let mut cmd = common::java_command(jdk, &dir);
         cmd.arg(common::agentpath_arg("heap=sites,format=b,cutoff=0"))
             .arg("AllocSites");
         common::assert_success(
@@ -432,15 +428,15 @@ fn binary_alloc_sites_carry_the_exact_counts() {
             jdk.label
         );
         assert_eq!(s.array_type, 0);
-    }
+    });
 }
 
 #[test]
 fn sampled_mode_estimates_the_big_site_within_10_percent() {
     const TRUE_BYTES: f64 = 20_000_000.0 * INT16_BYTES as f64;
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let sites = sites_of(
-            &jdk,
+            jdk,
             "sites-sampled",
             "heap=sites,alloc_interval=512k",
             "AllocSites",
@@ -456,7 +452,7 @@ fn sampled_mode_estimates_the_big_site_within_10_percent() {
             jdk.label,
             error * 100.0
         );
-    }
+    });
 }
 
 /// Large primitive arrays are counted without a tag in sampled mode (a tag
@@ -465,12 +461,12 @@ fn sampled_mode_estimates_the_big_site_within_10_percent() {
 #[test]
 fn large_arrays_are_counted_live_in_sampled_and_exact_mode() {
     const SIZE: u64 = (8 << 20) + 16; // byte[8 MiB] with its 16-byte header
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         for (test, options) in [
             ("large-sampled", "heap=sites,alloc_interval=512k"),
             ("large-exact", "heap=sites"),
         ] {
-            let sites = sites_of(&jdk, test, options, "AllocSites", &["large"]);
+            let sites = sites_of(jdk, test, options, "AllocSites", &["large"]);
             let rows = sites.sites_of_class_via("byte[]", "AllocSites.makeLarge");
             let what = format!("{}: {options}", jdk.label);
             assert_eq!(rows.len(), 1, "{what}: one makeLarge site");
@@ -489,5 +485,5 @@ fn large_arrays_are_counted_live_in_sampled_and_exact_mode() {
                 );
             }
         }
-    }
+    });
 }

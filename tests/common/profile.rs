@@ -33,10 +33,28 @@ impl AsciiProfile {
         AsciiProfile::parse(&bytes, &path.display().to_string())
     }
 
+    /// [`AsciiProfile::read`] that also requires a whole file: it must
+    /// start with its `JAVA PROFILE 1.0.x` header line (or, for cpu=old,
+    /// with the old table's title), as [`ascii::reader::parse_file`] checks.
+    pub fn read_whole_file(path: &Path) -> AsciiProfile {
+        let bytes =
+            fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        let what = path.display().to_string();
+        let parsed = ascii::reader::parse_file(&bytes);
+        AsciiProfile::index(
+            parsed.unwrap_or_else(|e| panic!("{what} is malformed: {e}")),
+            what,
+        )
+    }
+
     /// Parses `bytes` (named `what` in the panic message when malformed).
     pub fn parse(bytes: &[u8], what: &str) -> AsciiProfile {
         let sections =
             ascii::reader::parse(bytes).unwrap_or_else(|e| panic!("{what} is malformed: {e}"));
+        AsciiProfile::index(sections, what.to_owned())
+    }
+
+    fn index(sections: Vec<Section>, what: String) -> AsciiProfile {
         let traces = sections
             .iter()
             .filter_map(|s| match s {
@@ -45,7 +63,7 @@ impl AsciiProfile {
             })
             .collect();
         AsciiProfile {
-            what: what.to_owned(),
+            what,
             sections,
             traces,
         }
@@ -150,12 +168,16 @@ impl AsciiProfile {
         self.cpu_blocks().next_back()
     }
 
-    /// The rows of the first cpu=old table, if any.
-    pub fn old_prof_rows(&self) -> Option<&[OldProfRow]> {
-        self.sections.iter().find_map(|s| match s {
-            Section::OldProf(rows) => Some(rows.as_slice()),
-            _ => None,
-        })
+    /// The rows of every cpu=old table, in file order.
+    pub fn old_prof_rows(&self) -> Vec<&OldProfRow> {
+        self.sections
+            .iter()
+            .filter_map(|s| match s {
+                Section::OldProf(rows) => Some(rows),
+                _ => None,
+            })
+            .flatten()
+            .collect()
     }
 }
 
