@@ -40,8 +40,8 @@ fn matrix_has_every_required_jdk() {
 
 #[test]
 fn java_version_matches_the_folder_major() {
-    for jdk in matrix() {
-        let reported = java_major_version(&jdk);
+    on_each(&matrix(), |jdk| {
+        let reported = java_major_version(jdk);
         assert_eq!(
             reported,
             jdk.major,
@@ -54,50 +54,50 @@ fn java_version_matches_the_folder_major() {
             "{}: no lib/ in its home",
             jdk.label
         );
-    }
+    });
 }
 
-/// Runs fixture `class` on every JDK of the matrix, asserts its exit code, and
-/// returns each JDK's label with the output.
-fn run_on_every_jdk(class: &str, exit_code: i32) -> Vec<(String, std::process::Output)> {
-    let dir = scratch_dir(&format!("harness-{class}"));
-    matrix()
-        .into_iter()
-        .map(|jdk| {
-            let out = run(java_command(&jdk, &dir).arg(class));
-            assert_exit_code(&out, exit_code, &format!("{}: {class}", jdk.label));
-            (jdk.label, out)
-        })
-        .collect()
+/// Runs fixture `class` on `jdk` and asserts its exit code.
+fn run_fixture(jdk: &Jdk, class: &str, exit_code: i32) -> std::process::Output {
+    let dir = scratch_dir(&format!("harness-{class}-{}", jdk.label));
+    let out = run(java_command(jdk, &dir).arg(class));
+    assert_exit_code(&out, exit_code, &format!("{}: {class}", jdk.label));
+    out
 }
 
 #[test]
 fn hello_prints_on_every_jdk() {
-    for (label, out) in run_on_every_jdk("Hello", 0) {
+    on_each(&matrix(), |jdk| {
+        let label = &jdk.label;
+        let out = run_fixture(jdk, "Hello", 0);
         assert_eq!(
             stdout_text(&out),
             "Hello, hprof\n",
             "{label}\n{}",
             describe(&out)
         );
-    }
+    });
 }
 
 #[test]
 fn exit_code_is_3_on_every_jdk() {
-    for (label, out) in run_on_every_jdk("ExitCode", 3) {
+    on_each(&matrix(), |jdk| {
+        let label = &jdk.label;
+        let out = run_fixture(jdk, "ExitCode", 3);
         assert_eq!(
             stdout_text(&out),
             "exiting with 3\n",
             "{label}\n{}",
             describe(&out)
         );
-    }
+    });
 }
 
 #[test]
 fn uncaught_exception_exits_1_on_every_jdk() {
-    for (label, out) in run_on_every_jdk("Uncaught", 1) {
+    on_each(&matrix(), |jdk| {
+        let label = &jdk.label;
+        let out = run_fixture(jdk, "Uncaught", 1);
         let stderr = stderr_text(&out);
         assert!(
             stderr.contains("java.lang.IllegalStateException: boom")
@@ -105,7 +105,7 @@ fn uncaught_exception_exits_1_on_every_jdk() {
             "{label}: no stack trace with line numbers\n{}",
             describe(&out)
         );
-    }
+    });
 }
 
 #[test]

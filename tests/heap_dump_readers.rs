@@ -17,8 +17,8 @@ mod common;
 #[path = "support/jvm_hprof_check.rs"]
 mod jvm_hprof_check;
 
-use common::Jdk;
-use hprof_rs::format::ascii::{self, HeapEntry, Section};
+use common::{AsciiProfile, Jdk};
+use hprof_rs::format::ascii::HeapEntry;
 use hprof_rs::format::binary::reader::parse;
 use hprof_rs::format::binary::{BasicType, HeapRecord, PrimitiveArray, RecordBody, Version};
 use hprof_rs::format::names::signature_to_name;
@@ -841,19 +841,10 @@ fn ascii_dump_counts_match_binary_and_show_the_graph() {
         let dir = common::scratch_dir(&format!("heap-dump-a-{}", jdk.label));
         run_heap_graph(jdk, &dir, "auto", "heap=dump");
         let path = dir.join("java.hprof.txt");
-        let bytes =
-            fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-        let sections = ascii::reader::parse(&bytes)
-            .unwrap_or_else(|e| panic!("{what}: {} is malformed: {e}", path.display()));
-        let mut dumps: Vec<_> = sections
-            .into_iter()
-            .filter_map(|s| match s {
-                Section::HeapDump(d) => Some(d),
-                _ => None,
-            })
-            .collect();
+        let profile = AsciiProfile::read(&path);
+        let dumps: Vec<_> = profile.heap_dumps().collect();
         assert_eq!(dumps.len(), 1, "{what}: HEAP DUMP sections");
-        let section = dumps.pop().unwrap();
+        let section = dumps[0].clone();
         let entries = section.entries;
         let counts = ascii_counts(&entries);
         let objects: u64 = counts.values().sum();

@@ -1,13 +1,15 @@
 //! One parsed ASCII profile (`java.hprof.txt`), indexed the ways the tests
 //! look at it: traces by serial with their frames, the SITES rows, the CPU
-//! SAMPLES / CPU TIME rows, the cpu=old table and the THREAD START lines.
+//! SAMPLES / CPU TIME rows, the cpu=old table, the HEAP DUMP blocks and the
+//! THREAD START lines.
 //!
 //! Parsing uses the crate's own reader ([`ascii::reader::parse`], which also
 //! reads fragments such as a cpu=old table without header); a malformed file
 //! panics with its path and the reader's offset, so a failure names the file.
 
 use hprof_rs::format::ascii::{
-    self, CpuSection, CpuTitle, OldProfRow, Section, SiteRow, SitesSection, TraceSection,
+    self, CpuSection, CpuTitle, HeapDumpSection, OldProfRow, Section, SiteRow, SitesSection,
+    TraceSection,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -166,6 +168,14 @@ impl AsciiProfile {
     /// The last CPU block of either title (the exit dump's), if any.
     pub fn last_cpu(&self) -> Option<&CpuSection> {
         self.cpu_blocks().next_back()
+    }
+
+    /// Every HEAP DUMP block, in file order.
+    pub fn heap_dumps(&self) -> impl Iterator<Item = &HeapDumpSection> {
+        self.sections.iter().filter_map(|s| match s {
+            Section::HeapDump(dump) => Some(dump),
+            _ => None,
+        })
     }
 
     /// The rows of every cpu=old table, in file order.
