@@ -7,7 +7,7 @@ mod common;
 #[path = "support/jvm_hprof_check.rs"]
 mod jvm_hprof_check;
 
-use common::{AsciiProfile, Jdk, Spawned};
+use common::{AsciiProfile, Jdk, Spawned, assert_print_accepts};
 use hprof_rs::format::binary::{self, RecordBody};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -36,17 +36,6 @@ fn run_fixture(
 fn parse_binary(path: &Path) -> binary::reader::BinaryFile {
     let bytes = fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     binary::reader::parse(&bytes).unwrap_or_else(|e| panic!("{} is malformed: {e}", path.display()))
-}
-
-/// `hprof-rs print <file>` must accept the file.
-fn assert_print_accepts(path: &Path) -> String {
-    let out = common::run(
-        Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
-            .arg("print")
-            .arg(path),
-    );
-    common::assert_success(&out, &format!("hprof-rs print {}", path.display()));
-    common::stdout_text(&out)
 }
 
 /// Checks the first line against
@@ -104,7 +93,7 @@ fn assert_complete_ascii_with_main(path: &Path) {
             .any(|t| t.serial == 300_000 && t.frames.is_empty()),
         "the empty trace 300000 was not printed at the exit dump"
     );
-    assert_print_accepts(path);
+    assert_print_accepts(path, "the ASCII profile");
 }
 
 #[test]
@@ -267,7 +256,7 @@ fn binary_output_is_parsed_by_our_reader_hprof_slurp_and_print() {
             "{}: only {loads} LOAD CLASS records",
             jdk.label
         );
-        assert!(assert_print_accepts(&path).contains("START THREAD"));
+        assert!(assert_print_accepts(&path, &jdk.label).contains("START THREAD"));
         let bytes = fs::read(&path).unwrap();
         let counts = jvm_hprof_check::parse_hprof_fully(&bytes)
             .unwrap_or_else(|e| panic!("{}: jvm-hprof rejects the file: {e}", jdk.label));
@@ -432,7 +421,7 @@ fn every_exit_path_leaves_a_complete_file_and_keeps_the_exit_code() {
                     assert_complete_ascii_with_main(&ascii_file(&dir));
                 } else {
                     parse_binary(&dir.join("java.hprof"));
-                    assert_print_accepts(&dir.join("java.hprof"));
+                    assert_print_accepts(&dir.join("java.hprof"), &jdk.label);
                 }
             }
         }
@@ -576,7 +565,7 @@ fn an_out_of_memory_error_still_leaves_a_complete_file() {
                     "{}: the exit dump is complete",
                     jdk.label
                 );
-                assert_print_accepts(&dir.join("java.hprof"));
+                assert_print_accepts(&dir.join("java.hprof"), &jdk.label);
             }
         }
     });

@@ -5,14 +5,14 @@
 
 mod common;
 
-use common::{AsciiProfile, Jdk, cpu_count_in, jdks_of, on_each};
+use common::{AsciiProfile, Jdk, assert_print_accepts, cpu_count_in, jdks_of, on_each};
 use std::ffi::OsString;
 use std::fs;
 use std::net::TcpListener;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 /// `java <jvm_args> <main> <args>` in `dir`, with a timeout.
@@ -43,16 +43,6 @@ fn run_hello(jdk: &Jdk, dir: &Path, options: &str) -> Output {
 
 fn agent(options: &str) -> OsString {
     common::agentpath_arg(options)
-}
-
-/// `hprof-rs print <file>` must accept the file.
-fn assert_print_accepts(path: &Path) {
-    let out = common::run(
-        Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
-            .arg("print")
-            .arg(path),
-    );
-    common::assert_success(&out, &format!("hprof-rs print {}", path.display()));
 }
 
 fn scratch(name: &str, jdk: &Jdk) -> PathBuf {
@@ -308,7 +298,7 @@ fn an_out_of_memory_death_with_the_heap_full_leaves_the_whole_profile() {
             );
             common::assert_exit_code(&out, 1, &format!("HeapFull {options}"));
             assert!(common::stdout_text(&out).starts_with("filling the heap"));
-            assert_print_accepts(&file);
+            assert_print_accepts(&file, &format!("HeapFull {options}"));
             if options.contains("format=b") {
                 continue;
             }

@@ -16,7 +16,7 @@
 
 pub mod profile;
 #[allow(unused_imports)] // each test file uses its own part of the harness
-pub use profile::{AsciiProfile, cpu_count_in};
+pub use profile::{AsciiProfile, assert_print_accepts, cpu_count_in};
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;

@@ -14,6 +14,7 @@ use hprof_rs::format::ascii::{
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::Path;
+use std::process::Command;
 
 /// The sections of one ASCII profile, in file order, and what is looked up in them.
 #[derive(Debug)]
@@ -189,6 +190,18 @@ impl AsciiProfile {
             .flatten()
             .collect()
     }
+}
+
+/// `hprof-rs print <path>` must accept the file (`what` names the run in
+/// the failure); returns what it printed.
+pub fn assert_print_accepts(path: &Path, what: &str) -> String {
+    let out = super::run(
+        Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
+            .arg("print")
+            .arg(path),
+    );
+    super::assert_success(&out, &format!("{what}: hprof-rs print {}", path.display()));
+    super::stdout_text(&out)
 }
 
 /// The sum of a CPU block's counts whose top frame is `method` (`Class.method`).
