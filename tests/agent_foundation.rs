@@ -7,8 +7,7 @@ mod common;
 #[path = "support/jvm_hprof_check.rs"]
 mod jvm_hprof_check;
 
-use common::{Jdk, Spawned};
-use hprof_rs::format::ascii::{self, Section};
+use common::{AsciiProfile, Jdk, Spawned, assert_print_accepts};
 use hprof_rs::format::binary::{self, RecordBody};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -33,27 +32,10 @@ fn run_fixture(
     common::run(&mut cmd)
 }
 
-/// Parses an ASCII profile, panicking with the offset when it is malformed.
-fn parse_ascii(path: &Path) -> Vec<Section> {
-    let bytes = fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    ascii::reader::parse(&bytes).unwrap_or_else(|e| panic!("{} is malformed: {e}", path.display()))
-}
-
 /// Parses a binary profile, panicking with the offset when it is malformed.
 fn parse_binary(path: &Path) -> binary::reader::BinaryFile {
     let bytes = fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     binary::reader::parse(&bytes).unwrap_or_else(|e| panic!("{} is malformed: {e}", path.display()))
-}
-
-/// `hprof-rs print <file>` must accept the file.
-fn assert_print_accepts(path: &Path) -> String {
-    let out = common::run(
-        Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
-            .arg("print")
-            .arg(path),
-    );
-    common::assert_success(&out, &format!("hprof-rs print {}", path.display()));
-    common::stdout_text(&out)
 }
 
 /// Checks the first line against
@@ -95,30 +77,31 @@ fn assert_complete_ascii_with_main(path: &Path) {
     let text =
         fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     assert_header_line(text.lines().next().unwrap_or_default());
-    let sections = parse_ascii(path);
-    let main_started = sections
-        .iter()
-        .any(|s| matches!(s, Section::ThreadStart { name, thread_serial, .. } if name == "main" && *thread_serial == 200_001));
+    let profile = AsciiProfile::read(path);
+    let main_started = profile
+        .threads()
+        .get(&200_001)
+        .is_some_and(|name| name == "main");
     assert!(
         main_started,
         "no THREAD START for main (id = 200001) in {}:\n{text}",
         path.display()
     );
     assert!(
-        sections
-            .iter()
-            .any(|s| matches!(s, Section::Trace(t) if t.serial == 300_000 && t.frames.is_empty())),
+        profile
+            .traces()
+            .any(|t| t.serial == 300_000 && t.frames.is_empty()),
         "the empty trace 300000 was not printed at the exit dump"
     );
-    assert_print_accepts(path);
+    assert_print_accepts(path, "the ASCII profile");
 }
 
 #[test]
 fn help_prints_the_option_table_and_exits_0() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("help-{}", jdk.label));
         let out = run_fixture(
-            &jdk,
+            jdk,
             &dir,
             &[common::agentpath_arg("help").as_os_str()],
             "Hello",
@@ -142,7 +125,7 @@ fn help_prints_the_option_table_and_exits_0() {
             !text.contains("Hello, hprof"),
             "the program must not run after help"
         );
-    }
+    });
 }
 
 #[test]
@@ -161,11 +144,11 @@ fn option_errors_print_hprof_messages_and_exit_1() {
             "monitor=y is not supported with format=b",
         ),
     ];
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("option-errors-{}", jdk.label));
         for (options, expected) in cases {
             let out = run_fixture(
-                &jdk,
+                jdk,
                 &dir,
                 &[common::agentpath_arg(options).as_os_str()],
                 "Hello",
@@ -180,12 +163,12 @@ fn option_errors_print_hprof_messages_and_exit_1() {
             );
             assert!(!common::stdout_text(&out).contains("Hello, hprof"));
         }
-    }
+    });
 }
 
 #[test]
 fn loads_by_agentpath_agentlib_xrun_and_java_tool_options() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let ways: [(&str, Vec<String>, Option<String>); 6] = [
             (
                 "agentpath",
@@ -204,7 +187,7 @@ fn loads_by_agentpath_agentlib_xrun_and_java_tool_options() {
         ];
         for (way, args, tool_options) in ways {
             let dir = common::scratch_dir(&format!("load-{way}-{}", jdk.label));
-            let mut cmd = common::java_command(&jdk, &dir);
+            let mut cmd = common::java_command(jdk, &dir);
             common::with_agent_on_library_path(&mut cmd);
             if let Some(value) = &tool_options {
                 cmd.env("JAVA_TOOL_OPTIONS", value);
@@ -215,15 +198,15 @@ fn loads_by_agentpath_agentlib_xrun_and_java_tool_options() {
             assert!(common::stdout_text(&out).contains("Hello, hprof"));
             assert_complete_ascii_with_main(&ascii_file(&dir));
         }
-    }
+    });
 }
 
 #[test]
 fn binary_output_is_parsed_by_our_reader_hprof_slurp_and_print() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("binary-{}", jdk.label));
         let out = run_fixture(
-            &jdk,
+            jdk,
             &dir,
             &[common::agentpath_arg("format=b").as_os_str()],
             "Threads",
@@ -273,7 +256,7 @@ fn binary_output_is_parsed_by_our_reader_hprof_slurp_and_print() {
             "{}: only {loads} LOAD CLASS records",
             jdk.label
         );
-        assert!(assert_print_accepts(&path).contains("START THREAD"));
+        assert!(assert_print_accepts(&path, &jdk.label).contains("START THREAD"));
         let bytes = fs::read(&path).unwrap();
         let counts = jvm_hprof_check::parse_hprof_fully(&bytes)
             .unwrap_or_else(|e| panic!("{}: jvm-hprof rejects the file: {e}", jdk.label));
@@ -327,15 +310,15 @@ fn binary_output_is_parsed_by_our_reader_hprof_slurp_and_print() {
                 );
             }
         }
-    }
+    });
 }
 
 #[test]
 fn force_n_picks_a_pid_name_when_the_file_exists() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("force-n-{}", jdk.label));
         fs::write(ascii_file(&dir), "keep me\n").unwrap();
-        let mut cmd = common::java_command(&jdk, &dir);
+        let mut cmd = common::java_command(jdk, &dir);
         cmd.arg(common::agentpath_arg("force=n")).arg("Hello");
         let child = Spawned::spawn(&mut cmd);
         let pid = child.pid();
@@ -347,7 +330,7 @@ fn force_n_picks_a_pid_name_when_the_file_exists() {
             "the old file was touched"
         );
         assert_complete_ascii_with_main(&dir.join(format!("java.hprof.{pid}.txt")));
-    }
+    });
 }
 
 #[test]
@@ -356,7 +339,7 @@ fn unusable_destinations_fail_with_a_message_and_exit_1() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     };
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("bad-destination-{}", jdk.label));
         let cases = [
             (
@@ -370,7 +353,7 @@ fn unusable_destinations_fail_with_a_message_and_exit_1() {
         ];
         for (options, expected) in &cases {
             let out = run_fixture(
-                &jdk,
+                jdk,
                 &dir,
                 &[common::agentpath_arg(options).as_os_str()],
                 "Hello",
@@ -384,12 +367,12 @@ fn unusable_destinations_fail_with_a_message_and_exit_1() {
                 jdk.label
             );
         }
-    }
+    });
 }
 
 #[test]
 fn net_streams_what_the_file_would_get() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("net-{}", jdk.label));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -401,7 +384,7 @@ fn net_streams_what_the_file_would_get() {
         });
         let options = format!("net=127.0.0.1:{port}");
         let out = run_fixture(
-            &jdk,
+            jdk,
             &dir,
             &[common::agentpath_arg(&options).as_os_str()],
             "Hello",
@@ -416,18 +399,18 @@ fn net_streams_what_the_file_would_get() {
             !ascii_file(&dir).exists(),
             "net= must not also write a file"
         );
-    }
+    });
 }
 
 #[test]
 fn every_exit_path_leaves_a_complete_file_and_keeps_the_exit_code() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         for (main, code) in [("Hello", 0), ("ExitCode", 3), ("Uncaught", 1)] {
             for format in ["a", "b"] {
                 let dir = common::scratch_dir(&format!("exit-{main}-{format}-{}", jdk.label));
                 let options = format!("format={format}");
                 let out = run_fixture(
-                    &jdk,
+                    jdk,
                     &dir,
                     &[common::agentpath_arg(&options).as_os_str()],
                     main,
@@ -438,13 +421,13 @@ fn every_exit_path_leaves_a_complete_file_and_keeps_the_exit_code() {
                     assert_complete_ascii_with_main(&ascii_file(&dir));
                 } else {
                     parse_binary(&dir.join("java.hprof"));
-                    assert_print_accepts(&dir.join("java.hprof"));
+                    assert_print_accepts(&dir.join("java.hprof"), &jdk.label);
                 }
             }
         }
         // SIGTERM: the JVM exits 143 (128 + 15) as it does without the agent.
         let dir = common::scratch_dir(&format!("exit-sigterm-{}", jdk.label));
-        let mut cmd = common::java_command(&jdk, &dir);
+        let mut cmd = common::java_command(jdk, &dir);
         cmd.arg(common::agentpath_arg("")).arg("Sleeper").arg("60");
         let mut child = Spawned::spawn(&mut cmd);
         child.wait_for_line("READY", Duration::from_secs(60));
@@ -458,14 +441,14 @@ fn every_exit_path_leaves_a_complete_file_and_keeps_the_exit_code() {
             common::describe(&out)
         );
         assert_complete_ascii_with_main(&ascii_file(&dir));
-    }
+    });
 }
 
 #[test]
 fn sigquit_appends_a_dump_and_the_program_finishes() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("sigquit-{}", jdk.label));
-        let mut cmd = common::java_command(&jdk, &dir);
+        let mut cmd = common::java_command(jdk, &dir);
         cmd.arg(common::agentpath_arg("")).arg("Sleeper").arg("3");
         let mut child = Spawned::spawn(&mut cmd);
         child.wait_for_line("READY", Duration::from_secs(60));
@@ -491,7 +474,7 @@ fn sigquit_appends_a_dump_and_the_program_finishes() {
             "the program did not finish"
         );
         assert_complete_ascii_with_main(&path);
-    }
+    });
 }
 
 #[test]
@@ -517,11 +500,11 @@ fn javac_runs_under_the_agent_like_the_manual_example() {
 
 #[test]
 fn a_panic_in_a_callback_is_contained_and_reported() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("panic-{}", jdk.label));
         // X=0x100 is the hidden test switch that panics in every ThreadStart callback.
         let out = run_fixture(
-            &jdk,
+            jdk,
             &dir,
             &[common::agentpath_arg("X=0x100").as_os_str()],
             "Threads",
@@ -550,17 +533,17 @@ fn a_panic_in_a_callback_is_contained_and_reported() {
         );
         // The file is still complete: header, main thread (from VM init), exit dump.
         assert_complete_ascii_with_main(&ascii_file(&dir));
-    }
+    });
 }
 
 #[test]
 fn an_out_of_memory_error_still_leaves_a_complete_file() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         for format in ["a", "b"] {
             let dir = common::scratch_dir(&format!("oom-{format}-{}", jdk.label));
             let options = format!("format={format}");
             let out = run_fixture(
-                &jdk,
+                jdk,
                 &dir,
                 &[
                     "-Xmx32m".as_ref(),
@@ -582,8 +565,8 @@ fn an_out_of_memory_error_still_leaves_a_complete_file() {
                     "{}: the exit dump is complete",
                     jdk.label
                 );
-                assert_print_accepts(&dir.join("java.hprof"));
+                assert_print_accepts(&dir.join("java.hprof"), &jdk.label);
             }
         }
-    }
+    });
 }

@@ -484,9 +484,9 @@ fn selected_jdks() -> Vec<common::Jdk> {
 
 #[test]
 fn every_jrt_class_verifies_after_rewriting() {
-    for jdk in selected_jdks() {
-        check_image(&jdk, &RewriteOptions::default(), "rewrite");
-    }
+    common::on_each(&selected_jdks(), |jdk| {
+        check_image(jdk, &RewriteOptions::default(), "rewrite");
+    });
 }
 
 #[test]
@@ -500,7 +500,6 @@ fn every_jrt_class_verifies_with_every_branch_widened() {
     let wanted = |j: &common::Jdk| {
         std::env::var_os(JDKS_ENV).is_some() || j.label == "debian-17" || j.major == 25
     };
-    for jdk in selected_jdks().into_iter().filter(wanted) {
-        check_image(&jdk, &options, "widen-all");
-    }
+    let jdks: Vec<common::Jdk> = selected_jdks().into_iter().filter(wanted).collect();
+    common::on_each(&jdks, |jdk| check_image(jdk, &options, "widen-all"));
 }

@@ -183,9 +183,9 @@ fn injected_calls_count_every_call_and_return_exactly() {
         let dir = common::scratch_dir(&format!("bci-run-count-{tag}"));
         let options = RewriteOptions { widen_all_branches };
         let names = rewrite_into(&dir, &counting_tracker(), &options);
-        for jdk in common::jdks() {
-            let plain = run_workload(&jdk, classes(), None, "plain");
-            let stdout = run_workload(&jdk, &dir, None, "count");
+        common::on_each(&common::jdks(), |jdk| {
+            let plain = run_workload(jdk, classes(), None, "plain");
+            let stdout = run_workload(jdk, &dir, None, "count");
             assert_eq!(
                 result_line(&stdout),
                 result_line(&plain),
@@ -198,7 +198,7 @@ fn injected_calls_count_every_call_and_return_exactly() {
                 "{} {tag}: calls and returns per method",
                 jdk.label
             );
-        }
+        });
     }
 }
 
@@ -215,9 +215,9 @@ fn the_real_tracker_is_inert_until_engaged() {
     let tracker = boot.join(format!("{TRACKER_CLASS}.class"));
     fs::create_dir_all(tracker.parent().unwrap()).unwrap();
     fs::write(&tracker, TRACKER_CLASS_FILE).unwrap();
-    for jdk in common::jdks() {
-        let plain = run_workload(&jdk, classes(), None, "plain");
-        let disengaged = run_workload(&jdk, &classpath, Some(&boot), "plain");
+    common::on_each(&common::jdks(), |jdk| {
+        let plain = run_workload(jdk, classes(), None, "plain");
+        let disengaged = run_workload(jdk, &classpath, Some(&boot), "plain");
         assert_eq!(
             result_line(&disengaged),
             result_line(&plain),
@@ -226,14 +226,14 @@ fn the_real_tracker_is_inert_until_engaged() {
         );
         // Engaged, the Tracker times the calls itself (no agent here): fib(10)
         // makes 177 calls, all completed.
-        let engaged = run_workload(&jdk, &classpath, Some(&boot), "engage");
+        let engaged = run_workload(jdk, &classpath, Some(&boot), "engage");
         let result = result_line(&engaged);
         assert_eq!(
             result, "RESULT timed fib(10)=55 calls=177",
             "{}: engaged tracker",
             jdk.label
         );
-    }
+    });
 }
 
 #[test]

@@ -14,7 +14,7 @@ fn hprof_rs() -> Command {
 
 #[test]
 fn run_profiles_a_java_command_and_passes_its_exit_code_on() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("cli-run-{}", jdk.label));
         let classes = common::fixtures_classpath();
         let mut cmd = hprof_rs();
@@ -33,7 +33,7 @@ fn run_profiles_a_java_command_and_passes_its_exit_code_on() {
             "{}: no main thread:\n{text}",
             jdk.label
         );
-    }
+    });
 }
 
 #[test]

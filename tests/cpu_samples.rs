@@ -3,87 +3,44 @@
 
 mod common;
 
-use hprof_rs::format::ascii::{self, CpuSection, CpuTitle, Section, TraceSection};
+use common::{AsciiProfile, cpu_count_in};
+use hprof_rs::format::ascii::{CpuSection, CpuTitle};
 use hprof_rs::format::binary::{self, RecordBody};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fs;
-use std::path::Path;
 use std::process::Command;
 
-/// What a cpu=samples ASCII run wrote.
-struct CpuProfile {
-    section: CpuSection,
-    traces: HashMap<u32, TraceSection>,
-    thread_names: HashMap<u32, String>,
-}
-
-impl CpuProfile {
-    fn read(path: &Path) -> CpuProfile {
-        let bytes =
-            fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-        let sections = ascii::reader::parse(&bytes)
-            .unwrap_or_else(|e| panic!("{} is malformed: {e}", path.display()));
-        let mut section = None;
-        let mut traces = HashMap::new();
-        let mut thread_names = HashMap::new();
-        for s in sections {
-            match s {
-                Section::Cpu(cpu) => section = Some(cpu),
-                Section::Trace(trace) => {
-                    traces.insert(trace.serial, trace);
-                }
-                Section::ThreadStart {
-                    thread_serial,
-                    name,
-                    ..
-                } => {
-                    thread_names.insert(thread_serial, name);
-                }
-                _ => {}
-            }
-        }
-        let section =
-            section.unwrap_or_else(|| panic!("no CPU SAMPLES block in {}", path.display()));
-        assert_eq!(section.title, CpuTitle::Samples);
-        CpuProfile {
-            section,
-            traces,
-            thread_names,
-        }
-    }
-
-    /// Samples whose top frame is `method` (`Class.method`).
-    fn samples_in(&self, method: &str) -> u64 {
-        self.section
-            .rows
-            .iter()
-            .filter(|r| r.method.as_deref() == Some(method))
-            .map(|r| r.count)
-            .sum()
-    }
+/// The last CPU block of a cpu=samples run, which must be CPU SAMPLES.
+fn samples_block(profile: &AsciiProfile) -> &CpuSection {
+    let section = profile
+        .last_cpu()
+        .unwrap_or_else(|| panic!("no CPU SAMPLES block in {}", profile.what));
+    assert_eq!(section.title, CpuTitle::Samples);
+    section
 }
 
 #[test]
 fn samples_land_where_the_cpu_goes_and_never_on_blocked_threads() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let label = &jdk.label;
         let dir = common::scratch_dir(&format!("cpu-samples-{label}"));
-        let mut cmd = common::java_command(&jdk, &dir);
+        let mut cmd = common::java_command(jdk, &dir);
         cmd.arg(common::agentpath_arg("cpu=samples,thread=y,cutoff=0"))
             .arg("CpuHot");
         let out = common::run(&mut cmd);
         common::assert_success(&out, &format!("CpuHot on {label}"));
-        let profile = CpuProfile::read(&dir.join("java.hprof.txt"));
+        let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+        let section = samples_block(&profile);
 
-        let total = profile.section.total;
-        let rows_total: u64 = profile.section.rows.iter().map(|r| r.count).sum();
+        let total = section.total;
+        let rows_total: u64 = section.rows.iter().map(|r| r.count).sum();
         assert_eq!(
             rows_total, total,
             "{label}: with cutoff=0 the rows add up to the total"
         );
         let (a, b) = (
-            profile.samples_in("CpuHot.hotA"),
-            profile.samples_in("CpuHot.hotB"),
+            cpu_count_in(section, "CpuHot.hotA"),
+            cpu_count_in(section, "CpuHot.hotB"),
         );
         assert!(
             total >= 100,
@@ -100,7 +57,7 @@ fn samples_land_where_the_cpu_goes_and_never_on_blocked_threads() {
         );
 
         let blocked: HashSet<u32> = profile
-            .thread_names
+            .threads()
             .iter()
             .filter(|(_, name)| {
                 ["accept-", "sleep-", "wait-"]
@@ -114,8 +71,8 @@ fn samples_land_where_the_cpu_goes_and_never_on_blocked_threads() {
             20,
             "{label}: THREAD START lines for the 20 blocked threads"
         );
-        for row in &profile.section.rows {
-            let trace = &profile.traces[&row.trace_serial];
+        for row in &section.rows {
+            let trace = profile.trace(row.trace_serial);
             let thread = trace
                 .thread_serial
                 .expect("thread=y traces name their thread");
@@ -125,7 +82,7 @@ fn samples_land_where_the_cpu_goes_and_never_on_blocked_threads() {
                 row.count
             );
         }
-    }
+    });
 }
 
 #[test]
@@ -153,10 +110,10 @@ fn ascii_output_converts_to_collapsed_stacks() {
 
 #[test]
 fn binary_cpu_samples_agree_with_hprof_slurp() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let label = &jdk.label;
         let dir = common::scratch_dir(&format!("cpu-samples-binary-{label}"));
-        let mut cmd = common::java_command(&jdk, &dir);
+        let mut cmd = common::java_command(jdk, &dir);
         cmd.arg(common::agentpath_arg("cpu=samples,format=b,cutoff=0"))
             .arg("CpuHot")
             .arg("5");
@@ -204,7 +161,7 @@ fn binary_cpu_samples_agree_with_hprof_slurp() {
                 );
             }
         }
-    }
+    });
 }
 
 #[test]
@@ -216,9 +173,10 @@ fn depth_0_collects_nothing_and_counts_reset_after_a_dump() {
         .arg("CpuHot")
         .arg("2");
     common::assert_success(&common::run(&mut cmd), "depth=0");
-    let profile = CpuProfile::read(&dir.join("java.hprof.txt"));
+    let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+    let section = samples_block(&profile);
     assert_eq!(
-        (profile.section.total, profile.section.rows.len()),
+        (section.total, section.rows.len()),
         (0, 0),
         "depth=0 samples nothing"
     );
@@ -234,18 +192,8 @@ fn depth_0_collects_nothing_and_counts_reset_after_a_dump() {
     child.signal(libc::SIGQUIT);
     let out = child.wait_timeout(std::time::Duration::from_secs(60));
     common::assert_success(&out, "Sleeper with SIGQUIT");
-    let bytes = fs::read(dir.join("java.hprof.txt")).unwrap();
-    let blocks: Vec<CpuSection> = ascii::reader::parse(&bytes)
-        .expect("parses")
-        .into_iter()
-        .filter_map(|s| {
-            if let Section::Cpu(c) = s {
-                Some(c)
-            } else {
-                None
-            }
-        })
-        .collect();
+    let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+    let blocks: Vec<&CpuSection> = profile.cpu_blocks().collect();
     assert_eq!(blocks.len(), 2, "one CPU SAMPLES block per dump");
     // Sleeper naps: almost no CPU after the first dump.
     assert!(

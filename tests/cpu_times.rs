@@ -4,18 +4,14 @@
 
 mod common;
 
-use hprof_rs::format::ascii::{self, CpuSection, CpuTitle, OldProfRow, Section};
+use common::AsciiProfile;
+use hprof_rs::format::ascii::{CpuSection, CpuTitle};
 use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
 
 /// The fixture's result with or without the agent.
 const COUNTER_LINE: &str = "counter=313046";
-
-fn sections(path: &Path) -> Vec<Section> {
-    let bytes = fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    ascii::reader::parse(&bytes).unwrap_or_else(|e| panic!("{} is malformed: {e}", path.display()))
-}
 
 /// Completed calls per method name (rows of every trace added up).
 fn calls_per_method(section: &CpuSection) -> HashMap<String, u64> {
@@ -30,13 +26,10 @@ fn calls_per_method(section: &CpuSection) -> HashMap<String, u64> {
 
 /// The CPU TIME (ms) block of the profile at `path`.
 fn cpu_time_section(path: &Path, label: &str) -> CpuSection {
-    sections(path)
-        .into_iter()
-        .find_map(|s| match s {
-            Section::Cpu(cpu) if cpu.title == CpuTitle::TimeMs => Some(cpu),
-            _ => None,
-        })
+    AsciiProfile::read(path)
+        .first_cpu(CpuTitle::TimeMs)
         .unwrap_or_else(|| panic!("{label}: no CPU TIME (ms) block in {}", path.display()))
+        .clone()
 }
 
 /// Runs `main_class` under `-agentpath:<agent>=<options>` (plus `jvm_args`)
@@ -64,14 +57,14 @@ fn run_timed(
 
 #[test]
 fn a_thread_is_still_timed_after_it_caught_a_stack_overflow() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let label = &jdk.label;
         // An overflow inside the Tracker's own code used to leave the
         // thread untimed for good in about half the runs: several runs of
         // five overflows each.
         for run in 0..4 {
             let (dir, stdout) = run_timed(
-                &jdk,
+                jdk,
                 &format!("cpu-times-overflow-{label}"),
                 &[],
                 "cpu=times,cutoff=0",
@@ -85,15 +78,15 @@ fn a_thread_is_still_timed_after_it_caught_a_stack_overflow() {
                 "{label}, run {run}: counted() after the overflows"
             );
         }
-    }
+    });
 }
 
 #[test]
 fn call_counts_are_exact_and_the_sleeper_has_the_most_self_time() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let label = &jdk.label;
         let (dir, stdout) = run_timed(
-            &jdk,
+            jdk,
             &format!("cpu-times-{label}"),
             &[],
             "cpu=times,cutoff=0",
@@ -132,15 +125,15 @@ fn call_counts_are_exact_and_the_sleeper_has_the_most_self_time() {
             "{label}: total {} ms is below the 200 ms slept",
             section.total
         );
-    }
+    });
 }
 
 #[test]
 fn cpu_old_writes_the_old_prof_table_only() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let label = &jdk.label;
         let dir = common::scratch_dir(&format!("cpu-old-{label}"));
-        let mut cmd = common::java_command(&jdk, &dir);
+        let mut cmd = common::java_command(jdk, &dir);
         cmd.arg(common::agentpath_arg("cpu=old")).arg("TimedCalls");
         let out = common::run(&mut cmd);
         common::assert_success(&out, &format!("TimedCalls under cpu=old on {label}"));
@@ -152,17 +145,8 @@ fn cpu_old_writes_the_old_prof_table_only() {
             "{label}: cpu=old has no header:\n{}",
             &text[..200.min(text.len())]
         );
-        let rows: Vec<OldProfRow> = sections(&path)
-            .into_iter()
-            .filter_map(|s| {
-                if let Section::OldProf(rows) = s {
-                    Some(rows)
-                } else {
-                    None
-                }
-            })
-            .flatten()
-            .collect();
+        let profile = AsciiProfile::read(&path);
+        let rows = profile.old_prof_rows();
         let find = |callee: &str, caller: &str| {
             rows.iter()
                 .find(|r| {
@@ -189,7 +173,7 @@ fn cpu_old_writes_the_old_prof_table_only() {
             rows.windows(2).all(|w| w[0].count >= w[1].count),
             "{label}: rows are sorted by count"
         );
-    }
+    });
 }
 
 #[test]
@@ -236,8 +220,14 @@ fn javac_output_is_unchanged_under_cpu_times() {
             "{name:?} differs"
         );
     }
-    let profile = sections(&dir.join("java.hprof.txt"));
-    let timed_javac = profile.iter().any(|s| matches!(s, Section::Cpu(c) if c.rows.iter().any(|r| r.method.as_deref().is_some_and(|m| m.starts_with("com.sun.tools.javac.")))));
+    let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+    let timed_javac = profile.cpu_blocks().any(|c| {
+        c.rows.iter().any(|r| {
+            r.method
+                .as_deref()
+                .is_some_and(|m| m.starts_with("com.sun.tools.javac."))
+        })
+    });
     assert!(timed_javac, "javac's own methods were not timed");
 }
 
@@ -340,13 +330,13 @@ fn javac_compiling_the_jdk_compiler_module_writes_the_same_class_files_under_cpu
 
 #[test]
 fn deep_traces_of_many_paths_fit_a_small_heap() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let label = &jdk.label;
         // 8192 paths of 40 frames: at depth=200 every one is a trace of its
         // own. Traces used to cost depth x 8 bytes each (the run thrashed
         // the 32 MB heap for minutes); now a few bytes whatever the depth.
         let (dir, stdout) = run_timed(
-            &jdk,
+            jdk,
             &format!("cpu-times-paths-{label}"),
             &["-Xmx32m"],
             "cpu=times,depth=200,cutoff=0",
@@ -365,15 +355,15 @@ fn deep_traces_of_many_paths_fit_a_small_heap() {
             .filter(|r| r.method.as_deref() == Some("Paths.leaf"))
             .count();
         assert_eq!(leaf_traces, 8192, "{label}: one trace per path");
-    }
+    });
 }
 
 #[test]
 fn an_error_inside_the_tracker_stops_timing_but_never_reaches_the_program() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let label = &jdk.label;
         let dir = common::scratch_dir(&format!("cpu-times-heap-full-{label}"));
-        let mut cmd = common::java_command(&jdk, &dir);
+        let mut cmd = common::java_command(jdk, &dir);
         cmd.arg("-Xmx32m")
             .arg(common::agentpath_arg("cpu=times,verbose=n"))
             .arg("TimedHeapFull");
@@ -399,12 +389,12 @@ fn an_error_inside_the_tracker_stops_timing_but_never_reaches_the_program() {
             errors[0]
         );
         cpu_time_section(&dir.join("java.hprof.txt"), label);
-    }
+    });
 }
 
 #[test]
 fn many_short_lived_threads_fit_a_small_heap_and_keep_exact_counts() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let label = &jdk.label;
         let mut kinds = vec!["platform"];
         if jdk.major >= 21 {
@@ -415,7 +405,7 @@ fn many_short_lived_threads_fit_a_small_heap_and_keep_exact_counts() {
             // state to the end (OutOfMemoryError at 48 MB); a finished
             // thread's counts are now folded and its state dropped.
             let dir = common::scratch_dir(&format!("cpu-times-threads-{kind}-{label}"));
-            let mut cmd = common::java_command(&jdk, &dir);
+            let mut cmd = common::java_command(jdk, &dir);
             cmd.arg("-Xmx48m")
                 .arg(common::agentpath_arg("cpu=times,cutoff=0,verbose=n"))
                 .arg("ManyThreads")
@@ -438,5 +428,5 @@ fn many_short_lived_threads_fit_a_small_heap_and_keep_exact_counts() {
             assert_eq!(calls.get("ManyThreads.work"), Some(&200_000), "{what}");
             assert_eq!(calls.get("ManyThreads.task"), Some(&20_000), "{what}");
         }
-    }
+    });
 }

@@ -5,6 +5,8 @@
 mod common;
 
 use common::*;
+use hprof_rs::format::ascii::{CpuTitle, Section};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 fn matrix() -> Vec<Jdk> {
@@ -38,8 +40,8 @@ fn matrix_has_every_required_jdk() {
 
 #[test]
 fn java_version_matches_the_folder_major() {
-    for jdk in matrix() {
-        let reported = java_major_version(&jdk);
+    on_each(&matrix(), |jdk| {
+        let reported = java_major_version(jdk);
         assert_eq!(
             reported,
             jdk.major,
@@ -52,50 +54,50 @@ fn java_version_matches_the_folder_major() {
             "{}: no lib/ in its home",
             jdk.label
         );
-    }
+    });
 }
 
-/// Runs fixture `class` on every JDK of the matrix, asserts its exit code, and
-/// returns each JDK's label with the output.
-fn run_on_every_jdk(class: &str, exit_code: i32) -> Vec<(String, std::process::Output)> {
-    let dir = scratch_dir(&format!("harness-{class}"));
-    matrix()
-        .into_iter()
-        .map(|jdk| {
-            let out = run(java_command(&jdk, &dir).arg(class));
-            assert_exit_code(&out, exit_code, &format!("{}: {class}", jdk.label));
-            (jdk.label, out)
-        })
-        .collect()
+/// Runs fixture `class` on `jdk` and asserts its exit code.
+fn run_fixture(jdk: &Jdk, class: &str, exit_code: i32) -> std::process::Output {
+    let dir = scratch_dir(&format!("harness-{class}-{}", jdk.label));
+    let out = run(java_command(jdk, &dir).arg(class));
+    assert_exit_code(&out, exit_code, &format!("{}: {class}", jdk.label));
+    out
 }
 
 #[test]
 fn hello_prints_on_every_jdk() {
-    for (label, out) in run_on_every_jdk("Hello", 0) {
+    on_each(&matrix(), |jdk| {
+        let label = &jdk.label;
+        let out = run_fixture(jdk, "Hello", 0);
         assert_eq!(
             stdout_text(&out),
             "Hello, hprof\n",
             "{label}\n{}",
             describe(&out)
         );
-    }
+    });
 }
 
 #[test]
 fn exit_code_is_3_on_every_jdk() {
-    for (label, out) in run_on_every_jdk("ExitCode", 3) {
+    on_each(&matrix(), |jdk| {
+        let label = &jdk.label;
+        let out = run_fixture(jdk, "ExitCode", 3);
         assert_eq!(
             stdout_text(&out),
             "exiting with 3\n",
             "{label}\n{}",
             describe(&out)
         );
-    }
+    });
 }
 
 #[test]
 fn uncaught_exception_exits_1_on_every_jdk() {
-    for (label, out) in run_on_every_jdk("Uncaught", 1) {
+    on_each(&matrix(), |jdk| {
+        let label = &jdk.label;
+        let out = run_fixture(jdk, "Uncaught", 1);
         let stderr = stderr_text(&out);
         assert!(
             stderr.contains("java.lang.IllegalStateException: boom")
@@ -103,7 +105,7 @@ fn uncaught_exception_exits_1_on_every_jdk() {
             "{label}: no stack trace with line numbers\n{}",
             describe(&out)
         );
-    }
+    });
 }
 
 #[test]
@@ -263,4 +265,69 @@ fn independent_readers_run() {
         assert_success(&out, "stackcollapse-hprof --help");
         assert!(stdout_text(&out).contains("FILE"), "{}", describe(&out));
     }
+}
+
+// ---------------------------------------------------------------------------
+// The parsed-ASCII-profile helper (common::profile)
+// ---------------------------------------------------------------------------
+
+/// Two threads, two traces, one SITES block and two CPU SAMPLES dumps.
+const PROFILE: &str = "\
+THREAD START (obj=50000001, id = 200001, name=\"main\", group=\"main\")
+THREAD START (obj=50000002, id = 200002, name=\"worker-0\", group=\"main\")
+TRACE 300001:
+\tHot.spin(Hot.java:10)
+\tHot.main(Hot.java:20)
+TRACE 300002:
+\t<empty>
+SITES BEGIN (ordered by live bytes) Sat Mar 27 10:51:58 2021
+          percent          live          alloc'ed  stack class
+ rank   self  accum     bytes objs     bytes  objs trace name
+    1 75.00% 75.00%        48    2        72     3 300001 Item
+SITES END
+CPU SAMPLES BEGIN (total = 7) Sat Mar 27 10:51:58 2021
+rank   self  accum   count trace method
+   1 71.43% 71.43%       5 300001 Hot.spin
+   2 28.57% 100.00%       2 300002 <empty trace>
+CPU SAMPLES END
+CPU SAMPLES BEGIN (total = 3) Sat Mar 27 10:51:59 2021
+rank   self  accum   count trace method
+   1 100.00% 100.00%       3 300001 Hot.spin
+CPU SAMPLES END
+";
+
+#[test]
+fn ascii_profile_indexes_traces_threads_sites_and_cpu_blocks() {
+    let profile = AsciiProfile::parse(PROFILE.as_bytes(), "the sample profile");
+    assert_eq!(profile.frames(300001), ["Hot.spin", "Hot.main"]);
+    assert!(profile.frames(300002).is_empty());
+    assert_eq!(profile.traces().count(), 2);
+    assert_eq!(
+        profile.threads(),
+        BTreeMap::from([(200001, "main".into()), (200002, "worker-0".into())])
+    );
+    let row = &profile.site_rows()[0];
+    assert_eq!(
+        (row.live_objects, row.allocated_objects, row.trace_serial),
+        (2, 3, 300001)
+    );
+    assert_eq!(profile.cpu_blocks().count(), 2);
+    let first = profile.first_cpu(CpuTitle::Samples).unwrap();
+    assert_eq!((first.total, cpu_count_in(first, "Hot.spin")), (7, 5));
+    assert_eq!(profile.last_cpu().unwrap().total, 3);
+    assert!(profile.first_cpu(CpuTitle::TimeMs).is_none());
+    assert!(profile.old_prof_rows().is_empty());
+    assert_eq!(profile.count(|s| matches!(s, Section::Sites(_))), 1);
+}
+
+#[test]
+#[should_panic(expected = "TRACE 300009 was not printed")]
+fn ascii_profile_names_a_missing_trace() {
+    AsciiProfile::parse(PROFILE.as_bytes(), "the sample profile").frames(300009);
+}
+
+#[test]
+#[should_panic(expected = "the broken profile is malformed")]
+fn ascii_profile_names_a_malformed_file() {
+    AsciiProfile::parse(b"TRACE 30000x:\n", "the broken profile");
 }

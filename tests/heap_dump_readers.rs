@@ -17,8 +17,8 @@ mod common;
 #[path = "support/jvm_hprof_check.rs"]
 mod jvm_hprof_check;
 
-use common::Jdk;
-use hprof_rs::format::ascii::{self, HeapEntry, Section};
+use common::{AsciiProfile, Jdk};
+use hprof_rs::format::ascii::HeapEntry;
 use hprof_rs::format::binary::reader::parse;
 use hprof_rs::format::binary::{BasicType, HeapRecord, PrimitiveArray, RecordBody, Version};
 use hprof_rs::format::names::signature_to_name;
@@ -660,12 +660,12 @@ fn wait_for_complete_dump(path: &Path, timeout: Duration, what: &str) {
 /// and count what our reader counts.
 #[test]
 fn binary_dump_reads_back_in_visualvm_hprof_slurp_and_jvm_hprof() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         for share in ["auto", "off"] {
             let dir = common::scratch_dir(&format!("heap-dump-b-{share}-{}", jdk.label));
             let what = format!("heap=dump,format=b -Xshare:{share} on {}", jdk.label);
             let started = Instant::now();
-            let out = run_heap_graph(&jdk, &dir, share, "heap=dump,format=b");
+            let out = run_heap_graph(jdk, &dir, share, "heap=dump,format=b");
             assert_sharing(&out, share, &what);
             let ran = started.elapsed();
             let dump = check_binary_dump(&dir.join("java.hprof"), &what);
@@ -676,7 +676,7 @@ fn binary_dump_reads_back_in_visualvm_hprof_slurp_and_jvm_hprof() {
                 started.elapsed() - ran
             );
         }
-    }
+    });
 }
 
 /// Per-class differences (agent - jcmd) between the agent's SIGQUIT dump
@@ -774,23 +774,20 @@ fn instance_counts_match_jcmd_heap_dump() {
         .iter()
         .map(|(class, d)| (class.to_string(), *d))
         .collect();
-    let mut problems = Vec::new();
-    for jdk in common::jdks() {
-        let Some(jcmd) = jcmd(&jdk) else {
+    common::on_each(&common::jdks(), |jdk| {
+        let Some(jcmd) = jcmd(jdk) else {
             assert!(!common::strict(), "{}: no bin/jcmd", jdk.label);
             eprintln!("{}: no bin/jcmd, skipping the jcmd comparison", jdk.label);
-            continue;
+            return;
         };
         let differences =
-            dump_differences_from_jcmd(&jdk, &jcmd, "direct", "heap=dump,format=b,doe=n");
-        if differences != expected {
-            problems.push(format!(
-                "{}: agent - jcmd per class is {differences:?}, expected {expected:?}",
-                jdk.label
-            ));
-        }
-    }
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+            dump_differences_from_jcmd(jdk, &jcmd, "direct", "heap=dump,format=b,doe=n");
+        assert_eq!(
+            differences, expected,
+            "{}: agent - jcmd per class is {differences:?}, expected {expected:?}",
+            jdk.label
+        );
+    });
 }
 
 /// (b') The fallback for a JVM whose management table is out of reach
@@ -799,20 +796,20 @@ fn instance_counts_match_jcmd_heap_dump() {
 /// jcmd's does not (the objects of the MXBean machinery).
 #[test]
 fn mxbean_fallback_dumps_too() {
-    for jdk in common::jdks() {
-        let Some(jcmd) = jcmd(&jdk) else {
+    common::on_each(&common::jdks(), |jdk| {
+        let Some(jcmd) = jcmd(jdk) else {
             assert!(!common::strict(), "{}: no bin/jcmd", jdk.label);
-            continue;
+            return;
         };
         let differences =
-            dump_differences_from_jcmd(&jdk, &jcmd, "mxbean", "heap=dump,format=b,doe=n,X=0x8000");
+            dump_differences_from_jcmd(jdk, &jcmd, "mxbean", "heap=dump,format=b,doe=n,X=0x8000");
         assert_eq!(
             differences.get(MXBEAN_MAKES),
             Some(&1),
             "{}: the fallback dump should hold one {MXBEAN_MAKES} more than jcmd's",
             jdk.label
         );
-    }
+    });
 }
 
 /// Per-class counts of an ASCII HEAP DUMP section.
@@ -839,24 +836,15 @@ fn ascii_counts(entries: &[HeapEntry]) -> BTreeMap<String, u64> {
 /// fixture's graph and object arrays keep their trailing nulls in `nelems`.
 #[test]
 fn ascii_dump_counts_match_binary_and_show_the_graph() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let what = format!("heap=dump (ascii) on {}", jdk.label);
         let dir = common::scratch_dir(&format!("heap-dump-a-{}", jdk.label));
-        run_heap_graph(&jdk, &dir, "auto", "heap=dump");
+        run_heap_graph(jdk, &dir, "auto", "heap=dump");
         let path = dir.join("java.hprof.txt");
-        let bytes =
-            fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-        let sections = ascii::reader::parse(&bytes)
-            .unwrap_or_else(|e| panic!("{what}: {} is malformed: {e}", path.display()));
-        let mut dumps: Vec<_> = sections
-            .into_iter()
-            .filter_map(|s| match s {
-                Section::HeapDump(d) => Some(d),
-                _ => None,
-            })
-            .collect();
+        let profile = AsciiProfile::read(&path);
+        let dumps: Vec<_> = profile.heap_dumps().collect();
         assert_eq!(dumps.len(), 1, "{what}: HEAP DUMP sections");
-        let section = dumps.pop().unwrap();
+        let section = dumps[0].clone();
         let entries = section.entries;
         let counts = ascii_counts(&entries);
         let objects: u64 = counts.values().sum();
@@ -866,7 +854,7 @@ fn ascii_dump_counts_match_binary_and_show_the_graph() {
         );
 
         let bdir = common::scratch_dir(&format!("heap-dump-a-vs-b-{}", jdk.label));
-        run_heap_graph(&jdk, &bdir, "auto", "heap=dump,format=b");
+        run_heap_graph(jdk, &bdir, "auto", "heap=dump,format=b");
         let binary = BinaryDump::read(&bdir.join("java.hprof"));
         for (class, expected) in FIXTURE_COUNTS {
             let got = counts.get(*class).copied().unwrap_or(0);
@@ -1036,7 +1024,7 @@ fn ascii_dump_counts_match_binary_and_show_the_graph() {
             assert_eq!(array_class_name, class, "{what}: HeapGraph.{name}'s class");
             assert_eq!(*got, length, "{what}: HeapGraph.{name}'s nelems");
         }
-    }
+    });
 }
 
 /// Control, no agent: `jcmd GC.heap_dump` of HeapGraph with `-Xshare:off`
@@ -1051,14 +1039,14 @@ fn ascii_dump_counts_match_binary_and_show_the_graph() {
 /// gap (test (a) runs with `-Xshare:auto` too).
 #[test]
 fn jcmd_heap_dump_of_the_fixture_passes_the_same_checks() {
-    for jdk in common::jdks() {
-        let Some(jcmd) = jcmd(&jdk) else {
+    common::on_each(&common::jdks(), |jdk| {
+        let Some(jcmd) = jcmd(jdk) else {
             eprintln!("{}: no bin/jcmd, skipping", jdk.label);
-            continue;
+            return;
         };
         let what = format!("jcmd GC.heap_dump on {}", jdk.label);
         let dir = common::scratch_dir(&format!("heap-dump-jcmd-control-{}", jdk.label));
-        let mut cmd = common::java_command(&jdk, &dir);
+        let mut cmd = common::java_command(jdk, &dir);
         cmd.args(["-Xshare:off", "HeapGraph", "60"]);
         let mut program = common::Spawned::spawn(&mut cmd);
         program.wait_for_line("READY", Duration::from_secs(60));
@@ -1072,5 +1060,5 @@ fn jcmd_heap_dump_of_the_fixture_passes_the_same_checks() {
         visualvm_check(&path, &what);
         slurp_check(&path, &dump, &what);
         jvm_hprof_check(&path, &dump, &what);
-    }
+    });
 }

@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::Jdk;
-use hprof_rs::format::ascii::{self, Section};
+use common::{AsciiProfile, Jdk};
+use hprof_rs::format::ascii::Section;
 use hprof_rs::format::binary::{self, RecordBody};
 use std::collections::BTreeSet;
 use std::fs;
@@ -50,16 +50,15 @@ fn classes_loaded(jdk: &Jdk, dir: &Path, name: &str, options: &str) -> BTreeSet<
 /// How many SITES sections and heap dumps the file at `path` holds, in
 /// format `format` (`a` or `b`).
 fn sections_of(path: &Path, format: &str) -> (usize, usize) {
-    let bytes = fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     if format == "a" {
-        let sections = ascii::reader::parse(&bytes)
-            .unwrap_or_else(|e| panic!("{} is malformed: {e}", path.display()));
-        let count = |f: fn(&Section) -> bool| sections.iter().filter(|s| f(s)).count();
+        let profile = AsciiProfile::read(path);
         (
-            count(|s| matches!(s, Section::Sites(_))),
-            count(|s| matches!(s, Section::HeapDump(_))),
+            profile.count(|s| matches!(s, Section::Sites(_))),
+            profile.count(|s| matches!(s, Section::HeapDump(_))),
         )
     } else {
+        let bytes =
+            fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
         let file = binary::reader::parse(&bytes)
             .unwrap_or_else(|e| panic!("{} is malformed: {e}", path.display()));
         let count = |f: fn(&RecordBody) -> bool| file.records.iter().filter(|r| f(&r.body)).count();
@@ -87,10 +86,10 @@ const WAITING_LOADS: &[&str] = &[
 /// 273-349 classes more (JDK 11 to 25), which the check below tells apart.
 #[test]
 fn heap_dump_loads_no_class_the_program_does_not() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("heap-dump-classes-{}", jdk.label));
-        let alone = classes_loaded(&jdk, &dir, "alone", "");
-        let dumped = classes_loaded(&jdk, &dir, "dump", "heap=dump,file=dump.txt");
+        let alone = classes_loaded(jdk, &dir, "alone", "");
+        let dumped = classes_loaded(jdk, &dir, "dump", "heap=dump,file=dump.txt");
         assert_eq!(
             sections_of(&dir.join("dump.txt"), "a"),
             (0, 1),
@@ -110,7 +109,7 @@ fn heap_dump_loads_no_class_the_program_does_not() {
             &missing[..missing.len().min(10)]
         );
 
-        let through_bean = classes_loaded(&jdk, &dir, "bean", "heap=dump,file=bean.txt,X=0x8000");
+        let through_bean = classes_loaded(jdk, &dir, "bean", "heap=dump,file=bean.txt,X=0x8000");
         let bean_extra = through_bean.difference(&alone).count();
         assert!(
             through_bean.contains("sun.management.VMManagementImpl") && bean_extra > 100,
@@ -122,7 +121,7 @@ fn heap_dump_loads_no_class_the_program_does_not() {
             jdk.label,
             alone.len()
         );
-    }
+    });
 }
 
 /// A heap dump that cannot be written (its temporary file's name is taken
@@ -137,14 +136,14 @@ fn heap_dump_loads_no_class_the_program_does_not() {
 /// named no file.
 #[test]
 fn failed_heap_dump_says_so_in_one_line() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         for format in ["a", "b"] {
             let what = format!(
                 "heap=all,format={format}, temp file taken, on {}",
                 jdk.label
             );
             let dir = common::scratch_dir(&format!("heap-dump-fails-{format}-{}", jdk.label));
-            let mut cmd = common::java_command(&jdk, &dir);
+            let mut cmd = common::java_command(jdk, &dir);
             cmd.arg(common::agentpath_arg(&format!(
                 "heap=all,format={format},file=out.hprof"
             )))
@@ -196,5 +195,5 @@ fn failed_heap_dump_says_so_in_one_line() {
                  ({sites} and {dumps})"
             );
         }
-    }
+    });
 }

@@ -3,12 +3,11 @@
 
 mod common;
 
-use common::Jdk;
-use hprof_rs::format::ascii::{self, Section, SiteRow, TraceSection};
+use common::{AsciiProfile, Jdk};
+use hprof_rs::format::ascii::SiteRow;
 use hprof_rs::format::binary::{self, RecordBody};
 use std::collections::HashMap;
 use std::fs;
-use std::path::Path;
 use std::process::Command;
 
 /// Object sizes with compressed class pointers (every heap here is below 32 GB).
@@ -16,68 +15,14 @@ const ITEM_BYTES: u64 = 24;
 const INT16_BYTES: u64 = 80;
 const REFLECTED_BYTES: u64 = 16;
 
-/// What an ASCII run wrote: the last SITES block and every trace by serial.
-struct AsciiSites {
-    rows: Vec<SiteRow>,
-    traces: HashMap<u32, TraceSection>,
-}
-
-impl AsciiSites {
-    fn read(path: &Path) -> AsciiSites {
-        let bytes =
-            fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-        let sections = ascii::reader::parse(&bytes)
-            .unwrap_or_else(|e| panic!("{} is malformed: {e}", path.display()));
-        let mut rows = None;
-        let mut traces = HashMap::new();
-        for section in sections {
-            match section {
-                Section::Sites(sites) => rows = Some(sites.rows),
-                Section::Trace(trace) => {
-                    traces.insert(trace.serial, trace);
-                }
-                _ => {}
-            }
-        }
-        let rows = rows.unwrap_or_else(|| panic!("no SITES block in {}", path.display()));
-        AsciiSites { rows, traces }
-    }
-
-    /// Rows of `class`.
-    fn of_class(&self, class: &str) -> Vec<&SiteRow> {
-        self.rows.iter().filter(|r| r.class_name == class).collect()
-    }
-
-    /// Rows of `class` whose trace has a frame in `method` (`Class.method`).
-    fn of_class_via(&self, class: &str, method: &str) -> Vec<&SiteRow> {
-        self.of_class(class)
-            .into_iter()
-            .filter(|r| self.frames(r.trace_serial).iter().any(|f| f == method))
-            .collect()
-    }
-
-    /// `Class.method` of each frame of a trace, innermost first.
-    fn frames(&self, serial: u32) -> Vec<String> {
-        let trace = self
-            .traces
-            .get(&serial)
-            .unwrap_or_else(|| panic!("TRACE {serial} was not printed"));
-        trace
-            .frames
-            .iter()
-            .map(|f| format!("{}.{}", f.class_name, f.method_name))
-            .collect()
-    }
-}
-
 /// Runs `main args` with the agent's `options` on `jdk`, returns the ASCII sites.
-fn sites_of(jdk: &Jdk, test: &str, options: &str, main: &str, args: &[&str]) -> AsciiSites {
+fn sites_of(jdk: &Jdk, test: &str, options: &str, main: &str, args: &[&str]) -> AsciiProfile {
     let dir = common::scratch_dir(&format!("{test}-{}", jdk.label));
     let mut cmd = common::java_command(jdk, &dir);
     cmd.arg(common::agentpath_arg(options)).arg(main).args(args);
     let out = common::run(&mut cmd);
     common::assert_success(&out, &format!("{main} with {options} on {}", jdk.label));
-    AsciiSites::read(&dir.join("java.hprof.txt"))
+    AsciiProfile::read(&dir.join("java.hprof.txt"))
 }
 
 /// One row: exactly the given counts, and bytes = size x objects.
@@ -108,17 +53,11 @@ fn sum(rows: &[&SiteRow]) -> (u64, u64, u64, u64) {
 
 #[test]
 fn exact_counts_at_known_sites_on_every_jdk() {
-    for jdk in common::jdks() {
-        let sites = sites_of(
-            &jdk,
-            "sites-exact",
-            "heap=sites,cutoff=0",
-            "AllocSites",
-            &[],
-        );
+    common::on_each(&common::jdks(), |jdk| {
+        let sites = sites_of(jdk, "sites-exact", "heap=sites,cutoff=0", "AllocSites", &[]);
         let label = &jdk.label;
 
-        let items = sites.of_class("AllocSites$Item");
+        let items = sites.sites_of_class("AllocSites$Item");
         assert_eq!(items.len(), 1, "{label}: Item is allocated at one site");
         assert_row(
             items[0],
@@ -132,7 +71,7 @@ fn exact_counts_at_known_sites_on_every_jdk() {
             ["AllocSites.makeItem", "AllocSites.main"]
         );
 
-        let arrays = sites.of_class_via("int[]", "AllocSites.makeArray");
+        let arrays = sites.sites_of_class_via("int[]", "AllocSites.makeArray");
         assert_eq!(arrays.len(), 1, "{label}: int[16] is allocated at one site");
         assert_row(
             arrays[0],
@@ -144,7 +83,7 @@ fn exact_counts_at_known_sites_on_every_jdk() {
 
         // Reflection may switch accessors (native, then generated) after a
         // few calls: the rows of the class add up to the known counts.
-        let reflected = sites.of_class("AllocSites$Reflected");
+        let reflected = sites.sites_of_class("AllocSites$Reflected");
         assert!(!reflected.is_empty(), "{label}: no Reflected rows");
         let (allocated, live, allocated_bytes, live_bytes) = sum(&reflected);
         assert_eq!(
@@ -159,7 +98,7 @@ fn exact_counts_at_known_sites_on_every_jdk() {
 
         // clone() and Array.newInstance allocate in the VM, without a `new`
         // in the program: they are counted all the same.
-        let clones = sites.of_class_via("AllocSites$Cloned", "AllocSites$Cloned.copy");
+        let clones = sites.sites_of_class_via("AllocSites$Cloned", "AllocSites$Cloned.copy");
         assert_eq!(clones.len(), 1, "{label}: one clone site");
         assert_row(
             clones[0],
@@ -168,7 +107,7 @@ fn exact_counts_at_known_sites_on_every_jdk() {
             1_000,
             &format!("{label}: clones"),
         );
-        let reflect_arrays = sites.of_class_via("long[]", "AllocSites.makeReflectArray");
+        let reflect_arrays = sites.sites_of_class_via("long[]", "AllocSites.makeReflectArray");
         assert_eq!(
             reflect_arrays.len(),
             1,
@@ -183,7 +122,7 @@ fn exact_counts_at_known_sites_on_every_jdk() {
         );
 
         // Ranks, order and percentages are consistent.
-        for (i, pair) in sites.rows.windows(2).enumerate() {
+        for (i, pair) in sites.site_rows().windows(2).enumerate() {
             assert!(
                 pair[0].live_bytes >= pair[1].live_bytes,
                 "{label}: rows {i} and {} out of order",
@@ -191,26 +130,26 @@ fn exact_counts_at_known_sites_on_every_jdk() {
             );
             assert_eq!(pair[1].rank, pair[0].rank + 1);
         }
-        let last = sites.rows.last().unwrap();
+        let last = sites.site_rows().last().unwrap();
         assert!(
             (last.accum_percent - 100.0).abs() < 0.02,
             "{label}: cutoff=0 rows add up to 100%"
         );
-    }
+    });
 }
 
 #[test]
 fn thread_y_splits_a_site_by_thread_and_depth_changes_traces() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let label = &jdk.label;
         let merged = sites_of(
-            &jdk,
+            jdk,
             "sites-thread-n",
             "heap=sites,cutoff=0",
             "AllocThreads",
             &[],
         );
-        let shared = merged.of_class("AllocThreads$Shared");
+        let shared = merged.sites_of_class("AllocThreads$Shared");
         assert_eq!(
             shared.len(),
             1,
@@ -219,13 +158,13 @@ fn thread_y_splits_a_site_by_thread_and_depth_changes_traces() {
         assert_row(shared[0], 16, 10_000, 10_000, &format!("{label}: Shared"));
 
         let split = sites_of(
-            &jdk,
+            jdk,
             "sites-thread-y",
             "heap=sites,cutoff=0,thread=y",
             "AllocThreads",
             &[],
         );
-        let shared = split.of_class("AllocThreads$Shared");
+        let shared = split.sites_of_class("AllocThreads$Shared");
         assert_eq!(
             shared.len(),
             2,
@@ -239,7 +178,7 @@ fn thread_y_splits_a_site_by_thread_and_depth_changes_traces() {
                 5_000,
                 &format!("{label}: Shared per thread"),
             );
-            let trace = &split.traces[&row.trace_serial];
+            let trace = split.trace(row.trace_serial);
             assert!(
                 trace.thread_serial.is_some(),
                 "{label}: TRACE {} has no (thread=...)",
@@ -248,19 +187,19 @@ fn thread_y_splits_a_site_by_thread_and_depth_changes_traces() {
         }
         assert_ne!(shared[0].trace_serial, shared[1].trace_serial);
         assert_ne!(
-            split.traces[&shared[0].trace_serial].thread_serial,
-            split.traces[&shared[1].trace_serial].thread_serial
+            split.trace(shared[0].trace_serial).thread_serial,
+            split.trace(shared[1].trace_serial).thread_serial
         );
 
         // depth=1: both callers of makeDeep share the one-frame trace.
         let shallow = sites_of(
-            &jdk,
+            jdk,
             "sites-depth-1",
             "heap=sites,cutoff=0,depth=1",
             "AllocThreads",
             &[],
         );
-        let deep = shallow.of_class("AllocThreads$Deep");
+        let deep = shallow.sites_of_class("AllocThreads$Deep");
         assert_eq!(deep.len(), 1, "{label}: depth=1 merges the two callers");
         assert_row(
             deep[0],
@@ -276,13 +215,13 @@ fn thread_y_splits_a_site_by_thread_and_depth_changes_traces() {
 
         // depth=8: two traces, each naming its caller, and at most 8 frames.
         let long = sites_of(
-            &jdk,
+            jdk,
             "sites-depth-8",
             "heap=sites,cutoff=0,depth=8",
             "AllocThreads",
             &[],
         );
-        let deep = long.of_class("AllocThreads$Deep");
+        let deep = long.sites_of_class("AllocThreads$Deep");
         assert_eq!(deep.len(), 2, "{label}: depth=8 keeps the callers apart");
         let mut callers: Vec<String> = deep
             .iter()
@@ -296,8 +235,8 @@ fn thread_y_splits_a_site_by_thread_and_depth_changes_traces() {
             .collect();
         callers.sort();
         assert_eq!(callers, ["AllocThreads.viaLeft", "AllocThreads.viaRight"]);
-        assert!(long.traces.values().all(|t| t.frames.len() <= 8));
-    }
+        assert!(long.traces().all(|t| t.frames.len() <= 8));
+    });
 }
 
 #[test]
@@ -317,16 +256,18 @@ fn cutoff_drops_the_rows_below_it() {
         "AllocSites",
         &[],
     );
-    assert!(!cut.rows.is_empty());
+    assert!(!cut.site_rows().is_empty());
     assert!(
-        cut.rows.len() < all.rows.len(),
+        cut.site_rows().len() < all.site_rows().len(),
         "cutoff=0.05 kept every row"
     );
     assert!(
-        cut.rows.iter().all(|r| r.self_percent >= 5.0),
+        cut.site_rows().iter().all(|r| r.self_percent >= 5.0),
         "a row below 5% survived cutoff=0.05"
     );
-    assert!(cut.of_class("AllocSites$Item").len() == 1 && !cut.of_class("int[]").is_empty());
+    assert!(
+        cut.sites_of_class("AllocSites$Item").len() == 1 && !cut.sites_of_class("int[]").is_empty()
+    );
     // The default (0.0001) drops the rows of zero live bytes that cutoff=0 shows.
     let default = sites_of(
         &jdk,
@@ -335,9 +276,9 @@ fn cutoff_drops_the_rows_below_it() {
         "AllocSites",
         &[],
     );
-    assert!(default.rows.iter().all(|r| r.live_bytes > 0));
+    assert!(default.site_rows().iter().all(|r| r.live_bytes > 0));
     assert!(
-        all.rows.iter().any(|r| r.live_bytes == 0),
+        all.site_rows().iter().any(|r| r.live_bytes == 0),
         "expected some fully freed sites with cutoff=0"
     );
 }
@@ -365,23 +306,23 @@ fn javac_under_heap_sites_text_and_binary() {
     }
     assert!(dir.join("Hello.class").is_file());
 
-    let text = AsciiSites::read(&dir.join("java.hprof.txt"));
+    let text = AsciiProfile::read(&dir.join("java.hprof.txt"));
     assert!(
-        text.rows.len() >= 20,
+        text.site_rows().len() >= 20,
         "javac allocates at many sites: {} rows",
-        text.rows.len()
+        text.site_rows().len()
     );
-    let total_allocated: u64 = text.rows.iter().map(|r| r.allocated_bytes).sum();
+    let total_allocated: u64 = text.site_rows().iter().map(|r| r.allocated_bytes).sum();
     assert!(
         total_allocated > 1_000_000,
         "javac allocates more than 1 MB: {total_allocated}"
     );
     assert!(
-        text.rows.iter().any(|r| r.class_name == "byte[]"),
+        text.site_rows().iter().any(|r| r.class_name == "byte[]"),
         "no byte[] row"
     );
     assert!(
-        text.rows
+        text.site_rows()
             .iter()
             .any(|r| r.class_name.starts_with("com.sun.tools.javac.")),
         "no javac class"
@@ -432,9 +373,9 @@ fn javac_under_heap_sites_text_and_binary() {
 
 #[test]
 fn binary_alloc_sites_carry_the_exact_counts() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("sites-binary-{}", jdk.label));
-        let mut cmd = common::java_command(&jdk, &dir);
+        let mut cmd = common::java_command(jdk, &dir);
         cmd.arg(common::agentpath_arg("heap=sites,format=b,cutoff=0"))
             .arg("AllocSites");
         common::assert_success(
@@ -487,21 +428,21 @@ fn binary_alloc_sites_carry_the_exact_counts() {
             jdk.label
         );
         assert_eq!(s.array_type, 0);
-    }
+    });
 }
 
 #[test]
 fn sampled_mode_estimates_the_big_site_within_10_percent() {
     const TRUE_BYTES: f64 = 20_000_000.0 * INT16_BYTES as f64;
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let sites = sites_of(
-            &jdk,
+            jdk,
             "sites-sampled",
             "heap=sites,alloc_interval=512k",
             "AllocSites",
             &["big"],
         );
-        let big = sites.of_class_via("int[]", "AllocSites.makeArray");
+        let big = sites.sites_of_class_via("int[]", "AllocSites.makeArray");
         assert_eq!(big.len(), 1, "{}: the big site", jdk.label);
         let estimate = big[0].allocated_bytes as f64;
         let error = (estimate - TRUE_BYTES).abs() / TRUE_BYTES;
@@ -511,7 +452,7 @@ fn sampled_mode_estimates_the_big_site_within_10_percent() {
             jdk.label,
             error * 100.0
         );
-    }
+    });
 }
 
 /// Large primitive arrays are counted without a tag in sampled mode (a tag
@@ -520,13 +461,13 @@ fn sampled_mode_estimates_the_big_site_within_10_percent() {
 #[test]
 fn large_arrays_are_counted_live_in_sampled_and_exact_mode() {
     const SIZE: u64 = (8 << 20) + 16; // byte[8 MiB] with its 16-byte header
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         for (test, options) in [
             ("large-sampled", "heap=sites,alloc_interval=512k"),
             ("large-exact", "heap=sites"),
         ] {
-            let sites = sites_of(&jdk, test, options, "AllocSites", &["large"]);
-            let rows = sites.of_class_via("byte[]", "AllocSites.makeLarge");
+            let sites = sites_of(jdk, test, options, "AllocSites", &["large"]);
+            let rows = sites.sites_of_class_via("byte[]", "AllocSites.makeLarge");
             let what = format!("{}: {options}", jdk.label);
             assert_eq!(rows.len(), 1, "{what}: one makeLarge site");
             let row = rows[0];
@@ -544,5 +485,5 @@ fn large_arrays_are_counted_live_in_sampled_and_exact_mode() {
                 );
             }
         }
-    }
+    });
 }

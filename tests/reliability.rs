@@ -5,15 +5,14 @@
 
 mod common;
 
-use common::{Jdk, jdks_of, on_each};
-use hprof_rs::format::ascii::{self, Section};
+use common::{AsciiProfile, Jdk, assert_print_accepts, cpu_count_in, jdks_of, on_each};
 use std::ffi::OsString;
 use std::fs;
 use std::net::TcpListener;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 /// `java <jvm_args> <main> <args>` in `dir`, with a timeout.
@@ -44,22 +43,6 @@ fn run_hello(jdk: &Jdk, dir: &Path, options: &str) -> Output {
 
 fn agent(options: &str) -> OsString {
     common::agentpath_arg(options)
-}
-
-/// Parses an ASCII profile, panicking with the offset when it is malformed.
-fn parse_ascii(path: &Path) -> Vec<Section> {
-    let bytes = fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    ascii::reader::parse(&bytes).unwrap_or_else(|e| panic!("{} is malformed: {e}", path.display()))
-}
-
-/// `hprof-rs print <file>` must accept the file.
-fn assert_print_accepts(path: &Path) {
-    let out = common::run(
-        Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
-            .arg("print")
-            .arg(path),
-    );
-    common::assert_success(&out, &format!("hprof-rs print {}", path.display()));
 }
 
 fn scratch(name: &str, jdk: &Jdk) -> PathBuf {
@@ -98,7 +81,7 @@ fn file_option_writes_in_place_and_never_replaces_the_file() {
             "the other name of the file does not see the new profile: {:.200}",
             seen
         );
-        parse_ascii(&target);
+        AsciiProfile::read(&target);
 
         // A symbolic link is written through, and stays a link.
         let real = dir.join("real.txt");
@@ -112,7 +95,7 @@ fn file_option_writes_in_place_and_never_replaces_the_file() {
                 .file_type()
                 .is_symlink()
         );
-        parse_ascii(&real);
+        AsciiProfile::read(&real);
     });
 }
 
@@ -144,7 +127,7 @@ fn file_option_writes_into_a_fifo_and_refuses_one_without_reader() {
             bytes.starts_with(b"JAVA PROFILE 1.0.1"),
             "the reader got no profile"
         );
-        ascii::reader::parse(&bytes).expect("the profile read from the FIFO parses");
+        AsciiProfile::parse(&bytes, "the profile read from the FIFO");
         assert!(
             fs::metadata(&fifo).unwrap().file_type().is_fifo(),
             "not a FIFO any more"
@@ -200,13 +183,9 @@ fn a_huge_depth_is_capped_not_allocated() {
                 err.contains(&format!("depth={depth} is taken as 1024")),
                 "no note about the depth: {err}"
             );
-            let sections = parse_ascii(&file);
-            let deepest = sections
-                .iter()
-                .filter_map(|s| match s {
-                    Section::Trace(t) => Some(t.frames.len()),
-                    _ => None,
-                })
+            let deepest = AsciiProfile::read(&file)
+                .traces()
+                .map(|t| t.frames.len())
                 .max()
                 .unwrap_or(0);
             assert!((1..=1024).contains(&deepest), "deepest trace: {deepest}");
@@ -281,7 +260,7 @@ fn a_long_sampling_interval_does_not_delay_the_exit() {
                 "interval={interval}: the run took {:?}",
                 started.elapsed()
             );
-            parse_ascii(&dir.join("java.hprof.txt"));
+            AsciiProfile::read(&dir.join("java.hprof.txt"));
         }
     });
 }
@@ -319,18 +298,15 @@ fn an_out_of_memory_death_with_the_heap_full_leaves_the_whole_profile() {
             );
             common::assert_exit_code(&out, 1, &format!("HeapFull {options}"));
             assert!(common::stdout_text(&out).starts_with("filling the heap"));
-            assert_print_accepts(&file);
+            assert_print_accepts(&file, &format!("HeapFull {options}"));
             if options.contains("format=b") {
                 continue;
             }
-            let sections = parse_ascii(&file);
+            let profile = AsciiProfile::read(&file);
             if options == "heap=sites" {
-                let sites = sections
-                    .iter()
-                    .find_map(|s| match s {
-                        Section::Sites(sites) => Some(sites),
-                        _ => None,
-                    })
+                let sites = profile
+                    .sites_blocks()
+                    .next()
                     .unwrap_or_else(|| panic!("{options}: no SITES in the file"));
                 let long_arrays: u64 = sites
                     .rows
@@ -345,7 +321,7 @@ fn an_out_of_memory_death_with_the_heap_full_leaves_the_whole_profile() {
                 );
             } else {
                 assert!(
-                    sections.iter().any(|s| matches!(s, Section::Cpu(_))),
+                    profile.cpu_blocks().next().is_some(),
                     "{options}: no CPU SAMPLES in the file"
                 );
             }
@@ -376,13 +352,9 @@ fn short_threads_add_up_to_the_cpu_they_used() {
             .strip_prefix("cpu_ms=")
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("no cpu_ms in {stdout:?}"));
-        let sections = parse_ascii(&dir.join("java.hprof.txt"));
-        let samples: u64 = sections
-            .iter()
-            .filter_map(|s| match s {
-                Section::Cpu(cpu) => Some(cpu.total),
-                _ => None,
-            })
+        let samples: u64 = AsciiProfile::read(&dir.join("java.hprof.txt"))
+            .cpu_blocks()
+            .map(|cpu| cpu.total)
             .sum();
         // One sample per 10 ms of CPU: the threads' spinning alone is
         // cpu_ms / 10; the rest of the program (start-up, the main thread,
@@ -404,23 +376,15 @@ fn short_threads_add_up_to_the_cpu_they_used() {
 // 12. every thread serial a trace refers to has its THREAD START
 // ---------------------------------------------------------------------------
 
-fn assert_every_trace_thread_started(sections: &[Section], what: &str) {
-    let started: std::collections::BTreeSet<u32> = sections
-        .iter()
-        .filter_map(|s| match s {
-            Section::ThreadStart { thread_serial, .. } => Some(*thread_serial),
-            _ => None,
-        })
-        .collect();
+fn assert_every_trace_thread_started(profile: &AsciiProfile, what: &str) {
+    let started = profile.threads();
     let mut referred = 0;
-    for section in sections {
-        if let Section::Trace(trace) = section
-            && let Some(thread) = trace.thread_serial
-        {
+    for trace in profile.traces() {
+        if let Some(thread) = trace.thread_serial {
             referred += 1;
             assert_ne!(thread, 0, "{what}: TRACE {} has thread=0", trace.serial);
             assert!(
-                started.contains(&thread),
+                started.contains_key(&thread),
                 "{what}: TRACE {} refers to thread {thread}, which has no THREAD START",
                 trace.serial
             );
@@ -442,8 +406,8 @@ fn heap_sites_with_thread_y_starts_every_thread_it_names() {
             common::DEFAULT_TIMEOUT,
         );
         common::assert_success(&out, "AllocThreads heap=sites,thread=y");
-        let sections = parse_ascii(&dir.join("java.hprof.txt"));
-        assert_every_trace_thread_started(&sections, "heap=sites,thread=y");
+        let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+        assert_every_trace_thread_started(&profile, "heap=sites,thread=y");
     });
 }
 
@@ -463,27 +427,18 @@ fn cpu_times_with_thread_y_keeps_ended_threads_serials() {
             common::DEFAULT_TIMEOUT,
         );
         common::assert_success(&out, "Threads cpu=times,thread=y");
-        let sections = parse_ascii(&dir.join("java.hprof.txt"));
-        assert_every_trace_thread_started(&sections, "cpu=times,thread=y");
-        let workers: std::collections::BTreeMap<u32, String> = sections
-            .iter()
-            .filter_map(|s| match s {
-                Section::ThreadStart {
-                    thread_serial,
-                    name,
-                    ..
-                } if name.starts_with("worker-") => Some((*thread_serial, name.clone())),
-                _ => None,
-            })
+        let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+        assert_every_trace_thread_started(&profile, "cpu=times,thread=y");
+        let workers: std::collections::BTreeMap<u32, String> = profile
+            .threads()
+            .into_iter()
+            .filter(|(_, name)| name.starts_with("worker-"))
             .collect();
         assert_eq!(workers.len(), 3, "three workers: {workers:?}");
         for (serial, name) in &workers {
-            let timed_work = sections.iter().any(|s| match s {
-                Section::Trace(t) => {
-                    t.thread_serial == Some(*serial)
-                        && t.frames.first().is_some_and(|f| f.method_name == "work")
-                }
-                _ => false,
+            let timed_work = profile.traces().any(|t| {
+                t.thread_serial == Some(*serial)
+                    && t.frames.first().is_some_and(|f| f.method_name == "work")
             });
             assert!(
                 timed_work,
@@ -515,16 +470,9 @@ fn cpu_times_runs_with_the_flight_recorder() {
         );
         common::assert_success(&out, "TimedCalls under cpu=times with JFR");
         assert!(dir.join("rec.jfr").exists(), "JFR wrote no recording");
-        let sections = parse_ascii(&dir.join("java.hprof.txt"));
-        let a_calls: u64 = sections
-            .iter()
-            .filter_map(|s| match s {
-                Section::Cpu(cpu) => Some(cpu),
-                _ => None,
-            })
-            .flat_map(|cpu| cpu.rows.iter())
-            .filter(|row| row.method.as_deref() == Some("TimedCalls.a"))
-            .map(|row| row.count)
+        let a_calls: u64 = AsciiProfile::read(&dir.join("java.hprof.txt"))
+            .cpu_blocks()
+            .map(|cpu| cpu_count_in(cpu, "TimedCalls.a"))
             .sum();
         assert_eq!(a_calls, 12345, "TimedCalls.a calls under JFR");
     });
@@ -555,9 +503,9 @@ fn cpu_times_leaves_no_tracker_directory_behind() {
             .map(|e| e.file_name())
             .collect();
         assert!(left.is_empty(), "left in TMPDIR: {left:?}");
-        let sections = parse_ascii(&dir.join("java.hprof.txt"));
+        let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
         assert!(
-            sections.iter().any(|s| matches!(s, Section::Cpu(_))),
+            profile.cpu_blocks().next().is_some(),
             "no CPU TIME: the Tracker did not run"
         );
     });
@@ -621,6 +569,6 @@ fn a_file_name_that_is_not_utf8_is_written_under_that_name() {
                 .map(|e| e.file_name())
                 .collect::<Vec<_>>()
         );
-        parse_ascii(&path);
+        AsciiProfile::read(&path);
     });
 }

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{Jdk, Spawned};
+use common::{Jdk, Spawned, assert_print_accepts};
 use std::ffi::OsString;
 use std::fs;
 use std::net::TcpListener;
@@ -78,16 +78,6 @@ fn assert_no_crash_log(dir: &Path, what: &str) {
         .filter(|n| n.starts_with("hs_err_pid"))
         .collect();
     assert!(crashes.is_empty(), "{what}: the JVM crashed: {crashes:?}");
-}
-
-/// `hprof-rs print` accepts `path`.
-fn assert_print_accepts(path: &Path, what: &str) {
-    let out = common::run(
-        Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
-            .arg("print")
-            .arg(path),
-    );
-    common::assert_success(&out, &format!("{what}: hprof-rs print {}", path.display()));
 }
 
 /// One scenario: the program alone, then under each mode, with `extra`

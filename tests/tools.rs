@@ -4,8 +4,9 @@
 
 mod common;
 
+use common::AsciiProfile;
+
 use hprof_rs::cli::profile::stable_class_name;
-use hprof_rs::format::ascii::{self, Section};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -59,23 +60,16 @@ fn folded(text: &str) -> BTreeMap<String, u64> {
 
 /// The CPU SAMPLES header total and the sum of its rows, read with the crate's ASCII reader.
 fn cpu_table(path: &Path) -> (u64, u64) {
-    let sections = ascii::reader::parse_file(&fs::read(path).unwrap()).unwrap();
-    let cpu = sections
-        .into_iter()
-        .rev()
-        .find_map(|s| match s {
-            Section::Cpu(cpu) => Some(cpu),
-            _ => None,
-        })
-        .expect("a CPU SAMPLES section");
+    let profile = AsciiProfile::read_whole_file(path);
+    let cpu = profile.last_cpu().expect("a CPU SAMPLES section");
     (cpu.total, cpu.rows.iter().map(|r| r.count).sum())
 }
 
 #[test]
 fn collapse_of_cpu_samples_loses_no_sample_in_either_format() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("tools-collapse-{}", jdk.label));
-        let text = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &SPREAD_HOT);
+        let text = profile(jdk, &dir, "cpu=samples", "cpu.txt", &SPREAD_HOT);
         let (total, rows) = cpu_table(&text);
         assert!(
             total > 20,
@@ -102,7 +96,7 @@ fn collapse_of_cpu_samples_loses_no_sample_in_either_format() {
             jdk.label
         );
 
-        let binary = profile(&jdk, &dir, "cpu=samples,format=b", "cpu.hprof", &SPREAD_HOT);
+        let binary = profile(jdk, &dir, "cpu=samples,format=b", "cpu.hprof", &SPREAD_HOT);
         let out = tool(&["collapse", "--what", "cpu"], &[&binary]);
         common::assert_success(&out, "collapse of the binary file");
         let parsed = hprof_rs::format::binary::reader::parse(&fs::read(&binary).unwrap()).unwrap();
@@ -124,14 +118,14 @@ fn collapse_of_cpu_samples_loses_no_sample_in_either_format() {
             "{}: binary collapse lost samples",
             jdk.label
         );
-    }
+    });
 }
 
 #[test]
 fn flame_writes_well_formed_searchable_svg_with_the_hot_method() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("tools-flame-{}", jdk.label));
-        let text = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &SPREAD_HOT);
+        let text = profile(jdk, &dir, "cpu=samples", "cpu.txt", &SPREAD_HOT);
         for (svg, extra) in [("flame.svg", None), ("icicle.svg", Some("--reverse"))] {
             let svg = dir.join(svg);
             let mut cmd = hprof_rs();
@@ -177,7 +171,7 @@ fn flame_writes_well_formed_searchable_svg_with_the_hot_method() {
             );
             assert_well_formed_xml(&body);
         }
-    }
+    });
 }
 
 fn assert_well_formed_xml(text: &str) {
@@ -198,9 +192,9 @@ fn assert_well_formed_xml(text: &str) {
 
 #[test]
 fn top_ranks_a_method_hot_through_several_traces_first_by_total() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("tools-top-{}", jdk.label));
-        let text = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &SPREAD_HOT);
+        let text = profile(jdk, &dir, "cpu=samples", "cpu.txt", &SPREAD_HOT);
         let out = tool(&["top", "--json", "-n", "50"], &[&text]);
         common::assert_success(&out, "top --json");
         let report: serde_json::Value = serde_json::from_str(&common::stdout_text(&out)).unwrap();
@@ -221,13 +215,10 @@ fn top_ranks_a_method_hot_through_several_traces_first_by_total() {
             "{}: {report}",
             jdk.label
         );
-        let sections = ascii::reader::parse_file(&fs::read(&text).unwrap()).unwrap();
-        let first_row = sections
-            .iter()
-            .find_map(|s| match s {
-                Section::Cpu(cpu) => cpu.rows.first().cloned(),
-                _ => None,
-            })
+        let profile = AsciiProfile::read_whole_file(&text);
+        let first_row = profile
+            .cpu_blocks()
+            .find_map(|cpu| cpu.rows.first())
             .unwrap();
         assert_eq!(
             first_row.method.as_deref(),
@@ -265,12 +256,12 @@ fn top_ranks_a_method_hot_through_several_traces_first_by_total() {
             "{}: hot's total is its own self plus its leaves' self",
             jdk.label
         );
-    }
+    });
 }
 
 #[test]
 fn top_of_a_heap_dump_prints_the_class_histogram() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("tools-histo-{}", jdk.label));
         for (file, options, item_bytes) in [
             // ASCII dumps give each object's size (24 bytes for an Item with
@@ -278,7 +269,7 @@ fn top_of_a_heap_dump_prints_the_class_histogram() {
             ("dump.txt", "heap=dump", 24),
             ("dump.hprof", "heap=dump,format=b", 12),
         ] {
-            let path = profile(&jdk, &dir, options, file, &["AllocSites"]);
+            let path = profile(jdk, &dir, options, file, &["AllocSites"]);
             let out = tool(&["top", "--json", "-n", "100000"], &[&path]);
             common::assert_success(&out, "top of a heap dump");
             let report: serde_json::Value =
@@ -314,16 +305,16 @@ fn top_of_a_heap_dump_prints_the_class_histogram() {
             let text = common::stdout_text(&tool(&["top"], &[&path]));
             assert!(text.contains("class histogram"), "{text}");
         }
-    }
+    });
 }
 
 #[test]
 fn diff_of_two_runs_of_the_same_program_reports_nothing_and_exits_0() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("tools-diff-same-{}", jdk.label));
-        let a = profile(&jdk, &dir, "heap=sites", "a.txt", &["AllocGrowth", "0"]);
+        let a = profile(jdk, &dir, "heap=sites", "a.txt", &["AllocGrowth", "0"]);
         let b = profile(
-            &jdk,
+            jdk,
             &dir,
             "heap=sites,format=b",
             "b.hprof",
@@ -359,8 +350,8 @@ fn diff_of_two_runs_of_the_same_program_reports_nothing_and_exits_0() {
         );
 
         // CPU samples: two runs differ by chance only; nothing beyond noise.
-        let a = profile(&jdk, &dir, "cpu=samples", "a-cpu.txt", &SPREAD_HOT);
-        let b = profile(&jdk, &dir, "cpu=samples", "b-cpu.txt", &SPREAD_HOT);
+        let a = profile(jdk, &dir, "cpu=samples", "a-cpu.txt", &SPREAD_HOT);
+        let b = profile(jdk, &dir, "cpu=samples", "b-cpu.txt", &SPREAD_HOT);
         let out = tool(
             &[
                 "diff",
@@ -382,16 +373,16 @@ fn diff_of_two_runs_of_the_same_program_reports_nothing_and_exits_0() {
             .filter(|m| m["name"].as_str().unwrap().contains("SpreadHot."))
             .collect();
         assert!(fixture_changes.is_empty(), "{}: {report}", jdk.label);
-    }
+    });
 }
 
 #[test]
 fn diff_reports_a_site_that_allocates_30_percent_more_first_and_exits_1() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("tools-diff-grow-{}", jdk.label));
-        let base = profile(&jdk, &dir, "heap=sites", "base.txt", &["AllocGrowth", "0"]);
+        let base = profile(jdk, &dir, "heap=sites", "base.txt", &["AllocGrowth", "0"]);
         let new = profile(
-            &jdk,
+            jdk,
             &dir,
             "heap=sites,format=b",
             "new.hprof",
@@ -452,7 +443,7 @@ fn diff_reports_a_site_that_allocates_30_percent_more_first_and_exits_1() {
             first_stack.ends_with("AllocGrowth.main;AllocGrowth.makeArray;int[]"),
             "{text}"
         );
-    }
+    });
 }
 
 #[test]
@@ -460,9 +451,9 @@ fn our_collapse_agrees_with_hprof2flamegraph_on_the_same_ascii_file() {
     let Some(theirs) = common::stackcollapse_hprof() else {
         return;
     };
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("tools-agree-{}", jdk.label));
-        let text = profile(&jdk, &dir, "cpu=samples", "cpu.txt", &SPREAD_HOT);
+        let text = profile(jdk, &dir, "cpu=samples", "cpu.txt", &SPREAD_HOT);
         let out = common::run(Command::new(&theirs).arg("--discard-lineno").arg(&text));
         common::assert_success(&out, "stackcollapse-hprof");
         // hprof2flamegraph keeps the addresses in hidden class names; ours
@@ -486,7 +477,7 @@ fn our_collapse_agrees_with_hprof2flamegraph_on_the_same_ascii_file() {
         let ours = folded(&common::stdout_text(&tool(&["collapse"], &[&text])));
         assert_eq!(ours, their_stacks, "{}", jdk.label);
         assert!(ours.values().sum::<u64>() > 0);
-    }
+    });
 }
 
 #[test]
@@ -544,9 +535,9 @@ fn unusable_input_gives_one_line_and_exit_2() {
 
 #[test]
 fn top_and_collapse_read_cpu_times() {
-    for jdk in common::jdks() {
+    common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("tools-times-{}", jdk.label));
-        let text = profile(&jdk, &dir, "cpu=times", "times.txt", &["TimedCalls"]);
+        let text = profile(jdk, &dir, "cpu=times", "times.txt", &["TimedCalls"]);
         let out = tool(&["top", "--what", "time", "--json"], &[&text]);
         common::assert_success(&out, "top --what time");
         let report: serde_json::Value = serde_json::from_str(&common::stdout_text(&out)).unwrap();
@@ -573,5 +564,5 @@ fn top_and_collapse_read_cpu_times() {
             .map(|(_, ms)| ms)
             .sum();
         assert_eq!(nap, nap_self, "{}", jdk.label);
-    }
+    });
 }
