@@ -549,11 +549,18 @@ fn top_and_collapse_read_cpu_times() {
             .iter()
             .find(|m| m["method"] == "TimedCalls.nap")
             .unwrap_or_else(|| panic!("{}: no nap in {report}", jdk.label));
+        // The Tracker's clock is a field an agent thread refreshes every
+        // 0.1 ms: on a loaded machine that thread runs late and a call can
+        // measure a few ms short of its sleep (186 ms for 200 was seen).
         let nap_self = nap_row["self"].as_u64().unwrap();
-        assert!(nap_self >= 190, "{}: {report}", jdk.label);
-        assert_eq!(
-            nap_row["total"], nap_self,
-            "{}: nap calls nothing",
+        assert!(nap_self >= 150, "{}: {report}", jdk.label);
+        // nap's only callee is Thread.sleep, whose JDK classes are timed
+        // only where loaded after VM init (JDK 19+'s sleep events): a few ms
+        // at most.
+        let nap_total = nap_row["total"].as_u64().unwrap();
+        assert!(
+            (nap_self..=nap_self + 10).contains(&nap_total),
+            "{}: nap's total {nap_total} against its self {nap_self}: {report}",
             jdk.label
         );
         assert_eq!(report["unit"], "ms");
