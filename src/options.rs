@@ -37,8 +37,8 @@ pub enum Destination {
     Net { host: String, port: u16 },
 }
 
-/// Everything the option string selects, after the derived settings of
-/// reference §1.4 have been applied.
+/// Everything the option string selects, after HPROF's derived settings
+/// have been applied (the rules are listed at the parser's `derive`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// `heap=dump` (or `all`, or nothing at all selected).
@@ -404,7 +404,10 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    /// The checks and derived settings of reference §1.4, in HPROF's order.
+    /// HPROF's checks and derived settings, in its order (hprof_init.c's
+    /// option parsing): format=b refuses cpu=times|old and monitor=y;
+    /// cpu=old keeps 2 frames per trace; with no collector chosen,
+    /// heap=all is the default.
     fn derive(&mut self) -> Result<(), String> {
         let o = &mut self.options;
         if o.format == Format::Binary {

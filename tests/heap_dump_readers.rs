@@ -963,7 +963,7 @@ fn ascii_dump_counts_match_binary_and_show_the_graph() {
             names,
             ["s", "next", "payload"],
             "{what}: root's reference fields, in declaration order as HPROF printed them \
-             (reference §2.9: JVMTI field-index order)"
+             (JVMTI's field-index order)"
         );
         let class_of = |id: u64| match by_id.get(&id) {
             Some(HeapEntry::Object { class_name, .. }) => class_name.as_str(),
