@@ -7,7 +7,7 @@
 pub mod classes;
 pub mod frames;
 pub mod ids;
-pub mod names;
+pub mod name_table;
 pub mod sites;
 pub mod threads;
 pub mod traces;
@@ -15,7 +15,7 @@ pub mod traces;
 pub use classes::{ClassEntry, ClassTable};
 pub use frames::{FrameEntry, FrameFacts, FrameKey, FrameTable, LINE_UNKNOWN, line_for_location};
 pub use ids::{IdSpace, ObjectIds};
-pub use names::NameTable;
+pub use name_table::NameTable;
 pub use sites::{SiteCounters, SiteKey, SiteStats, SiteTable};
 pub use threads::{ThreadEntry, ThreadTable};
 pub use traces::{TraceEntry, TraceKey, TraceTable};
