@@ -66,7 +66,6 @@ SITES                      allocation sites (heap=sites): live and allocated
                            bytes and objects per class and allocating trace.
 CPU SAMPLES                where running threads were seen (cpu=samples).
 CPU TIME                   method calls and time per trace (cpu=times).
-MONITOR TIME / DUMP        lock contention and monitor owners (monitor=y).
 
 A dump is written when the program ends (doe=y) and each time the process
 receives SIGQUIT (kill -3).
@@ -391,5 +390,28 @@ fn ascii_trace(model: &Model, trace: &TraceEntry) -> TraceSection {
         thread_serial: trace.key.thread_serial,
         phase: trace.key.phase.map(str::to_owned),
         frames,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ASCII_PRELUDE;
+
+    /// The prelude guides the reader to the sections that may follow; the
+    /// MONITOR TIME / MONITOR DUMP sections are not written by this agent
+    /// yet, so it must not promise them.
+    #[test]
+    fn the_prelude_lists_only_sections_that_are_written() {
+        for written in [
+            "THREAD START",
+            "TRACE",
+            "HEAP DUMP",
+            "SITES",
+            "CPU SAMPLES",
+            "CPU TIME",
+        ] {
+            assert!(ASCII_PRELUDE.contains(written), "{written}");
+        }
+        assert!(!ASCII_PRELUDE.contains("MONITOR"), "{ASCII_PRELUDE}");
     }
 }
