@@ -490,11 +490,9 @@ impl SubRecordVisitor for PatchForCopy<'_> {
 /// Sets the reference at `at` to null when the dump lacks its object.
 fn null_if_absent(bytes: &mut [u8], at: usize, id_size: u32, present: &PresentObjects) -> bool {
     let id = heap_walk::get_id(bytes, at, id_size);
-    let absent = id != 0 && !present.contains(id);
-    if absent {
-        heap_walk::put_id(bytes, at, id_size, 0);
-    }
-    absent
+    // (The slot was read just above with the dump's checked identifier
+    // size, so writing it cannot fail.)
+    id != 0 && !present.contains(id) && heap_walk::put_id(bytes, at, id_size, 0).is_ok()
 }
 
 /// Sets the references of `record` to objects the dump lacks to null.

@@ -255,10 +255,24 @@ pub fn reference_slots(record: &[u8], id_size: u32) -> Vec<usize> {
     }
 }
 
-/// Writes an identifier of `id_size` bytes at `at`.
-pub fn put_id(record: &mut [u8], at: usize, id_size: u32, value: u64) {
-    let bytes = value.to_be_bytes();
-    record[at..at + id_size as usize].copy_from_slice(&bytes[8 - id_size as usize..]);
+/// An identifier could not be written: its size is not 4 or 8 bytes, or
+/// the record ends before the identifier does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadIdSlot {
+    pub at: usize,
+    pub id_size: u32,
+}
+
+/// Writes an identifier of `id_size` bytes at `at`; the high bytes of
+/// `value` that do not fit are dropped (identifiers are addresses).
+pub fn put_id(record: &mut [u8], at: usize, id_size: u32, value: u64) -> Result<(), BadIdSlot> {
+    let bad = BadIdSlot { at, id_size };
+    if id_size != 4 && id_size != 8 {
+        return Err(bad);
+    }
+    let slot = record.get_mut(at..at + id_size as usize).ok_or(bad)?;
+    slot.copy_from_slice(&value.to_be_bytes()[8 - id_size as usize..]);
+    Ok(())
 }
 
 /// The objects a dump holds, as a sparse bitmap over addresses: one bit
@@ -552,8 +566,22 @@ mod tests {
         );
         assert!(!present.contains(0x6_8741_6310) && !present.contains(32));
         let mut record = vec![0u8; 9];
-        put_id(&mut record, 1, 8, 0x1122);
+        put_id(&mut record, 1, 8, 0x1122).unwrap();
         assert_eq!(get_id(&record, 1, 8), 0x1122);
+    }
+
+    #[test]
+    fn put_id_refuses_a_bad_size_or_a_slot_past_the_end() {
+        let mut record = vec![0u8; 9];
+        for (at, id_size) in [(1, 16), (1, 5), (6, 4), (2, 8)] {
+            assert_eq!(
+                put_id(&mut record, at, id_size, 7),
+                Err(BadIdSlot { at, id_size })
+            );
+        }
+        assert_eq!(record, [0; 9], "nothing written");
+        put_id(&mut record, 5, 4, 0x1_0000_0007).unwrap();
+        assert_eq!(record, [0, 0, 0, 0, 0, 0, 0, 0, 7]);
     }
 
     /// Found by fuzzing the heap dump copy: it passed on sub-records the
