@@ -9,6 +9,7 @@
 //! heap sub-record (its tag byte), or the single bad byte (an unknown type).
 use std::io::{self, Read};
 
+use super::layout::{self, Extent};
 use super::records::*;
 use super::tags;
 use crate::format::ParseError;
@@ -507,37 +508,62 @@ fn control_settings(c: &mut Cursor) -> Result<RecordBody, Fault> {
 }
 
 /// Decode the sub-records of a HEAP DUMP or HEAP DUMP SEGMENT body that starts
-/// at file offset `body_offset`.
+/// at file offset `body_offset`. Each sub-record is found with the layout
+/// table, then decoded from exactly its bytes.
 pub fn parse_heap_records(
     body: &[u8],
     id_size: u32,
     body_offset: u64,
 ) -> Result<Vec<HeapRecord>, ParseError> {
-    let mut c = Cursor::new(body);
     let mut records = Vec::new();
-    while c.remaining() > 0 {
-        let start = c.pos;
-        let tag = body[start];
-        let parsed = heap_record(&mut c, id_size).map_err(|fault| match fault {
-            Fault::Short => err(
-                body_offset + start as u64,
-                format!(
+    let mut start = 0;
+    while start < body.len() {
+        let rest = &body[start..];
+        let at = |offset: usize| body_offset + (start + offset) as u64;
+        let mut length = rest.len();
+        let fault = match layout::measure(rest, id_size) {
+            Ok(Extent::Whole(n)) if n <= rest.len() as u64 => {
+                length = n as usize;
+                None
+            }
+            Ok(_) => Some(Fault::Short),
+            Err(layout::Fault::UnknownTag(tag)) => {
+                let message = format!("unknown heap dump sub-record tag 0x{tag:02x}");
+                return Err(err(at(0), message));
+            }
+            Err(layout::Fault::BadType { at, byte }) => Some(Fault::BadType { at, byte }),
+            Err(layout::Fault::ObjectElements { at }) => {
+                Some(Fault::BadType { at, byte: rest[at] })
+            }
+        };
+        // The decoder sees exactly the sub-record's bytes.
+        let mut c = Cursor::new(&rest[..length]);
+        let decoded = match fault {
+            Some(fault) => Err(fault),
+            None => heap_record(&mut c, id_size),
+        };
+        match decoded {
+            Ok(Some(record)) if c.remaining() == 0 => records.push(record),
+            // (The layout table and the decoder agree on every tag: a unit
+            // test checks it; this keeps a disagreement from passing silently.)
+            Ok(_) => {
+                let message = format!("heap sub-record tag 0x{:02x} decoded wrongly", rest[0]);
+                return Err(err(at(0), message));
+            }
+            Err(Fault::Short) => {
+                let tag = rest[0];
+                let message = format!(
                     "heap sub-record {} (0x{tag:02x}) runs past the end of its record",
                     tags::heap::name(tag).unwrap_or("unknown")
-                ),
-            ),
-            Fault::BadType { at, byte } => err(
-                body_offset + at as u64,
-                format!("invalid basic type 0x{byte:02x} in a heap sub-record"),
-            ),
-        })?;
-        match parsed {
-            Some(record) => records.push(record),
-            None => {
-                let message = format!("unknown heap dump sub-record tag 0x{tag:02x}");
-                return Err(err(body_offset + start as u64, message));
+                );
+                return Err(err(at(0), message));
+            }
+            Err(Fault::BadType { at: byte_at, byte }) => {
+                let message = format!("invalid basic type 0x{byte:02x} in a heap sub-record");
+                return Err(err(at(byte_at), message));
             }
         }
+        start += length;
     }
     Ok(records)
 }
