@@ -755,7 +755,7 @@ impl Profiler {
         };
         let path = &self.heap_dump_path;
         let _ = std::fs::remove_file(path);
-        let mut output = super::heapdump::DumpOutput::new(&self.writer);
+        let mut output = crate::output::DumpOutput::new(&self.writer);
         let started = std::time::Instant::now();
         let prepared = *self.heap_dump_path_string.lock();
         let result = super::heapdump::dump_heap(
@@ -774,16 +774,17 @@ impl Profiler {
             }
             let mut out = |bytes: Vec<u8>| output.hand_over(bytes);
             let malformed = |e| format!("the JVM's heap dump {path} is malformed: {e}");
+            let mut dump = std::fs::File::open(path)
+                .map_err(|e| crate::format::ParseError {
+                    offset: 0,
+                    message: format!("cannot open {path}: {e}"),
+                })
+                .map_err(malformed)?;
             match self.emitter.style() {
                 Style::Binary => {
                     let mut memory = self.dump_memory.lock();
                     self.emitter
-                        .carry_heap_dump(
-                            std::path::Path::new(path),
-                            &self.model,
-                            &mut memory,
-                            &mut out,
-                        )
+                        .carry_heap_dump(&mut dump, &self.model, &mut memory, &mut out)
                         .map(|_| ())
                         .map_err(malformed)
                 }
@@ -793,13 +794,11 @@ impl Profiler {
                 Style::Ascii => self
                     .emitter
                     .ascii_heap_dump(
-                        std::path::Path::new(path),
+                        &mut dump,
                         &self.model,
                         &ctime_now(),
                         jvm::java_feature_version(&self.jvmti.env()).is_some_and(|v| v < 21),
-                        &mut |text| {
-                            out(text);
-                        },
+                        &mut out,
                     )
                     .map_err(malformed),
             }

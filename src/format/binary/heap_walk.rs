@@ -25,6 +25,11 @@ impl<R: Read> SubRecords<R> {
         }
     }
 
+    /// File offset of the next sub-record.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
     /// Reads the next sub-record into `buffer` (cleared first); false at
     /// the end of the body. The layout table says how many bytes to read
     /// next, until the sub-record is whole.
