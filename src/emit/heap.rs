@@ -195,6 +195,9 @@ impl Emitter {
             } => {
                 let name = names.get(&name_id).map_or("Unknown_class", String::as_str);
                 let (serial, new) = serials.announce_class(class_id, &signature_of(name));
+                // Its LOAD CLASS goes out here if new; a known class's is
+                // written (or left) by `class_loads` no more.
+                self.written.lock().class(serial);
                 renumber.classes.insert(class_serial, serial);
                 if !new {
                     return;
