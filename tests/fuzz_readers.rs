@@ -384,7 +384,7 @@ proptest! {
         let model = Mutex::new(Model::default());
         let mut written = Vec::new();
         let copy = Emitter::new(Format::Binary, id_size).carry_heap_dump(
-            &path,
+            &mut std::fs::File::open(&path).unwrap(),
             &model,
             &mut DumpMemory::default(),
             &mut |mut block| {
@@ -404,11 +404,11 @@ proptest! {
         // The ASCII section is not read back: a name with a line break (the
         // JVM allows one) is written verbatim, as HPROF did, and splits its line.
         let _ = Emitter::new(Format::Ascii, id_size).ascii_heap_dump(
-            &path,
+            &mut std::fs::File::open(&path).unwrap(),
             &model,
             "Sat Mar 27 10:51:47 2021",
             fields_reversed,
-            &mut |_| {},
+            &mut |_| Vec::new(),
         );
     }
 
@@ -475,7 +475,7 @@ fn carry_both(bytes: &[u8]) -> (Option<String>, Option<String>) {
     let path = case_file("dump-unit", bytes);
     let model = Mutex::new(Model::default());
     let copy = Emitter::new(Format::Binary, 8).carry_heap_dump(
-        &path,
+        &mut std::fs::File::open(&path).unwrap(),
         &model,
         &mut DumpMemory::default(),
         &mut |mut block| {
@@ -483,8 +483,13 @@ fn carry_both(bytes: &[u8]) -> (Option<String>, Option<String>) {
             block
         },
     );
-    let ascii =
-        Emitter::new(Format::Ascii, 8).ascii_heap_dump(&path, &model, "X", false, &mut |_| {});
+    let ascii = Emitter::new(Format::Ascii, 8).ascii_heap_dump(
+        &mut std::fs::File::open(&path).unwrap(),
+        &model,
+        "X",
+        false,
+        &mut |_| Vec::new(),
+    );
     (
         copy.err().map(|e| e.message),
         ascii.err().map(|e| e.message),

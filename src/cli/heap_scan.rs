@@ -6,8 +6,8 @@
 //! skipped unread, so no object is ever held whole.
 
 use crate::format::ParseError;
-use crate::format::binary::heap_walk::{array_head_len, get_u4, sub_record_len};
-use crate::format::binary::{BasicType, tags::heap};
+use crate::format::binary::heap_walk::{get_id, sub_record_len};
+use crate::format::binary::layout::{self, Extent, Tail};
 use std::io::Read;
 
 /// Bytes read at a time; more than the largest CLASS DUMP can take
@@ -27,32 +27,25 @@ pub const PRIMITIVE_KEY: u64 = 1 << 63;
 /// The class and bytes of the object whose sub-record starts `head`, if it
 /// is an object (instance or array) and its fixed head is in `head`.
 fn object_of(head: &[u8], id_size: u32) -> Option<Counted> {
-    let id = id_size as usize;
-    let u4 = |at: usize| head.get(at..at + 4).map(|b| u64::from(get_u4(b, 0)));
-    let get_id = |at: usize| {
-        let bytes = head.get(at..at + id)?;
-        Some(bytes.iter().fold(0u64, |v, &b| (v << 8) | u64::from(b)))
+    let shape = layout::shape(*head.first()?, id_size)?;
+    let key = match shape.tail {
+        Tail::Bytes | Tail::Ids => get_id(
+            head.get(..shape.class_at + id_size as usize)?,
+            shape.class_at,
+            id_size,
+        ),
+        Tail::Elements => PRIMITIVE_KEY | u64::from(*head.get(shape.element_type_at)?),
+        _ => return None,
     };
-    match *head.first()? {
-        heap::INSTANCE_DUMP => Some((get_id(1 + id + 4)?, u4(1 + 2 * id + 4)?)),
-        heap::OBJ_ARRAY_DUMP => Some((get_id(1 + id + 8)?, u4(1 + id + 4)? * id as u64)),
-        heap::PRIM_ARRAY_DUMP => {
-            let kind = *head.get(1 + id + 8)?;
-            let size = BasicType::from_u8(kind)?.size(id_size) as u64;
-            Some((PRIMITIVE_KEY | u64::from(kind), u4(1 + id + 4)? * size))
-        }
-        _ => None,
-    }
+    Some((key, whole_len(head, id_size)? - shape.head as u64))
 }
 
 /// The whole length of an instance or array sub-record from its head alone.
 fn whole_len(head: &[u8], id_size: u32) -> Option<u64> {
-    let id = id_size as usize;
-    if head.first() == Some(&heap::INSTANCE_DUMP) {
-        let fields = head.get(1 + 2 * id + 4..1 + 2 * id + 8)?;
-        return Some((1 + 2 * id + 8) as u64 + u64::from(get_u4(fields, 0)));
+    match layout::measure(head, id_size) {
+        Ok(Extent::Whole(n)) => Some(n),
+        _ => None,
     }
-    array_head_len(head, id_size).map(|(_, whole, _)| whole)
 }
 
 /// Calls `count` for every object in the heap dump body of `length` bytes
@@ -146,6 +139,7 @@ fn scan_in_chunks(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::binary::{BasicType, tags::heap};
 
     fn prim_array(id: u64, elements: u32, kind: BasicType) -> Vec<u8> {
         let mut r = vec![heap::PRIM_ARRAY_DUMP];

@@ -10,8 +10,8 @@
 use super::heap_scan::{self, PRIMITIVE_KEY};
 use crate::format::ParseError;
 use crate::format::ascii::{self, CpuTitle, HeapEntry, Section, TraceFrame};
-use crate::format::binary::reader::{parse_body, read_header};
-use crate::format::binary::{BasicType, FileHeader, RecordBody, tags};
+use crate::format::binary::reader::{RecordStream, parse_body};
+use crate::format::binary::{BasicType, FileHeader, RecordBody};
 use crate::format::names::signature_to_name;
 use std::collections::HashMap;
 use std::io::{BufReader, Read};
@@ -425,64 +425,25 @@ struct BinaryTables {
 }
 
 /// Reads a binary profile as a stream, in bounded memory.
-pub fn read_binary(mut input: impl Read) -> Result<Profile, ParseError> {
-    let header = read_header(&mut input)?;
-    let mut offset = header.version.header_text().len() as u64 + 1 + 4 + 8;
+pub fn read_binary(input: impl Read) -> Result<Profile, ParseError> {
+    let mut stream = RecordStream::new(input)?;
+    let header = *stream.header();
     let mut tables = BinaryTables::default();
     let mut body = Vec::new();
-    loop {
-        let mut head = [0u8; 9];
-        let got = read_up_to(&mut input, &mut head, offset)?;
-        if got == 0 {
-            break;
-        }
-        if got < head.len() {
-            return Err(error(
-                offset,
-                format!("truncated record header: {got} of 9 bytes"),
-            ));
-        }
-        let tag = head[0];
-        let length = u64::from(u32::from_be_bytes([head[5], head[6], head[7], head[8]]));
-        if tag == tags::HEAP_DUMP || tag == tags::HEAP_DUMP_SEGMENT {
-            count_heap_dump(&mut input, length, &header, offset + 9, &mut tables)?;
+    while let Some(record) = stream.next_header()? {
+        if record.is_heap_dump() {
+            let length = u64::from(record.length);
+            let at = record.body_offset();
+            count_heap_dump(stream.body(), length, &header, at, &mut tables)?;
         } else {
-            body.clear();
-            (&mut input)
-                .take(length)
-                .read_to_end(&mut body)
-                .map_err(|e| error(offset, format!("read error: {e}")))?;
-            if (body.len() as u64) < length {
-                return Err(error(
-                    offset,
-                    format!(
-                        "record (tag 0x{tag:02x}) has length {length} but only {} bytes follow",
-                        body.len()
-                    ),
-                ));
-            }
-            collect_record(parse_body(tag, &body, header.id_size, offset)?, &mut tables);
+            stream.read_body(&mut body)?;
+            collect_record(
+                parse_body(record.tag, &body, header.id_size, record.offset)?,
+                &mut tables,
+            );
         }
-        offset += 9 + length;
     }
     Ok(resolve(&header, tables))
-}
-
-fn error(offset: u64, message: String) -> ParseError {
-    ParseError { offset, message }
-}
-
-fn read_up_to(input: &mut impl Read, buf: &mut [u8], offset: u64) -> Result<usize, ParseError> {
-    let mut got = 0;
-    while got < buf.len() {
-        match input.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(error(offset, format!("read error: {e}"))),
-        }
-    }
-    Ok(got)
 }
 
 fn collect_record(body: RecordBody, tables: &mut BinaryTables) {

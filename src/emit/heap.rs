@@ -14,15 +14,12 @@ use super::Emitter;
 use crate::format::ParseError;
 use crate::format::binary::RecordBody;
 use crate::format::binary::heap_walk::{self, PresentObjects};
-use crate::format::binary::reader::{parse_body, read_header};
+use crate::format::binary::reader::{RecordStream, parse_body};
 use crate::format::binary::writer::{encode_record_header, tags};
-use crate::model::Model;
+use crate::model::DumpSerials;
 use crate::model::traces::EMPTY_TRACE_SERIAL;
-use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::io::{BufReader, Read};
-use std::path::Path;
+use std::io::{BufReader, Read, Seek};
 
 /// Bytes handed to the output at a time while copying heap records.
 const CHUNK: usize = 4 << 20;
@@ -67,73 +64,64 @@ fn signature_of(name: &str) -> String {
     }
 }
 
-/// Reads one record header: (tag, time, length), or None at the end.
-pub(super) fn read_record_header(
-    input: &mut impl Read,
-    offset: u64,
-) -> Result<Option<(u8, u32, u32)>, ParseError> {
-    let mut head = [0u8; 9];
-    let mut got = 0;
-    while got < head.len() {
-        match input.read(&mut head[got..]) {
-            Ok(0) if got == 0 => return Ok(None),
-            Ok(0) => {
-                return Err(ParseError {
-                    offset,
-                    message: "truncated record header".into(),
-                });
-            }
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                return Err(ParseError {
-                    offset,
-                    message: format!("read error: {e}"),
-                });
-            }
-        }
-    }
-    let time = u32::from_be_bytes([head[1], head[2], head[3], head[4]]);
-    let length = u32::from_be_bytes([head[5], head[6], head[7], head[8]]);
-    Ok(Some((head[0], time, length)))
-}
+/// How much of the JVM's dump is read from it at a time.
+const READ_BUFFER: usize = 1 << 20;
 
-/// Reads a record body of `length` bytes. The buffer grows with the bytes
-/// that actually arrive, so a damaged length field (up to 4 GiB) cannot make
-/// us allocate more than the file holds.
-pub(super) fn read_body(
-    input: &mut impl Read,
-    length: u32,
-    offset: u64,
-) -> Result<Vec<u8>, ParseError> {
-    let mut body = Vec::new();
-    let got = input.take(u64::from(length)).read_to_end(&mut body);
-    if got.is_err() || body.len() < length as usize {
+/// The JVM's heap dump in `input` (from its start) as a record stream,
+/// checked to have `id_size`-byte identifiers.
+pub(super) fn open_dump<R: Read + Seek>(
+    input: &mut R,
+    id_size: u32,
+) -> Result<RecordStream<BufReader<&mut R>>, ParseError> {
+    input.rewind().map_err(|e| ParseError {
+        offset: 0,
+        message: format!("cannot read the JVM's dump: {e}"),
+    })?;
+    let stream = RecordStream::new(BufReader::with_capacity(READ_BUFFER, input))?;
+    if stream.header().id_size != id_size {
         return Err(ParseError {
-            offset,
-            message: "record runs past the end of the file".into(),
+            offset: 0,
+            message: format!(
+                "the JVM's dump has {}-byte identifiers, this file {id_size}",
+                stream.header().id_size
+            ),
         });
     }
-    Ok(body)
+    Ok(stream)
+}
+
+/// Reads the current record's body; a body cut short is the file's end
+/// come too soon.
+pub(super) fn read_body<R: Read>(
+    stream: &mut RecordStream<R>,
+    body: &mut Vec<u8>,
+    offset: u64,
+) -> Result<(), ParseError> {
+    stream.read_body(body).map_err(|_| ParseError {
+        offset,
+        message: "record runs past the end of the file".into(),
+    })
 }
 
 impl Emitter {
-    /// Carries the JVM heap dump at `path` into this file's binary output,
-    /// handing bytes to `out` in blocks of a few MiB (so memory stays bounded
-    /// whatever the heap size); `out` gives back an empty buffer to fill
-    /// next (the one handed over, once written, or a new one). References
-    /// to objects the dump lacks are set to null, so that every reference in
+    /// Carries the JVM heap dump read from `input` into this file's binary
+    /// output, handing bytes to `out` in blocks of a few MiB (so memory
+    /// stays bounded whatever the heap size); `out` gives back an empty
+    /// buffer to fill next (the one handed over, once written, or a new
+    /// one). The dump is read twice (`input` is rewound). `serials` gives
+    /// the dump's classes and traces this file's serials. References to
+    /// objects the dump lacks are set to null, so that every reference in
     /// our file resolves. Returns the number of heap sub-records and of
     /// references dropped.
-    pub fn carry_heap_dump(
+    pub fn carry_heap_dump<R: Read + Seek>(
         &self,
-        path: &Path,
-        model: &Mutex<Model>,
+        input: &mut R,
+        serials: &dyn DumpSerials,
         memory: &mut DumpMemory,
         out: &mut dyn FnMut(Vec<u8>) -> Vec<u8>,
     ) -> Result<(u64, u64), ParseError> {
-        let present = present_objects(path, self.id_size)?;
-        let (mut input, mut offset) = open_dump(path, self.id_size)?;
+        let present = present_objects(input, self.id_size)?;
+        let mut stream = open_dump(input, self.id_size)?;
         let mut dropped = 0;
         memory.dumps += 1;
         let mut renumber = Renumbering {
@@ -142,19 +130,20 @@ impl Emitter {
         };
         let mut names: HashMap<u64, String> = HashMap::new();
         let mut pending = Vec::with_capacity(CHUNK);
+        let mut body = Vec::new();
         let mut sub_records = 0u64;
-        while let Some((tag, _time, length)) = read_record_header(&mut input, offset)? {
-            let body_offset = offset + 9;
-            match tag {
+        while let Some(record) = stream.next_header()? {
+            match record.tag {
                 tags::HEAP_DUMP | tags::HEAP_DUMP_SEGMENT => {
                     // Our files with heap dumps are 1.0.2: every body is a segment.
+                    let length = record.length;
                     encode_record_header(tags::HEAP_DUMP_SEGMENT, self.now(), length, &mut pending);
                     pending = out(pending);
                     let mut patch = PatchForCopy::new(&renumber, &present, self.id_size);
                     sub_records += stream_heap_body(
-                        &mut input,
+                        stream.body(),
                         length,
-                        body_offset,
+                        record.body_offset(),
                         self.id_size,
                         &mut patch,
                         out,
@@ -162,14 +151,12 @@ impl Emitter {
                     dropped += patch.dropped;
                 }
                 tags::HEAP_DUMP_END => self.record(RecordBody::HeapDumpEnd, &mut pending),
-                _ => {
-                    let body = read_body(&mut input, length, offset)?;
-                    let parsed = parse_body(tag, &body, self.id_size, offset)?;
-                    // The model is locked per record, not for the whole copy,
-                    // so the program's threads are not held up meanwhile.
+                tag => {
+                    read_body(&mut stream, &mut body, record.offset)?;
+                    let parsed = parse_body(tag, &body, self.id_size, record.offset)?;
                     self.carry_record(
                         parsed,
-                        &mut model.lock(),
+                        serials,
                         memory,
                         &mut renumber,
                         &mut names,
@@ -177,7 +164,6 @@ impl Emitter {
                     );
                 }
             }
-            offset = body_offset + u64::from(length);
         }
         out(pending);
         Ok((sub_records, dropped))
@@ -187,7 +173,7 @@ impl Emitter {
     fn carry_record(
         &self,
         body: RecordBody,
-        model: &mut Model,
+        serials: &dyn DumpSerials,
         memory: &mut DumpMemory,
         renumber: &mut Renumbering,
         names: &mut HashMap<u64, String>,
@@ -208,11 +194,10 @@ impl Emitter {
                 ..
             } => {
                 let name = names.get(&name_id).map_or("Unknown_class", String::as_str);
-                let (serial, new) = model.classes.intern_announced(
-                    class_id,
-                    &signature_of(name),
-                    EMPTY_TRACE_SERIAL,
-                );
+                let (serial, new) = serials.announce_class(class_id, &signature_of(name));
+                // Its LOAD CLASS goes out here if new; a known class's is
+                // written (or left) by `class_loads` no more.
+                self.written.lock().class(serial);
                 renumber.classes.insert(class_serial, serial);
                 if !new {
                     return;
@@ -251,7 +236,7 @@ impl Emitter {
                     renumber.traces.insert(trace_serial, EMPTY_TRACE_SERIAL);
                     return;
                 }
-                let serial = model.traces.reserve();
+                let serial = serials.reserve_trace();
                 renumber.traces.insert(trace_serial, serial);
                 let frame_ids = frame_ids.iter().map(|f| renumber.frame_base + f).collect();
                 RecordBody::Trace {
@@ -364,50 +349,32 @@ fn stream_heap_body(
     }
 }
 
-/// Opens a JVM heap dump and checks its identifier size; returns the reader
-/// positioned after the header, and that position.
-pub(super) fn open_dump(path: &Path, id_size: u32) -> Result<(BufReader<File>, u64), ParseError> {
-    let file = File::open(path).map_err(|e| ParseError {
-        offset: 0,
-        message: format!("cannot open {}: {e}", path.display()),
-    })?;
-    let mut input = BufReader::with_capacity(1 << 20, file);
-    let header = read_header(&mut input)?;
-    if header.id_size != id_size {
-        return Err(ParseError {
-            offset: 0,
-            message: format!(
-                "the JVM's dump has {}-byte identifiers, this file {id_size}",
-                header.id_size
-            ),
-        });
-    }
-    Ok((input, header.version.header_text().len() as u64 + 1 + 12))
-}
-
 /// The first pass: every object the dump holds. (With class data sharing on,
 /// JDK 17+ dumps refer to archived objects they do not contain.)
-pub fn present_objects(path: &Path, id_size: u32) -> Result<PresentObjects, ParseError> {
-    let (mut input, mut offset) = open_dump(path, id_size)?;
+pub fn present_objects<R: Read + Seek>(
+    input: &mut R,
+    id_size: u32,
+) -> Result<PresentObjects, ParseError> {
+    let mut stream = open_dump(input, id_size)?;
     let mut present = PresentObjects::default();
-    while let Some((tag, _time, length)) = read_record_header(&mut input, offset)? {
-        if tag == tags::HEAP_DUMP || tag == tags::HEAP_DUMP_SEGMENT {
+    let mut body = Vec::new();
+    while let Some(record) = stream.next_header()? {
+        if record.is_heap_dump() {
             let mut note = NotePresent {
                 present: &mut present,
                 id_size,
             };
             stream_heap_body(
-                &mut input,
-                length,
-                offset + 9,
+                stream.body(),
+                record.length,
+                record.body_offset(),
                 id_size,
                 &mut note,
                 &mut |block| block,
             )?;
         } else {
-            read_body(&mut input, length, offset)?;
+            read_body(&mut stream, &mut body, record.offset)?;
         }
-        offset += 9 + u64::from(length);
     }
     Ok(present)
 }
@@ -490,11 +457,9 @@ impl SubRecordVisitor for PatchForCopy<'_> {
 /// Sets the reference at `at` to null when the dump lacks its object.
 fn null_if_absent(bytes: &mut [u8], at: usize, id_size: u32, present: &PresentObjects) -> bool {
     let id = heap_walk::get_id(bytes, at, id_size);
-    let absent = id != 0 && !present.contains(id);
-    if absent {
-        heap_walk::put_id(bytes, at, id_size, 0);
-    }
-    absent
+    // (The slot was read just above with the dump's checked identifier
+    // size, so writing it cannot fail.)
+    id != 0 && !present.contains(id) && heap_walk::put_id(bytes, at, id_size, 0).is_ok()
 }
 
 /// Sets the references of `record` to objects the dump lacks to null.

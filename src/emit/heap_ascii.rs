@@ -11,15 +11,14 @@ use super::Emitter;
 use crate::format::ParseError;
 use crate::format::ascii::writer::{write_heap_dump_begin, write_heap_dump_end, write_heap_entry};
 use crate::format::ascii::{HeapEntry, HeapRoot, LineInfo, Section, TraceFrame, TraceSection};
-use crate::format::binary::heap_walk::{self, PresentObjects, SubRecords};
-use crate::format::binary::reader::{parse_body, parse_heap_records};
-use crate::format::binary::{BasicType, HeapRecord, PrimitiveArray, RecordBody, Value, tags};
+use crate::format::binary::heap_walk::{self, PresentObjects};
+use crate::format::binary::reader::{parse_body, parse_heap_record};
+use crate::format::binary::{BasicType, HeapRecord, PrimitiveArray, RecordBody, Value};
 use crate::format::names::signature_to_name;
-use crate::model::Model;
+use crate::model::DumpSerials;
 use crate::model::traces::EMPTY_TRACE_SERIAL;
-use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::path::Path;
+use std::io::{Read, Seek};
 
 /// Bytes handed to the output at a time.
 const CHUNK: usize = 4 << 20;
@@ -110,54 +109,49 @@ fn dotted(name: &str) -> String {
     }
 }
 
-/// Calls `record` for each top-level record body (heap bodies go to `heap`
-/// as sub-record bytes instead).
-fn each_record(
-    path: &Path,
+/// Calls `record` for each top-level record body of the JVM's dump in
+/// `input`; heap bodies go to `heap` instead, one sub-record at a time,
+/// as its bytes and decoded.
+fn each_record<R: Read + Seek>(
+    input: &mut R,
     id_size: u32,
     mut record: impl FnMut(RecordBody),
-    mut heap: impl FnMut(&[u8]) -> Result<(), ParseError>,
+    mut heap: impl FnMut(&[u8], HeapRecord) -> Result<(), ParseError>,
 ) -> Result<(), ParseError> {
-    let (mut input, mut offset) = super::heap::open_dump(path, id_size)?;
-    while let Some((tag, _time, length)) = super::heap::read_record_header(&mut input, offset)? {
-        if tag == tags::HEAP_DUMP || tag == tags::HEAP_DUMP_SEGMENT {
-            let mut walker = SubRecords::new(&mut input, u64::from(length), id_size, offset + 9);
-            let mut buffer = Vec::new();
+    let mut stream = super::heap::open_dump(input, id_size)?;
+    let mut buffer = Vec::new();
+    while let Some(header) = stream.next_header()? {
+        if header.is_heap_dump() {
+            let mut walker = stream.sub_records();
+            let mut at = walker.offset();
             while walker.next_into(&mut buffer)? {
-                heap(&buffer)?;
+                heap(&buffer, parse_heap_record(&buffer, id_size, at)?)?;
+                at = walker.offset();
             }
         } else {
-            let body = super::heap::read_body(&mut input, length, offset)?;
-            record(parse_body(tag, &body, id_size, offset)?);
+            super::heap::read_body(&mut stream, &mut buffer, header.offset)?;
+            record(parse_body(header.tag, &buffer, id_size, header.offset)?);
         }
-        offset += 9 + u64::from(length);
     }
     Ok(())
 }
 
-fn one_record(bytes: &[u8], id_size: u32) -> Result<HeapRecord, ParseError> {
-    parse_heap_records(bytes, id_size, 0)?
-        .pop()
-        .ok_or_else(|| ParseError {
-            offset: 0,
-            message: "empty heap sub-record".into(),
-        })
-}
-
 impl Emitter {
-    /// Writes the JVM heap dump at `path` as the ASCII HEAP DUMP section
-    /// (preceded by the TRACE records of its thread stacks), handing bytes to
-    /// `out` in chunks.
-    pub fn ascii_heap_dump(
+    /// Writes the JVM heap dump read from `input` as the ASCII HEAP DUMP
+    /// section (preceded by the TRACE records of its thread stacks, whose
+    /// serials `serials` reserves), handing bytes to `out` in chunks; `out`
+    /// gives back an empty buffer to fill next. The dump is read twice
+    /// (`input` is rewound).
+    pub fn ascii_heap_dump<R: Read + Seek>(
         &self,
-        path: &Path,
-        model: &Mutex<Model>,
+        input: &mut R,
+        serials: &dyn DumpSerials,
         created: &str,
         fields_reversed: bool,
-        out: &mut dyn FnMut(Vec<u8>),
+        out: &mut dyn FnMut(Vec<u8>) -> Vec<u8>,
     ) -> Result<(), ParseError> {
         let id_size = self.id_size;
-        let mut survey = survey(path, id_size)?;
+        let mut survey = survey(input, id_size)?;
         if fields_reversed {
             for shape in survey.classes.values_mut() {
                 shape.fields.reverse();
@@ -173,7 +167,7 @@ impl Emitter {
                 trace_serials.insert(*serial, EMPTY_TRACE_SERIAL);
                 continue;
             }
-            let ours = model.lock().traces.reserve();
+            let ours = serials.reserve_trace();
             trace_serials.insert(*serial, ours);
             let frames = frame_ids
                 .iter()
@@ -207,16 +201,16 @@ impl Emitter {
         );
         let mut sizes: HashMap<u64, u64> = HashMap::new();
         each_record(
-            path,
+            input,
             id_size,
             |_| {},
-            |bytes| {
-                let record = one_record(bytes, id_size)?;
+            |_, record| {
                 if let Some(entry) = to_entry(record, &survey, id_size, &trace, &mut sizes) {
                     write_heap_entry(&entry, &mut text);
                 }
                 if text.len() >= CHUNK {
-                    out(std::mem::take(&mut text));
+                    text = out(std::mem::take(&mut text));
+                    text.clear();
                 }
                 Ok(())
             },
@@ -228,13 +222,13 @@ impl Emitter {
 }
 
 /// The first pass.
-fn survey(path: &Path, id_size: u32) -> Result<Survey, ParseError> {
+fn survey<R: Read + Seek>(input: &mut R, id_size: u32) -> Result<Survey, ParseError> {
     let mut survey = Survey::default();
     let mut load_classes = Vec::new();
     let mut raw_frames = Vec::new();
     let mut class_dumps = Vec::new();
     each_record(
-        path,
+        input,
         id_size,
         |body| match body {
             RecordBody::Utf8 { id, text } => {
@@ -263,11 +257,11 @@ fn survey(path: &Path, id_size: u32) -> Result<Survey, ParseError> {
             } => survey.traces.push((trace_serial, thread_serial, frame_ids)),
             _ => {}
         },
-        |bytes| {
+        |bytes, record| {
             if let Some(id) = heap_walk::dumped_object(bytes, id_size) {
                 survey.present.insert(id);
             }
-            match one_record(bytes, id_size)? {
+            match record {
                 HeapRecord::ClassDump {
                     class_id,
                     super_id,

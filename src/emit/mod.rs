@@ -10,13 +10,16 @@ pub mod heap;
 pub mod heap_ascii;
 pub mod sites;
 pub mod times;
+pub mod written;
 
 use crate::format::ascii::{self, LineInfo, Section, TraceFrame, TraceSection};
 use crate::format::binary::{self, FileHeader, Record, RecordBody, Version};
 use crate::format::names::signature_to_name;
 use crate::model::{LINE_UNKNOWN, Model, TraceEntry};
 use crate::options::Format;
+use parking_lot::Mutex;
 use std::time::Instant;
+use written::Written;
 
 /// Turns model facts into output bytes.
 #[derive(Debug)]
@@ -24,6 +27,9 @@ pub struct Emitter {
     format: Format,
     id_size: u32,
     started: Instant,
+    /// The records written so far. (Its lock is taken only inside the
+    /// emitter, never across a call that could take it again.)
+    written: Mutex<Written>,
 }
 
 /// What the file header announces.
@@ -60,7 +66,6 @@ SITES                      allocation sites (heap=sites): live and allocated
                            bytes and objects per class and allocating trace.
 CPU SAMPLES                where running threads were seen (cpu=samples).
 CPU TIME                   method calls and time per trace (cpu=times).
-MONITOR TIME / DUMP        lock contention and monitor owners (monitor=y).
 
 A dump is written when the program ends (doe=y) and each time the process
 receives SIGQUIT (kill -3).
@@ -73,6 +78,7 @@ impl Emitter {
             format,
             id_size,
             started: Instant::now(),
+            written: Mutex::new(Written::default()),
         }
     }
 
@@ -100,7 +106,7 @@ impl Emitter {
     /// The name identifier of `text`, writing its UTF8 record first if new.
     fn name(&self, model: &mut Model, text: &str, out: &mut Vec<u8>) -> u64 {
         let id = model.names.intern(text);
-        if model.names.mark_written(id) {
+        if self.written.lock().name(id) {
             self.record(
                 RecordBody::Utf8 {
                     id,
@@ -205,7 +211,15 @@ impl Emitter {
         if self.format == Format::Ascii {
             return out;
         }
-        for class in model.classes.take_unwritten_loads() {
+        let unwritten: Vec<_> = {
+            let mut written = self.written.lock();
+            let classes = model.classes.iter();
+            classes
+                .filter(|c| written.class(c.serial))
+                .cloned()
+                .collect()
+        };
+        for class in unwritten {
             let name_id = self.name(model, &signature_to_name(&class.signature), &mut out);
             let body = RecordBody::LoadClass {
                 class_serial: class.serial,
@@ -297,15 +311,26 @@ impl Emitter {
     /// Every trace not printed yet, in serial order (what heap dumps and SITES
     /// print first).
     pub fn unprinted_traces(&self, model: &mut Model) -> Vec<u8> {
-        let traces = model.traces.take_unprinted();
+        let traces = self.take_unprinted(model.traces.iter());
         self.traces(model, &traces)
     }
 
     /// The given traces that are not printed yet, in the order given (what the
     /// CPU sections print first).
     pub fn unprinted_traces_of(&self, model: &mut Model, serials: &[u32]) -> Vec<u8> {
-        let traces = model.traces.take_unprinted_of(serials);
+        let listed = serials.iter().filter_map(|&s| model.traces.get(s));
+        let traces = self.take_unprinted(listed);
         self.traces(model, &traces)
+    }
+
+    /// The traces of `traces` not printed yet (reserved serials never are),
+    /// noting them printed.
+    fn take_unprinted<'a>(&self, traces: impl Iterator<Item = &'a TraceEntry>) -> Vec<TraceEntry> {
+        let mut written = self.written.lock();
+        traces
+            .filter(|t| !t.reserved && written.trace(t.serial))
+            .cloned()
+            .collect()
     }
 
     fn traces(&self, model: &mut Model, traces: &[TraceEntry]) -> Vec<u8> {
@@ -334,12 +359,12 @@ impl Emitter {
 
     /// Writes the FRAME record of `frame_id` (and its strings) if not yet written.
     fn frame_record(&self, model: &mut Model, frame_id: u64, out: &mut Vec<u8>) {
-        if !model.frames.mark_written(frame_id) {
-            return;
-        }
         let Some(frame) = model.frames.get(frame_id).cloned() else {
             return;
         };
+        if !self.written.lock().frame(frame_id) {
+            return;
+        }
         let method_name_id = self.name(model, &frame.method_name, out);
         let signature_id = self.name(model, &frame.method_signature, out);
         let source_file_id = match &frame.source_file {
@@ -385,5 +410,74 @@ fn ascii_trace(model: &Model, trace: &TraceEntry) -> TraceSection {
         thread_serial: trace.key.thread_serial,
         phase: trace.key.phase.map(str::to_owned),
         frames,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TraceKey;
+
+    /// Each trace is printed once, in serial order or in the order asked
+    /// for; reserved serials never are.
+    #[test]
+    fn each_trace_is_printed_once() {
+        let emitter = Emitter::new(Format::Binary, 8);
+        let mut model = Model::new(true);
+        let serials = |emitter: &Emitter, model: &Model, only: Option<&[u32]>| -> Vec<u32> {
+            let traces = match only {
+                None => emitter.take_unprinted(model.traces.iter()),
+                Some(s) => emitter.take_unprinted(s.iter().filter_map(|&s| model.traces.get(s))),
+            };
+            traces.iter().map(|t| t.serial).collect()
+        };
+        model.traces.intern(TraceKey {
+            frames: vec![7],
+            ..Default::default()
+        });
+        assert_eq!(serials(&emitter, &model, None), [300_000, 300_001]);
+        assert!(serials(&emitter, &model, None).is_empty());
+        let s = model.traces.intern(TraceKey {
+            frames: vec![8],
+            ..Default::default()
+        });
+        let reserved = model.traces.reserve();
+        assert_eq!(
+            serials(&emitter, &model, Some(&[reserved, s, 300_000])),
+            [s]
+        );
+        assert!(
+            serials(&emitter, &model, None).is_empty(),
+            "reserved serials are never printed"
+        );
+        // Strings, frames and classes: once each, too.
+        let mut out = Vec::new();
+        let id = emitter.name(&mut model, "main", &mut out);
+        let once = out.len();
+        assert_eq!(emitter.name(&mut model, "main", &mut out), id);
+        assert!(once > 0 && out.len() == once);
+        model
+            .classes
+            .intern(0x5000_0001, "Ljava/lang/Object;", 300_000);
+        assert!(!emitter.class_loads(&mut model).is_empty());
+        assert!(emitter.class_loads(&mut model).is_empty());
+    }
+
+    /// The prelude guides the reader to the sections that may follow; the
+    /// MONITOR TIME / MONITOR DUMP sections are not written by this agent
+    /// yet, so it must not promise them.
+    #[test]
+    fn the_prelude_lists_only_sections_that_are_written() {
+        for written in [
+            "THREAD START",
+            "TRACE",
+            "HEAP DUMP",
+            "SITES",
+            "CPU SAMPLES",
+            "CPU TIME",
+        ] {
+            assert!(ASCII_PRELUDE.contains(written), "{written}");
+        }
+        assert!(!ASCII_PRELUDE.contains("MONITOR"), "{ASCII_PRELUDE}");
     }
 }

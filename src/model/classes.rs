@@ -15,8 +15,6 @@ pub struct ClassEntry {
     pub signature: String,
     /// Trace of the thread that loaded it (300000 before VM init).
     pub trace_serial: u32,
-    /// Whether its binary LOAD CLASS record has been written.
-    pub load_written: bool,
 }
 
 /// Classes by the identifier of their class object.
@@ -50,14 +48,12 @@ impl ClassTable {
             object_id,
             signature: signature.to_owned(),
             trace_serial,
-            load_written: false,
         });
         serial
     }
 
-    /// Like [`ClassTable::intern`], for a class whose LOAD CLASS record the
-    /// caller writes itself: returns the serial and whether it is new (and
-    /// so needs that record).
+    /// Like [`ClassTable::intern`]: returns the serial and whether the
+    /// class is new to the table.
     pub fn intern_announced(
         &mut self,
         object_id: u64,
@@ -66,20 +62,12 @@ impl ClassTable {
     ) -> (u32, bool) {
         let known = self.by_object.contains_key(&object_id);
         let serial = self.intern(object_id, signature, trace_serial);
-        if let Some(&i) = self.by_object.get(&object_id) {
-            self.entries[i].load_written = true;
-        }
         (serial, !known)
     }
 
-    /// Classes whose LOAD CLASS record is still to be written, marking them written.
-    pub fn take_unwritten_loads(&mut self) -> Vec<ClassEntry> {
-        let mut out = Vec::new();
-        for entry in self.entries.iter_mut().filter(|e| !e.load_written) {
-            entry.load_written = true;
-            out.push(entry.clone());
-        }
-        out
+    /// Every class, in serial order.
+    pub fn iter(&self) -> impl Iterator<Item = &ClassEntry> {
+        self.entries.iter()
     }
 
     /// Number of classes seen.
@@ -112,7 +100,7 @@ mod tests {
         assert_eq!(classes.get(0x5000_0002).unwrap().signature, "[I");
         assert_eq!(classes.by_serial(100_001).unwrap().object_id, 0x5000_0002);
         assert!(classes.by_serial(99_999).is_none());
-        assert_eq!(classes.take_unwritten_loads().len(), 2);
-        assert!(classes.take_unwritten_loads().is_empty());
+        let serials: Vec<u32> = classes.iter().map(|c| c.serial).collect();
+        assert_eq!(serials, [100_000, 100_001]);
     }
 }

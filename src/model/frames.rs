@@ -27,8 +27,6 @@ pub struct FrameEntry {
     pub source_file: Option<String>,
     /// Line number, or [`LINE_UNKNOWN`].
     pub line: i32,
-    /// Whether its binary FRAME record has been written.
-    pub written: bool,
 }
 
 /// The facts a collector resolves about a new frame.
@@ -75,7 +73,6 @@ impl FrameTable {
             method_signature: facts.method_signature,
             source_file: facts.source_file,
             line: facts.line,
-            written: false,
         });
         id
     }
@@ -86,18 +83,6 @@ impl FrameTable {
         self.entries
             .get(slot.checked_sub(1)?)
             .filter(|e| e.id == id)
-    }
-
-    /// Marks frame `id` written; true if it was not written before.
-    pub fn mark_written(&mut self, id: u64) -> bool {
-        let slot = IdSpace::slot(id) as usize;
-        match slot.checked_sub(1).and_then(|i| self.entries.get_mut(i)) {
-            Some(entry) if !entry.written && entry.id == id => {
-                entry.written = true;
-                true
-            }
-            _ => false,
-        }
     }
 }
 
@@ -148,8 +133,6 @@ mod tests {
         );
         assert_ne!(a, other);
         assert_eq!(frames.get(a).unwrap().method_name, "main");
-        assert!(frames.mark_written(a));
-        assert!(!frames.mark_written(a));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 pub mod classes;
 pub mod frames;
 pub mod ids;
-pub mod names;
+pub mod name_table;
 pub mod sites;
 pub mod threads;
 pub mod traces;
@@ -15,7 +15,7 @@ pub mod traces;
 pub use classes::{ClassEntry, ClassTable};
 pub use frames::{FrameEntry, FrameFacts, FrameKey, FrameTable, LINE_UNKNOWN, line_for_location};
 pub use ids::{IdSpace, ObjectIds};
-pub use names::NameTable;
+pub use name_table::NameTable;
 pub use sites::{SiteCounters, SiteKey, SiteStats, SiteTable};
 pub use threads::{ThreadEntry, ThreadTable};
 pub use traces::{TraceEntry, TraceKey, TraceTable};
@@ -42,5 +42,31 @@ impl Model {
             objects: ObjectIds::new(wide),
             ..Self::default()
         }
+    }
+}
+
+/// What carrying a JVM-made heap dump into the output asks of the model:
+/// this file's serials for the dump's own classes and stack traces. The
+/// emitter holds no lock of the model; the model locked behind a mutex
+/// answers each call under the lock, one call per record of the dump, so
+/// that the program's threads are not held up for the whole copy.
+pub trait DumpSerials {
+    /// A trace serial for one of the dump's stack traces.
+    fn reserve_trace(&self) -> u32;
+    /// The serial of the class `object_id` (with JVM signature
+    /// `signature`, loaded at the empty trace), and whether it is new to
+    /// this file (and so needs its LOAD CLASS record).
+    fn announce_class(&self, object_id: u64, signature: &str) -> (u32, bool);
+}
+
+impl DumpSerials for parking_lot::Mutex<Model> {
+    fn reserve_trace(&self) -> u32 {
+        self.lock().traces.reserve()
+    }
+
+    fn announce_class(&self, object_id: u64, signature: &str) -> (u32, bool) {
+        self.lock()
+            .classes
+            .intern_announced(object_id, signature, traces::EMPTY_TRACE_SERIAL)
     }
 }

@@ -19,8 +19,9 @@ pub struct TraceKey {
 pub struct TraceEntry {
     pub serial: u32,
     pub key: TraceKey,
-    /// Printed (ASCII) or written (binary) already: each trace goes out once.
-    pub printed: bool,
+    /// A serial reserved for a trace that exists outside this table (see
+    /// [`TraceTable::reserve`]): it is never printed from here.
+    pub reserved: bool,
 }
 
 /// Traces by key.
@@ -52,7 +53,7 @@ impl TraceTable {
         self.entries.push(TraceEntry {
             serial,
             key,
-            printed: false,
+            reserved: false,
         });
         serial
     }
@@ -70,7 +71,7 @@ impl TraceTable {
         self.entries.push(TraceEntry {
             serial,
             key,
-            printed: true,
+            reserved: true,
         });
         serial
     }
@@ -81,31 +82,9 @@ impl TraceTable {
         self.entries.get(index)
     }
 
-    /// All not yet printed traces in serial order, marking them printed.
-    pub fn take_unprinted(&mut self) -> Vec<TraceEntry> {
-        let mut out = Vec::new();
-        for entry in self.entries.iter_mut().filter(|e| !e.printed) {
-            entry.printed = true;
-            out.push(entry.clone());
-        }
-        out
-    }
-
-    /// The given traces that are not yet printed, in the order given, marking them printed.
-    pub fn take_unprinted_of(&mut self, serials: &[u32]) -> Vec<TraceEntry> {
-        let mut out = Vec::new();
-        for &serial in serials {
-            let Some(index) = serial.checked_sub(EMPTY_TRACE_SERIAL) else {
-                continue;
-            };
-            if let Some(entry) = self.entries.get_mut(index as usize) {
-                if !entry.printed {
-                    entry.printed = true;
-                    out.push(entry.clone());
-                }
-            }
-        }
-        out
+    /// Every trace, in serial order.
+    pub fn iter(&self) -> impl Iterator<Item = &TraceEntry> {
+        self.entries.iter()
     }
 
     /// Number of traces, the empty one included.
@@ -142,26 +121,16 @@ mod tests {
     }
 
     #[test]
-    fn each_trace_is_printed_once() {
+    fn reserved_serials_follow_on_and_are_never_found_by_key() {
         let mut traces = TraceTable::default();
-        traces.intern(TraceKey {
-            frames: vec![7],
-            ..Default::default()
-        });
-        let first: Vec<u32> = traces.take_unprinted().iter().map(|t| t.serial).collect();
-        assert_eq!(first, vec![300_000, 300_001]);
-        assert!(traces.take_unprinted().is_empty());
         let s = traces.intern(TraceKey {
             frames: vec![8],
             ..Default::default()
         });
-        assert_eq!(traces.take_unprinted_of(&[s, 300_000]).len(), 1);
         let reserved = traces.reserve();
         assert_eq!(reserved, s + 1);
-        assert!(
-            traces.take_unprinted().is_empty(),
-            "reserved serials are never printed"
-        );
+        let flags: Vec<bool> = traces.iter().map(|t| t.reserved).collect();
+        assert_eq!(flags, [false, false, true]);
         assert_eq!(
             traces.intern(TraceKey::default()),
             300_000,

@@ -1,10 +1,12 @@
 //! Sinks: where the bytes go (a file or a socket), how the file is named, and
 //! the one writer thread that does all output I/O.
 
+pub mod dump_output;
 pub mod naming;
 pub mod sink;
 pub mod writer;
 
+pub use dump_output::DumpOutput;
 pub use naming::unique_file_name;
 pub use sink::{OpenError, Sink};
 pub use writer::OutputWriter;

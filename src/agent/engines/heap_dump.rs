@@ -3,14 +3,14 @@
 //! (binary) or converted to HPROF's text (ASCII), then removed.
 
 use crate::agent::engine::{Engine, Run};
-use crate::agent::heapdump::{self, DumpOutput};
+use crate::agent::heapdump;
 use crate::agent::jvm::{self, GlobalRef};
 use crate::emit::heap::DumpMemory;
 use crate::format::ascii::time::ctime_now;
 use crate::options::{Format, experiment};
+use crate::output::DumpOutput;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
-use std::path::Path;
 
 /// State of heap=dump.
 pub struct HeapDump {
@@ -61,11 +61,17 @@ impl HeapDump {
             }
             let mut out = |bytes: Vec<u8>| output.hand_over(bytes);
             let malformed = |e| format!("the JVM's heap dump {path} is malformed: {e}");
+            let mut dump = std::fs::File::open(path)
+                .map_err(|e| crate::format::ParseError {
+                    offset: 0,
+                    message: format!("cannot open {path}: {e}"),
+                })
+                .map_err(malformed)?;
             match run.options.format {
                 Format::Binary => {
                     let mut memory = self.memory.lock();
                     run.emitter
-                        .carry_heap_dump(Path::new(path), &run.model, &mut memory, &mut out)
+                        .carry_heap_dump(&mut dump, &run.model, &mut memory, &mut out)
                         .map(|_| ())
                         .map_err(malformed)
                 }
@@ -75,13 +81,11 @@ impl HeapDump {
                 Format::Ascii => run
                     .emitter
                     .ascii_heap_dump(
-                        Path::new(path),
+                        &mut dump,
                         &run.model,
                         &ctime_now(),
                         jvm::java_feature_version(&run.jvmti.env()).is_some_and(|v| v < 21),
-                        &mut |text| {
-                            out(text);
-                        },
+                        &mut out,
                     )
                     .map_err(malformed),
             }

@@ -3,8 +3,7 @@
 //! first) without decoding its values, so that a dump of any size can be
 //! copied, patched or converted as a stream.
 
-use super::records::BasicType;
-use super::tags::heap;
+use super::layout::{self, Extent, Fault, Tail, measure};
 use crate::format::ParseError;
 use std::io::Read;
 
@@ -26,8 +25,14 @@ impl<R: Read> SubRecords<R> {
         }
     }
 
+    /// File offset of the next sub-record.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
     /// Reads the next sub-record into `buffer` (cleared first); false at
-    /// the end of the body.
+    /// the end of the body. The layout table says how many bytes to read
+    /// next, until the sub-record is whole.
     pub fn next_into(&mut self, buffer: &mut Vec<u8>) -> Result<bool, ParseError> {
         buffer.clear();
         let start = self.offset;
@@ -38,143 +43,57 @@ impl<R: Read> SubRecords<R> {
             Err(e) => return Err(err(start, format!("read error: {e}"))),
         }
         buffer.push(tag[0]);
-        let id = self.id_size as usize;
-        let mut part = Part {
-            input: &mut self.input,
-            buffer,
-            start,
-        };
-        match tag[0] {
-            heap::ROOT_UNKNOWN | heap::ROOT_STICKY_CLASS | heap::ROOT_MONITOR_USED => {
-                part.bytes(id)?
-            }
-            heap::ROOT_JNI_GLOBAL => part.bytes(2 * id)?,
-            heap::ROOT_JNI_LOCAL | heap::ROOT_JAVA_FRAME | heap::ROOT_THREAD_OBJ => {
-                part.bytes(id + 8)?
-            }
-            heap::ROOT_NATIVE_STACK | heap::ROOT_THREAD_BLOCK => part.bytes(id + 4)?,
-            heap::CLASS_DUMP => {
-                // id, trace, super, loader, signers, domain, 2 reserved, size
-                part.bytes(7 * id + 4 + 4)?;
-                let constants = part.u2()?;
-                for _ in 0..constants {
-                    part.bytes(2)?;
-                    let kind = part.basic_type()?;
-                    part.bytes(kind.size(self.id_size))?;
-                }
-                let statics = part.u2()?;
-                for _ in 0..statics {
-                    part.bytes(id)?;
-                    let kind = part.basic_type()?;
-                    part.bytes(kind.size(self.id_size))?;
-                }
-                let fields = part.u2()?;
-                part.bytes(fields as usize * (id + 1))?;
-            }
-            heap::INSTANCE_DUMP => {
-                part.bytes(2 * id + 4)?;
-                let length = part.u4()?;
-                part.bytes(length as usize)?;
-            }
-            heap::OBJ_ARRAY_DUMP => {
-                part.bytes(id + 4)?;
-                let length = part.u4()?;
-                part.bytes(id)?;
-                part.bytes(length as usize * id)?;
-            }
-            heap::PRIM_ARRAY_DUMP => {
-                part.bytes(id + 4)?;
-                let length = part.u4()?;
-                let kind = part.basic_type()?;
-                part.bytes(length as usize * kind.size(self.id_size))?;
-            }
-            other => {
-                return Err(err(
-                    start,
-                    format!("unknown heap dump sub-record tag 0x{other:02x}"),
-                ));
+        loop {
+            let wanted = match measure(buffer, self.id_size) {
+                Ok(Extent::Whole(n)) if n <= buffer.len() as u64 => break,
+                Ok(Extent::Whole(n) | Extent::AtLeast(n)) => n - buffer.len() as u64,
+                Err(fault) => return Err(err(start, fault_message(fault))),
+            };
+            self.append(buffer, wanted, start)?;
+        }
+        self.offset += buffer.len() as u64;
+        Ok(true)
+    }
+
+    /// Appends the next `n` bytes. A count field can ask for gigabytes:
+    /// past the end of the record is an error before anything is
+    /// allocated, and the buffer grows only with the bytes that arrive.
+    fn append(&mut self, buffer: &mut Vec<u8>, n: u64, start: u64) -> Result<(), ParseError> {
+        let had = buffer.len() as u64;
+        if n <= self.input.limit() {
+            let got = (&mut self.input).take(n).read_to_end(buffer);
+            if got.is_ok() && buffer.len() as u64 - had == n {
+                return Ok(());
             }
         }
-        self.offset += part.buffer.len() as u64;
-        Ok(true)
+        Err(err(
+            start,
+            format!(
+                "heap dump sub-record (tag 0x{:02x}) runs past the end of its record",
+                buffer[0]
+            ),
+        ))
+    }
+}
+
+/// The walkers' words for a damaged sub-record.
+fn fault_message(fault: Fault) -> String {
+    match fault {
+        Fault::UnknownTag(tag) => format!("unknown heap dump sub-record tag 0x{tag:02x}"),
+        Fault::BadType { byte, .. } => format!("invalid basic type {byte}"),
+        Fault::ObjectElements { .. } => "object element type in a primitive array".into(),
     }
 }
 
 /// The length of the sub-record at the start of `bytes` (tag included), or
 /// None when `bytes` ends before it does. The fast path of copying a dump:
 /// it reads only the counts it needs, straight from the slice.
+#[inline]
 pub fn sub_record_len(bytes: &[u8], id_size: u32) -> Result<Option<usize>, String> {
-    let Some(&tag) = bytes.first() else {
-        return Ok(None);
-    };
-    let id = id_size as usize;
-    let u2_at = |at: usize| {
-        bytes
-            .get(at..at + 2)
-            .map(|b| u16::from_be_bytes([b[0], b[1]]) as usize)
-    };
-    let u4_at = |at: usize| bytes.get(at..at + 4).map(|b| get_u4(b, 0) as usize);
-    let type_size = |at: usize| -> Result<Option<usize>, String> {
-        match bytes.get(at) {
-            None => Ok(None),
-            Some(&b) => BasicType::from_u8(b)
-                .map(|t| Some(t.size(id_size)))
-                .ok_or_else(|| format!("invalid basic type {b}")),
-        }
-    };
-    let fixed = |n: usize| Ok(Some(1 + n));
-    let length = match tag {
-        heap::ROOT_UNKNOWN | heap::ROOT_STICKY_CLASS | heap::ROOT_MONITOR_USED => fixed(id),
-        heap::ROOT_JNI_GLOBAL => fixed(2 * id),
-        heap::ROOT_JNI_LOCAL | heap::ROOT_JAVA_FRAME | heap::ROOT_THREAD_OBJ => fixed(id + 8),
-        heap::ROOT_NATIVE_STACK | heap::ROOT_THREAD_BLOCK => fixed(id + 4),
-        heap::INSTANCE_DUMP => Ok(u4_at(1 + 2 * id + 4).map(|n| 1 + 2 * id + 8 + n)),
-        heap::OBJ_ARRAY_DUMP | heap::PRIM_ARRAY_DUMP => {
-            // An invalid element type is an error, as in the reader.
-            if tag == heap::PRIM_ARRAY_DUMP
-                && bytes.get(1 + id + 8) == Some(&(BasicType::Object as u8))
-            {
-                return Err("object element type in a primitive array".into());
-            }
-            if tag == heap::PRIM_ARRAY_DUMP {
-                type_size(1 + id + 8)?;
-            }
-            Ok(array_head_len(bytes, id_size).map(|(_, whole, _)| whole as usize))
-        }
-        heap::CLASS_DUMP => {
-            let mut at = 1 + 7 * id + 8;
-            let Some(constants) = u2_at(at) else {
-                return Ok(None);
-            };
-            at += 2;
-            for _ in 0..constants {
-                let Some(size) = type_size(at + 2)? else {
-                    return Ok(None);
-                };
-                at += 3 + size;
-            }
-            let Some(statics) = u2_at(at) else {
-                return Ok(None);
-            };
-            at += 2;
-            for _ in 0..statics {
-                let Some(size) = type_size(at + id)? else {
-                    return Ok(None);
-                };
-                at += id + 1 + size;
-            }
-            let Some(fields) = u2_at(at) else {
-                return Ok(None);
-            };
-            // Field types are checked as the reader checks them.
-            for field in 0..fields {
-                type_size(at + 2 + field * (id + 1) + id)?;
-            }
-            Ok(Some(at + 2 + fields * (id + 1)))
-        }
-        other => Err(format!("unknown heap dump sub-record tag 0x{other:02x}")),
-    }?;
-    Ok(length.filter(|&n| n <= bytes.len()))
+    match measure(bytes, id_size).map_err(fault_message)? {
+        Extent::Whole(n) if n <= bytes.len() as u64 => Ok(Some(n as usize)),
+        _ => Ok(None),
+    }
 }
 
 /// For an array sub-record at the start of `bytes` whose head (everything
@@ -182,20 +101,14 @@ pub fn sub_record_len(bytes: &[u8], id_size: u32) -> Result<Option<usize>, Strin
 /// length, and whether the elements are object identifiers. Lets a copy
 /// stream a large array's elements instead of holding the array whole.
 pub fn array_head_len(bytes: &[u8], id_size: u32) -> Option<(usize, u64, bool)> {
-    let id = id_size as usize;
-    let count = |at: usize| bytes.get(at..at + 4).map(|b| u64::from(get_u4(b, 0)));
-    match *bytes.first()? {
-        heap::OBJ_ARRAY_DUMP => {
-            let head = 1 + 2 * id + 8;
-            let n = count(1 + id + 4).filter(|_| bytes.len() >= head)?;
-            Some((head, head as u64 + n * id as u64, true))
-        }
-        heap::PRIM_ARRAY_DUMP => {
-            let head = 1 + id + 9;
-            let n = count(1 + id + 4)?;
-            let size = BasicType::from_u8(*bytes.get(head - 1)?)?.size(id_size);
-            Some((head, head as u64 + n * size as u64, false))
-        }
+    let shape = layout::shape(*bytes.first()?, id_size)?;
+    let ids = match shape.tail {
+        Tail::Ids => true,
+        Tail::Elements => false,
+        _ => return None,
+    };
+    match measure(bytes, id_size) {
+        Ok(Extent::Whole(whole)) => Some((shape.head, whole, ids)),
         _ => None,
     }
 }
@@ -203,13 +116,9 @@ pub fn array_head_len(bytes: &[u8], id_size: u32) -> Option<(usize, u64, bool)> 
 /// The identifier of the object a sub-record dumps (instance, array or
 /// class), if it dumps one.
 pub fn dumped_object(record: &[u8], id_size: u32) -> Option<u64> {
-    match record.first()? {
-        &heap::CLASS_DUMP
-        | &heap::INSTANCE_DUMP
-        | &heap::OBJ_ARRAY_DUMP
-        | &heap::PRIM_ARRAY_DUMP => Some(get_id(record, 1, id_size)),
-        _ => None,
-    }
+    layout::shape(*record.first()?, id_size)
+        .filter(|shape| shape.dumps_object())
+        .map(|_| get_id(record, 1, id_size))
 }
 
 /// Reads an identifier of `id_size` bytes at `at`.
@@ -219,46 +128,26 @@ pub fn get_id(record: &[u8], at: usize, id_size: u32) -> u64 {
         .fold(0u64, |v, b| (v << 8) | u64::from(*b))
 }
 
-/// Where the object references of a sub-record that may point outside the
-/// dump sit: the elements of an object array and the reference statics of
-/// a class. (Instance fields need the class layout and are not listed.)
-pub fn reference_slots(record: &[u8], id_size: u32) -> Vec<usize> {
-    let id = id_size as usize;
-    match record.first() {
-        Some(&heap::OBJ_ARRAY_DUMP) => {
-            let n = get_u4(record, 1 + id + 4) as usize;
-            let first = 1 + 2 * id + 8;
-            (0..n).map(|i| first + i * id).collect()
-        }
-        Some(&heap::CLASS_DUMP) => {
-            let mut slots = Vec::new();
-            let mut at = 1 + 7 * id + 8;
-            let count = |at: usize| u16::from_be_bytes([record[at], record[at + 1]]) as usize;
-            let size_of = |b: u8| BasicType::from_u8(b).map_or(0, |t| t.size(id_size));
-            let constants = count(at);
-            at += 2;
-            for _ in 0..constants {
-                at += 3 + size_of(record[at + 2]);
-            }
-            let statics = count(at);
-            at += 2;
-            for _ in 0..statics {
-                let kind = record[at + id];
-                if kind == BasicType::Object as u8 {
-                    slots.push(at + id + 1);
-                }
-                at += id + 1 + size_of(kind);
-            }
-            slots
-        }
-        _ => Vec::new(),
-    }
+pub use super::layout::reference_slots;
+
+/// An identifier could not be written: its size is not 4 or 8 bytes, or
+/// the record ends before the identifier does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadIdSlot {
+    pub at: usize,
+    pub id_size: u32,
 }
 
-/// Writes an identifier of `id_size` bytes at `at`.
-pub fn put_id(record: &mut [u8], at: usize, id_size: u32, value: u64) {
-    let bytes = value.to_be_bytes();
-    record[at..at + id_size as usize].copy_from_slice(&bytes[8 - id_size as usize..]);
+/// Writes an identifier of `id_size` bytes at `at`; the high bytes of
+/// `value` that do not fit are dropped (identifiers are addresses).
+pub fn put_id(record: &mut [u8], at: usize, id_size: u32, value: u64) -> Result<(), BadIdSlot> {
+    let bad = BadIdSlot { at, id_size };
+    if id_size != 4 && id_size != 8 {
+        return Err(bad);
+    }
+    let slot = record.get_mut(at..at + id_size as usize).ok_or(bad)?;
+    slot.copy_from_slice(&value.to_be_bytes()[8 - id_size as usize..]);
+    Ok(())
 }
 
 /// The objects a dump holds, as a sparse bitmap over addresses: one bit
@@ -327,28 +216,18 @@ impl PresentObjects {
 
 /// Where the trace serial (u4) of a sub-record starts, counting the tag
 /// byte; None for sub-records without one.
+#[inline]
 pub fn trace_field_offset(tag: u8, id_size: u32) -> Option<usize> {
-    let id = id_size as usize;
-    match tag {
-        heap::ROOT_THREAD_OBJ => Some(1 + id + 4),
-        heap::CLASS_DUMP | heap::INSTANCE_DUMP | heap::OBJ_ARRAY_DUMP | heap::PRIM_ARRAY_DUMP => {
-            Some(1 + id)
-        }
-        _ => None,
-    }
+    layout::shape(tag, id_size)
+        .map(|shape| shape.trace_at)
+        .filter(|&at| at > 0)
 }
 
 /// Where the thread serial (u4) of a sub-record starts, counting the tag byte.
 pub fn thread_field_offset(tag: u8, id_size: u32) -> Option<usize> {
-    let id = id_size as usize;
-    match tag {
-        heap::ROOT_THREAD_OBJ
-        | heap::ROOT_JNI_LOCAL
-        | heap::ROOT_JAVA_FRAME
-        | heap::ROOT_NATIVE_STACK
-        | heap::ROOT_THREAD_BLOCK => Some(1 + id),
-        _ => None,
-    }
+    layout::shape(tag, id_size)
+        .map(|shape| shape.thread_at)
+        .filter(|&at| at > 0)
 }
 
 /// Reads the u4 at `at` in a sub-record.
@@ -361,55 +240,6 @@ pub fn put_u4(record: &mut [u8], at: usize, value: u32) {
     record[at..at + 4].copy_from_slice(&value.to_be_bytes());
 }
 
-/// Appends the next parts of one sub-record to its buffer.
-struct Part<'a, R: Read> {
-    input: &'a mut std::io::Take<R>,
-    buffer: &'a mut Vec<u8>,
-    start: u64,
-}
-
-impl<R: Read> Part<'_, R> {
-    /// Appends the next `n` bytes. A count field can ask for gigabytes:
-    /// past the end of the record is an error before anything is
-    /// allocated, and the buffer grows only with the bytes that arrive.
-    fn bytes(&mut self, n: usize) -> Result<(), ParseError> {
-        let had = self.buffer.len();
-        let wanted = n as u64;
-        if wanted <= self.input.limit() {
-            let got = (&mut *self.input).take(wanted).read_to_end(self.buffer);
-            if got.is_ok() && self.buffer.len() - had == n {
-                return Ok(());
-            }
-        }
-        Err(err(
-            self.start,
-            format!(
-                "heap dump sub-record (tag 0x{:02x}) runs past the end of its record",
-                self.buffer[0]
-            ),
-        ))
-    }
-
-    fn u2(&mut self) -> Result<u16, ParseError> {
-        self.bytes(2)?;
-        let n = self.buffer.len();
-        Ok(u16::from_be_bytes([self.buffer[n - 2], self.buffer[n - 1]]))
-    }
-
-    fn u4(&mut self) -> Result<u32, ParseError> {
-        self.bytes(4)?;
-        let n = self.buffer.len();
-        Ok(get_u4(self.buffer, n - 4))
-    }
-
-    fn basic_type(&mut self) -> Result<BasicType, ParseError> {
-        self.bytes(1)?;
-        let byte = self.buffer[self.buffer.len() - 1];
-        BasicType::from_u8(byte)
-            .ok_or_else(|| err(self.start, format!("invalid basic type {byte}")))
-    }
-}
-
 fn err(offset: u64, message: String) -> ParseError {
     ParseError { offset, message }
 }
@@ -418,6 +248,7 @@ fn err(offset: u64, message: String) -> ParseError {
 mod tests {
     use super::*;
     use crate::format::binary::records::*;
+    use crate::format::binary::tags::heap;
     use crate::format::binary::writer::encode_heap_record;
 
     fn sample_records() -> Vec<HeapRecord> {
@@ -552,8 +383,22 @@ mod tests {
         );
         assert!(!present.contains(0x6_8741_6310) && !present.contains(32));
         let mut record = vec![0u8; 9];
-        put_id(&mut record, 1, 8, 0x1122);
+        put_id(&mut record, 1, 8, 0x1122).unwrap();
         assert_eq!(get_id(&record, 1, 8), 0x1122);
+    }
+
+    #[test]
+    fn put_id_refuses_a_bad_size_or_a_slot_past_the_end() {
+        let mut record = vec![0u8; 9];
+        for (at, id_size) in [(1, 16), (1, 5), (6, 4), (2, 8)] {
+            assert_eq!(
+                put_id(&mut record, at, id_size, 7),
+                Err(BadIdSlot { at, id_size })
+            );
+        }
+        assert_eq!(record, [0; 9], "nothing written");
+        put_id(&mut record, 5, 4, 0x1_0000_0007).unwrap();
+        assert_eq!(record, [0, 0, 0, 0, 0, 0, 0, 0, 7]);
     }
 
     /// Found by fuzzing the heap dump copy: it passed on sub-records the

@@ -1,6 +1,7 @@
 //! The HPROF binary format: typed records, an encoder and a parser.
 
 pub mod heap_walk;
+pub mod layout;
 pub mod reader;
 pub mod records;
 pub mod tags;

@@ -9,6 +9,8 @@
 //! heap sub-record (its tag byte), or the single bad byte (an unknown type).
 use std::io::{self, Read};
 
+use super::heap_walk;
+use super::layout::{self, Extent};
 use super::records::*;
 use super::tags;
 use crate::format::ParseError;
@@ -35,45 +37,82 @@ pub fn parse(bytes: &[u8]) -> Result<BinaryFile, ParseError> {
 /// Longest header string accepted before its NUL; the known ones have 18 bytes.
 const MAX_HEADER_TEXT: usize = 32;
 
-/// Reads a binary file record by record.
-///
-/// Yields `(offset of the record's tag byte, record)`. After the first error
-/// the iterator ends.
-pub struct RecordReader<R: Read> {
-    inner: R,
-    header: FileHeader,
-    /// Offset of the next unread byte.
-    offset: u64,
-    failed: bool,
+/// One top-level record's header, read by [`RecordStream::next_header`];
+/// its body follows in the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordHeader {
+    pub tag: u8,
+    pub time: u32,
+    /// The body's length in bytes.
+    pub length: u32,
+    /// File offset of the record's tag byte.
+    pub offset: u64,
 }
 
-impl<R: Read> RecordReader<R> {
-    /// Read and check the file header; records are read by iterating.
-    pub fn new(mut inner: R) -> Result<Self, ParseError> {
-        let header = read_header(&mut inner)?;
-        let offset = header.version.header_text().len() as u64 + 1 + 4 + 8;
-        Ok(RecordReader {
-            inner,
+impl RecordHeader {
+    /// File offset of the body.
+    pub fn body_offset(&self) -> u64 {
+        self.offset + 9
+    }
+
+    /// The body's sub-records, for a HEAP DUMP or HEAP DUMP SEGMENT.
+    pub fn is_heap_dump(&self) -> bool {
+        self.tag == tags::HEAP_DUMP || self.tag == tags::HEAP_DUMP_SEGMENT
+    }
+}
+
+/// The records of a binary file as a stream over any [`Read`]: each
+/// record's header with its offset, then its body, which the caller reads
+/// whole ([`RecordStream::read_body`]), walks as heap sub-records
+/// ([`RecordStream::sub_records`]) or streams ([`RecordStream::body`]).
+/// Whatever of a body the caller leaves unread is skipped by the next
+/// [`RecordStream::next_header`]. Every reader of binary files (the
+/// parser, the heap dump carriers, `hprof-rs` commands) reads record
+/// headers through this.
+pub struct RecordStream<R: Read> {
+    /// Limited to the current body once its header is read.
+    input: io::Take<R>,
+    header: FileHeader,
+    /// The current record, whose body is being read.
+    current: Option<RecordHeader>,
+    /// Offset of the next record.
+    next: u64,
+}
+
+impl<R: Read> RecordStream<R> {
+    /// Reads and checks the file header; records follow with
+    /// [`RecordStream::next_header`].
+    pub fn new(mut input: R) -> Result<Self, ParseError> {
+        let header = read_header(&mut input)?;
+        let next = header.version.header_text().len() as u64 + 1 + 4 + 8;
+        Ok(Self {
+            input: input.take(0),
             header,
-            offset,
-            failed: false,
+            current: None,
+            next,
         })
     }
 
-    /// The file header read by [`RecordReader::new`].
+    /// The file header read by [`RecordStream::new`].
     pub fn header(&self) -> &FileHeader {
         &self.header
     }
 
-    /// Offset of the next record (the end of the file once iteration is done).
+    /// Offset of the next record (the end of the file once all are read).
     pub fn offset(&self) -> u64 {
-        self.offset
+        self.next
     }
 
-    fn read_record(&mut self) -> Result<Option<(u64, Record)>, ParseError> {
-        let start = self.offset;
+    /// Skips what is left of the current body, then reads the next record
+    /// header; None at the end of the file.
+    pub fn next_header(&mut self) -> Result<Option<RecordHeader>, ParseError> {
+        if self.current.is_some() {
+            self.skip_body()?;
+        }
+        let start = self.next;
         let mut head = [0u8; 9];
-        let got = read_full(&mut self.inner, &mut head).map_err(|e| io_error(start, e))?;
+        self.input.set_limit(9);
+        let got = read_full(&mut self.input, &mut head).map_err(|e| io_error(start, e))?;
         if got == 0 {
             return Ok(None);
         }
@@ -83,25 +122,120 @@ impl<R: Read> RecordReader<R> {
                 format!("truncated record header: {got} of 9 bytes"),
             ));
         }
-        let tag = head[0];
-        let time = u32::from_be_bytes([head[1], head[2], head[3], head[4]]);
-        let length = u32::from_be_bytes([head[5], head[6], head[7], head[8]]);
-        let mut body = Vec::new();
-        (&mut self.inner)
-            .take(u64::from(length))
-            .read_to_end(&mut body)
-            .map_err(|e| io_error(start, e))?;
-        if body.len() < length as usize {
-            let message = format!(
-                "{} record (tag 0x{tag:02x}) has length {length} but only {} bytes follow",
-                record_name(tag),
-                body.len()
-            );
-            return Err(err(start, message));
-        }
-        let body = parse_body(tag, &body, self.header.id_size, start)?;
-        self.offset = start + 9 + u64::from(length);
-        Ok(Some((start, Record { time, body })))
+        let record = RecordHeader {
+            tag: head[0],
+            time: u32::from_be_bytes([head[1], head[2], head[3], head[4]]),
+            length: u32::from_be_bytes([head[5], head[6], head[7], head[8]]),
+            offset: start,
+        };
+        self.input.set_limit(u64::from(record.length));
+        self.current = Some(record);
+        self.next = record.body_offset() + u64::from(record.length);
+        Ok(Some(record))
+    }
+
+    /// Reads the current record's whole body into `body` (cleared first).
+    /// The buffer grows with the bytes that actually arrive, so a damaged
+    /// length field (up to 4 GiB) cannot make us allocate more than the
+    /// file holds.
+    pub fn read_body(&mut self, body: &mut Vec<u8>) -> Result<(), ParseError> {
+        body.clear();
+        let Some(record) = self.current.take() else {
+            return Ok(());
+        };
+        let got = self.input.read_to_end(body);
+        got.map_err(|e| io_error(record.offset, e))?;
+        short_body(&record, body.len() as u64)
+    }
+
+    /// Skips the rest of the current record's body.
+    pub fn skip_body(&mut self) -> Result<(), ParseError> {
+        let Some(record) = self.current.take() else {
+            return Ok(());
+        };
+        let left = self.input.limit();
+        let skipped = io::copy(&mut self.input, &mut io::sink());
+        let skipped = skipped.map_err(|e| io_error(record.offset, e))?;
+        short_body(&record, u64::from(record.length) - left + skipped)
+    }
+
+    /// The rest of the current body as a stream (it ends where the body
+    /// does), for a caller that reads it in pieces.
+    pub fn body(&mut self) -> &mut io::Take<R> {
+        &mut self.input
+    }
+
+    /// The current body's heap sub-records, one at a time.
+    pub fn sub_records(&mut self) -> heap_walk::SubRecords<&mut io::Take<R>> {
+        let (left, at) = match self.current {
+            Some(_) => {
+                let left = self.input.limit();
+                (left, self.next - left)
+            }
+            None => (0, self.next),
+        };
+        heap_walk::SubRecords::new(&mut self.input, left, self.header.id_size, at)
+    }
+}
+
+/// The error for a body that ends after `got` of its bytes, if it does.
+fn short_body(record: &RecordHeader, got: u64) -> Result<(), ParseError> {
+    if got < u64::from(record.length) {
+        let message = format!(
+            "{} record (tag 0x{:02x}) has length {} but only {got} bytes follow",
+            record_name(record.tag),
+            record.tag,
+            record.length,
+        );
+        return Err(err(record.offset, message));
+    }
+    Ok(())
+}
+
+/// Reads a binary file record by record.
+///
+/// Yields `(offset of the record's tag byte, record)`. After the first error
+/// the iterator ends.
+pub struct RecordReader<R: Read> {
+    stream: RecordStream<R>,
+    body: Vec<u8>,
+    failed: bool,
+}
+
+impl<R: Read> RecordReader<R> {
+    /// Read and check the file header; records are read by iterating.
+    pub fn new(inner: R) -> Result<Self, ParseError> {
+        Ok(RecordReader {
+            stream: RecordStream::new(inner)?,
+            body: Vec::new(),
+            failed: false,
+        })
+    }
+
+    /// The file header read by [`RecordReader::new`].
+    pub fn header(&self) -> &FileHeader {
+        self.stream.header()
+    }
+
+    /// Offset of the next record (the end of the file once iteration is done).
+    pub fn offset(&self) -> u64 {
+        self.stream.offset()
+    }
+
+    fn read_record(&mut self) -> Result<Option<(u64, Record)>, ParseError> {
+        let Some(record) = self.stream.next_header()? else {
+            return Ok(None);
+        };
+        self.stream.read_body(&mut self.body)?;
+        let id_size = self.stream.header().id_size;
+        let body = parse_body(record.tag, &self.body, id_size, record.offset)?;
+        Ok(Some((
+            record.offset,
+            Record {
+                time: record.time,
+                body,
+            },
+        )))
     }
 }
 
@@ -513,33 +647,81 @@ pub fn parse_heap_records(
     id_size: u32,
     body_offset: u64,
 ) -> Result<Vec<HeapRecord>, ParseError> {
-    let mut c = Cursor::new(body);
     let mut records = Vec::new();
-    while c.remaining() > 0 {
-        let start = c.pos;
-        let tag = body[start];
-        let parsed = heap_record(&mut c, id_size).map_err(|fault| match fault {
-            Fault::Short => err(
-                body_offset + start as u64,
-                format!(
-                    "heap sub-record {} (0x{tag:02x}) runs past the end of its record",
-                    tags::heap::name(tag).unwrap_or("unknown")
-                ),
-            ),
-            Fault::BadType { at, byte } => err(
-                body_offset + at as u64,
-                format!("invalid basic type 0x{byte:02x} in a heap sub-record"),
-            ),
-        })?;
-        match parsed {
-            Some(record) => records.push(record),
-            None => {
-                let message = format!("unknown heap dump sub-record tag 0x{tag:02x}");
-                return Err(err(body_offset + start as u64, message));
-            }
-        }
+    let mut start = 0;
+    while start < body.len() {
+        let (record, length) =
+            first_heap_record(&body[start..], id_size, body_offset + start as u64)?;
+        records.push(record);
+        start += length;
     }
     Ok(records)
+}
+
+/// Decode one whole sub-record (as [`heap_walk::SubRecords`] reads them)
+/// that starts at file offset `offset`.
+pub fn parse_heap_record(
+    bytes: &[u8],
+    id_size: u32,
+    offset: u64,
+) -> Result<HeapRecord, ParseError> {
+    match first_heap_record(bytes, id_size, offset)? {
+        (record, length) if length == bytes.len() => Ok(record),
+        (_, length) => Err(err(
+            offset + length as u64,
+            "bytes after the end of a heap sub-record",
+        )),
+    }
+}
+
+/// The sub-record at the start of `rest` (file offset `offset`) and its
+/// length: found with the layout table, then decoded from exactly its bytes.
+fn first_heap_record(
+    rest: &[u8],
+    id_size: u32,
+    offset: u64,
+) -> Result<(HeapRecord, usize), ParseError> {
+    let at = |within: usize| offset + within as u64;
+    let mut length = rest.len();
+    let fault = match layout::measure(rest, id_size) {
+        Ok(Extent::Whole(n)) if n <= rest.len() as u64 => {
+            length = n as usize;
+            None
+        }
+        Ok(_) => Some(Fault::Short),
+        Err(layout::Fault::UnknownTag(tag)) => {
+            let message = format!("unknown heap dump sub-record tag 0x{tag:02x}");
+            return Err(err(at(0), message));
+        }
+        Err(layout::Fault::BadType { at, byte }) => Some(Fault::BadType { at, byte }),
+        Err(layout::Fault::ObjectElements { at }) => Some(Fault::BadType { at, byte: rest[at] }),
+    };
+    let mut c = Cursor::new(&rest[..length]);
+    let decoded = match fault {
+        Some(fault) => Err(fault),
+        None => heap_record(&mut c, id_size),
+    };
+    match decoded {
+        Ok(Some(record)) if c.remaining() == 0 => Ok((record, length)),
+        // (The layout table and the decoder agree on every tag: a unit
+        // test checks it; this keeps a disagreement from passing silently.)
+        Ok(_) => {
+            let message = format!("heap sub-record tag 0x{:02x} decoded wrongly", rest[0]);
+            Err(err(at(0), message))
+        }
+        Err(Fault::Short) => {
+            let tag = rest[0];
+            let message = format!(
+                "heap sub-record {} (0x{tag:02x}) runs past the end of its record",
+                tags::heap::name(tag).unwrap_or("unknown")
+            );
+            Err(err(at(0), message))
+        }
+        Err(Fault::BadType { at: byte_at, byte }) => {
+            let message = format!("invalid basic type 0x{byte:02x} in a heap sub-record");
+            Err(err(at(byte_at), message))
+        }
+    }
 }
 
 /// One sub-record, tag included; `None` for an unknown tag.

@@ -1,15 +1,14 @@
 //! Interned strings for binary UTF8 records: each distinct string gets one
-//! name identifier and is written once, just before its first use.
+//! name identifier (the emitter writes each once, just before its first use).
 
 use super::ids::IdSpace;
 use std::collections::HashMap;
 
-/// String -> name identifier, remembering which have been written out.
+/// String -> name identifier.
 #[derive(Debug, Default)]
 pub struct NameTable {
     wide: bool,
     ids: HashMap<String, u64>,
-    written: HashMap<u64, bool>,
 }
 
 impl NameTable {
@@ -28,19 +27,7 @@ impl NameTable {
         }
         let id = IdSpace::Name.id(self.ids.len() as u64 + 1, self.wide);
         self.ids.insert(text.to_owned(), id);
-        self.written.insert(id, false);
         id
-    }
-
-    /// Marks `id` as written; returns true if it had not been written before.
-    pub fn mark_written(&mut self, id: u64) -> bool {
-        match self.written.get_mut(&id) {
-            Some(done) if !*done => {
-                *done = true;
-                true
-            }
-            _ => false,
-        }
     }
 }
 
@@ -49,13 +36,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn same_text_same_id_and_written_once() {
+    fn same_text_same_id() {
         let mut names = NameTable::default();
         let a = names.intern("main");
         let b = names.intern("system");
         assert_ne!(a, b);
         assert_eq!(names.intern("main"), a);
-        assert!(names.mark_written(a));
-        assert!(!names.mark_written(a));
     }
 }

@@ -1,0 +1,97 @@
+//! The heap dump copy's side of the output: the blocks of a JVM heap dump,
+//! copied or converted by the emitter, go to the writer thread through a
+//! few buffers that cycle between the two, with progress reports for a
+//! long copy.
+
+use super::OutputWriter;
+use crossbeam_channel::{Receiver, Sender, bounded};
+use std::time::{Duration, Instant};
+
+/// Where a heap dump's copy sends its blocks: the writer thread, with a
+/// few buffers cycling between them (one filled while the others are
+/// written, so that on two cores reading and writing overlap and memory
+/// stays bounded), and, with verbose=y, progress reports on stderr.
+pub struct DumpOutput<'a> {
+    writer: &'a OutputWriter,
+    give_back: Sender<Vec<u8>>,
+    returned: Receiver<Vec<u8>>,
+    buffers_made: usize,
+    progress: Option<Progress>,
+}
+
+/// Buffers cycled through the writer thread (each up to 8 MiB).
+const BUFFERS: usize = 3;
+
+/// How often a long dump reports progress.
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+struct Progress {
+    started: Instant,
+    last_report: Instant,
+    total: u64,
+    copied: u64,
+}
+
+impl<'a> DumpOutput<'a> {
+    pub fn new(writer: &'a OutputWriter) -> Self {
+        let (give_back, returned) = bounded(BUFFERS);
+        Self {
+            writer,
+            give_back,
+            returned,
+            buffers_made: 1,
+            progress: None,
+        }
+    }
+
+    /// Starts progress reports for a copy of `total` bytes, after the
+    /// JVM's dumper took `dumping`.
+    pub fn report_progress(&mut self, total: u64, dumping: Duration) {
+        if dumping >= PROGRESS_EVERY {
+            eprintln!(
+                "\nHPROF: the JVM wrote its heap dump ({} MB) in {:.1} s; copying it",
+                total >> 20,
+                dumping.as_secs_f64()
+            );
+        }
+        let now = Instant::now();
+        self.progress = Some(Progress {
+            started: now,
+            last_report: now,
+            total,
+            copied: 0,
+        });
+    }
+
+    /// Hands `bytes` to the writer and gives back an empty buffer to fill.
+    pub fn hand_over(&mut self, bytes: Vec<u8>) -> Vec<u8> {
+        if let Some(progress) = &mut self.progress {
+            progress.copied(bytes.len() as u64);
+        }
+        self.writer.write_and_return(bytes, &self.give_back);
+        if self.buffers_made < BUFFERS {
+            self.buffers_made += 1;
+            return Vec::new();
+        }
+        // A writer that stopped or stalled sends nothing back: the copy
+        // goes on into fresh buffers, which the writer drops.
+        self.writer.receive(&self.returned).unwrap_or_default()
+    }
+}
+
+impl Progress {
+    fn copied(&mut self, n: u64) {
+        self.copied += n;
+        let now = Instant::now();
+        if now.duration_since(self.last_report) >= PROGRESS_EVERY {
+            self.last_report = now;
+            eprintln!(
+                "HPROF: heap dump: {} of {} MB copied ({:.0}%, {:.1} s)",
+                self.copied >> 20,
+                self.total >> 20,
+                100.0 * self.copied as f64 / self.total.max(1) as f64,
+                now.duration_since(self.started).as_secs_f64()
+            );
+        }
+    }
+}
