@@ -1,5 +1,7 @@
 //! The CPU SAMPLES section (ASCII) and CPU SAMPLES record (binary): ranking,
-//! percentages and cutoff, as in reference §2.6 and §4.7.
+//! percentages and cutoff as HPROF's hprof_trace.c had them: traces by
+//! count, largest first (ties by trace serial), each with its share and the
+//! running total, cut at the first one under the cutoff share.
 
 use crate::format::ascii::{CpuRow, CpuSection, CpuTitle};
 use crate::format::binary::{CpuSample, RecordBody};

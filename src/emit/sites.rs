@@ -1,5 +1,7 @@
 //! The SITES section (ASCII) and ALLOC SITES + HEAP SUMMARY records (binary):
-//! ranking, percentages and cutoff, as in reference §2.5 and §4.6.
+//! ranking, percentages and cutoff as HPROF's hprof_site.c had them: sites by
+//! live bytes, largest first, each with its share and the running total of
+//! the live bytes, cut at the first one under the cutoff share.
 
 use crate::format::ascii::{SiteRow, SitesSection};
 use crate::format::binary::{AllocSite, RecordBody};

@@ -1,5 +1,6 @@
 //! CPU TIME (ms) (cpu=times) and the old "prof" table (cpu=old): ranking,
-//! percentages and cutoff, as in reference §2.6 and §2.7.
+//! percentages and cutoff as HPROF's hprof_trace.c had them (traces by self
+//! time, largest first; see `cpu::rank_by_cost`).
 
 use super::cpu::{Ranked, rank_by_cost};
 use crate::format::ascii::{CpuRow, CpuSection, CpuTitle, OldProfRow};

@@ -1,7 +1,7 @@
 //! JVM signatures to the dotted names HPROF prints.
 
 /// `Ljava/lang/String;` -> `java.lang.String`, `[[I` -> `int[][]`,
-/// anything unparsable -> `Unknown_class` (reference §2.1).
+/// anything unparsable -> `Unknown_class` (HPROF's `signature_to_name`).
 ///
 /// Follows the original agent's rules exactly: only the first character
 /// decides, text after a complete element is ignored (`Lx;junk` -> `x`),

@@ -1,4 +1,5 @@
-//! Typed sections of the ASCII `java.hprof.txt` format (reference §2).
+//! Typed sections of the ASCII `java.hprof.txt` format, as HPROF's
+//! hprof_io.c printed them.
 //!
 //! The writer turns each section into exactly the bytes HPROF printed; the
 //! reader parses those bytes back into the same structures.

@@ -1,5 +1,6 @@
 //! Writing ASCII sections, byte for byte as the original agent printed them
-//! (reference §2). Every format string here mirrors a C `printf` format.
+//! (hprof_io.c's `write_printf` calls). Every format string here mirrors a C
+//! `printf` format.
 use std::fmt;
 use std::io::Write;
 

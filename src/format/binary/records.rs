@@ -1,5 +1,5 @@
-//! Typed records of the HPROF binary format (see the seeds' "Java Profile
-//! 1.0.2" description and the reference §4). All integers are big-endian in
+//! Typed records of the HPROF binary format ("JAVA PROFILE 1.0.1" and
+//! "1.0.2", as HPROF's hprof_b_spec.h defines it). All integers are big-endian in
 //! the file; identifiers are `id_size` bytes (4 or 8) and kept as `u64` here.
 
 /// Which header string the file starts with.

@@ -1,5 +1,5 @@
 //! Record tags of the binary format, for top-level records and for heap dump
-//! sub-records (reference §4.2 and §4.5).
+//! sub-records, as HPROF's hprof_b_spec.h numbers them.
 
 /// 0x01 STRING IN UTF8.
 pub const UTF8: u8 = 0x01;
