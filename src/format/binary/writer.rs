@@ -19,9 +19,10 @@ pub trait BigEndianOut {
     fn put_u4(&mut self, v: u32);
     /// Append a big-endian u8 (the same bytes as two u4, high word first).
     fn put_u8(&mut self, v: u64);
-    /// Append an identifier of `id_size` bytes (4 keeps the low 32 bits).
-    ///
-    /// Panics if `id_size` is not 4 or 8: the file could not be read back.
+    /// Append an identifier as a big-endian number of `id_size` bytes, the
+    /// size the file header announces: 4 keeps the low 32 bits, a size over
+    /// 8 pads with leading zeros. Any size gives the bytes the header
+    /// promises, so a caller's odd size makes an odd file, never a panic.
     fn put_id(&mut self, id: u64, id_size: u32);
     /// Overwrite the u4 at byte position `at` (used to fill in lengths).
     fn patch_u4(&mut self, at: usize, v: u32);
@@ -44,7 +45,12 @@ impl BigEndianOut for Vec<u8> {
         match id_size {
             4 => self.put_u4(id as u32),
             8 => self.put_u8(id),
-            _ => panic!("identifier size must be 4 or 8, not {id_size}"),
+            _ => {
+                let bytes = id.to_be_bytes();
+                for place in (0..id_size as usize).rev() {
+                    self.push(if place < 8 { bytes[7 - place] } else { 0 });
+                }
+            }
         }
     }
     fn patch_u4(&mut self, at: usize, v: u32) {
@@ -398,6 +404,15 @@ fn count_u2(len: usize) -> u16 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn identifiers_of_any_size_are_written_without_a_panic() {
+        let mut out = Vec::new();
+        out.put_id(0x0102_0304_0506_0708, 2);
+        out.put_id(0x0102_0304_0506_0708, 10);
+        out.put_id(7, 0);
+        assert_eq!(out, [7, 8, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    }
+
     use super::*;
 
     const TIME: u32 = 0x0102_0304;
