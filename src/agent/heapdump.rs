@@ -60,7 +60,8 @@ pub fn dump_heap(
         }
     };
     if prepared.is_none() {
-        jvm::delete_local(Some(jni), path_string);
+        // SAFETY: the local reference NewStringUTF made above, deleted once.
+        unsafe { jvm::delete_local(Some(jni), path_string) };
     }
     result.map_err(|reason| {
         format!("cannot dump the heap to {path}: {reason}; no heap dump in this output")

@@ -7,7 +7,7 @@
 use crate::agent::alloc::AllocationCounts;
 use crate::agent::classes::intern_class;
 use crate::agent::engine::{Engine, Run};
-use crate::agent::jvm;
+use crate::agent::jvm::{self, LocalClass, LocalObject, LocalThread};
 use crate::agent::site_cache;
 use crate::agent::threads;
 use crate::emit::sites::SiteSnapshot;
@@ -53,7 +53,9 @@ fn prime_exact_sampling(jni: &JniEnv) {
     PRIMING.with(|p| p.set(true));
     for _ in 0..MAX_CHUNKS {
         match jni.new_byte_array(CHUNK) {
-            Some(array) => jvm::delete_local(Some(jni), array),
+            // SAFETY: a local reference NewByteArray just made on this
+            // thread, deleted once, here.
+            Some(array) => unsafe { jvm::delete_local(Some(jni), array) },
             None => {
                 jni.exception_clear();
                 break;
@@ -88,9 +90,9 @@ impl AllocationSites {
     pub fn object_allocated(
         &self,
         run: &Run,
-        thread: jni::jthread,
-        object: jni::jobject,
-        class: jni::jclass,
+        thread: LocalThread<'_>,
+        object: LocalObject<'_>,
+        class: LocalClass<'_>,
         size: i64,
     ) {
         if !run.lifecycle.accepting_events()
@@ -193,9 +195,14 @@ impl AllocationSites {
         for signature in self.counts.untagged_classes() {
             // A primitive array class is always there to find; should it not
             // be, the walk covers every class instead.
-            let class = jvm::find_class(jni, &signature).unwrap_or(std::ptr::null_mut());
-            let census = jvm::census_large_arrays(&env, jni, class, LARGE_ARRAY_BYTES);
-            jvm::delete_local(Some(jni), class);
+            let class = jvm::find_class(jni, &signature);
+            let census = jvm::census_large_arrays(
+                &env,
+                jni,
+                class.as_ref().map_or(LocalClass::null(), |c| c.get()),
+                LARGE_ARRAY_BYTES,
+            );
+            drop(class);
             match census {
                 Ok(found) => live.extend(found),
                 Err(e) => {
@@ -233,8 +240,8 @@ impl AllocationSites {
 fn intern_site(
     run: &Run,
     env: &Jvmti,
-    thread: jni::jthread,
-    class: jni::jclass,
+    thread: LocalThread<'_>,
+    class: LocalClass<'_>,
     frames: &[jvmti::jvmtiFrameInfo],
 ) -> Option<(u32, u64)> {
     let raw: Vec<jvm::RawFrame> = frames
@@ -300,7 +307,7 @@ impl Engine for AllocationSites {
             &env,
             &mut model.classes,
             &model.objects,
-            class_class,
+            class_class.get(),
             EMPTY_TRACE_SERIAL,
         ) {
             self.class_class_tag
