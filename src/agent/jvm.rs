@@ -21,13 +21,16 @@ use jvmti_bindings::prelude::*;
 use jvmti_bindings::sys::jvmti::jvmtiError;
 use std::marker::PhantomData;
 
-/// What a [`Local`] refers to. The kinds only document the code: JVMTI
-/// checks each reference's type itself and reports a wrong one as an error.
+/// What a [`Local`] or a [`GlobalRef`] refers to. JVMTI checks the type of
+/// each reference it is given and reports a wrong one as an error; JNI does
+/// not, so for a `String` argument the kind is what says it is one.
 pub mod kind {
     /// A `java.lang.Thread`.
     pub enum Thread {}
     /// A `java.lang.Class`.
     pub enum Class {}
+    /// A `java.lang.String`.
+    pub enum String {}
     /// Any object.
     pub enum Object {}
 }
@@ -74,7 +77,7 @@ impl<'cb, K> Local<'cb, K> {
     ///
     /// `raw` is null, or a JNI reference (a local reference of the calling
     /// thread, or a global reference) that nothing deletes before `'cb`
-    /// ends, nor uses from another thread.
+    /// ends, nor uses from another thread, to an object of kind `K`.
     #[inline(always)]
     pub unsafe fn new(raw: jni::jobject) -> Self {
         Self {
@@ -106,6 +109,9 @@ impl<K> Local<'static, K> {
     }
 }
 
+/// A string reference live for `'cb`.
+pub type LocalString<'cb> = Local<'cb, kind::String>;
+
 /// A local reference the agent made (or JVMTI made for it) and deletes
 /// when this is dropped, if a JNI environment was at hand to delete it
 /// with; [`Self::get`] lends it out for no longer than that.
@@ -120,8 +126,8 @@ impl<'j, K> OwnedLocal<'j, K> {
     /// # Safety
     ///
     /// `raw` is null or a local reference made on the calling thread in its
-    /// current native frame, not deleted by anything else, and `jni` (when
-    /// Some) is that thread's environment.
+    /// current native frame, not deleted by anything else, to an object of
+    /// kind `K`; `jni` (when Some) is that thread's environment.
     pub unsafe fn new(jni: Option<&'j JniEnv>, raw: jni::jobject) -> Self {
         Self {
             // SAFETY: live until this owner deletes it, which happens only
@@ -573,38 +579,52 @@ impl VmHandle {
     }
 }
 
-/// A JNI global reference the agent keeps between callbacks. Unlike a local
-/// reference (bound to one thread and one native frame), a global reference
-/// is valid on every thread attached to the VM until it is deleted.
-#[derive(Clone, Copy)]
-pub struct GlobalRef(jni::jobject);
+/// A JNI global reference the agent keeps between callbacks, to an object
+/// of kind `K`. Unlike a local reference (bound to one thread and one
+/// native frame), a global reference is valid on every thread attached to
+/// the VM until it is deleted.
+pub struct GlobalRef<K> {
+    raw: jni::jobject,
+    _kind: PhantomData<fn() -> K>,
+}
+
+impl<K> Clone for GlobalRef<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K> Copy for GlobalRef<K> {}
 
 // SAFETY: JNI allows a global reference to be used from any attached thread;
 // the agent deletes one only once no other thread can still use it (see
 // each owner).
-unsafe impl Send for GlobalRef {}
+unsafe impl<K> Send for GlobalRef<K> {}
 // SAFETY: as above; using a global reference does not mutate it.
-unsafe impl Sync for GlobalRef {}
+unsafe impl<K> Sync for GlobalRef<K> {}
 
-impl GlobalRef {
+impl<K> GlobalRef<K> {
     /// A new global reference to `object`.
-    pub fn new<K>(jni: &JniEnv, object: Local<'_, K>) -> Self {
-        // SAFETY: `object` is live on this thread (a `Local`).
-        Self(unsafe { jni.new_global_ref(object.raw()) })
+    pub fn new(jni: &JniEnv, object: Local<'_, K>) -> Self {
+        Self {
+            // SAFETY: `object` is live on this thread (a `Local`).
+            raw: unsafe { jni.new_global_ref(object.raw()) },
+            _kind: PhantomData,
+        }
     }
 
     /// The reference, for JNI and JVMTI calls.
     pub fn raw(self) -> jni::jobject {
-        self.0
+        self.raw
     }
 
     /// The reference as a [`Local`] for as long as this copy is borrowed:
     /// [`delete_global`] forbids using any copy after it.
-    pub fn local<K>(&self) -> Local<'_, K> {
-        // SAFETY: a global reference is usable on every attached thread
-        // until it is deleted, and deleting it is `delete_global`'s, whose
-        // caller guarantees no copy is used afterwards.
-        unsafe { Local::new(self.0) }
+    pub fn local(&self) -> Local<'_, K> {
+        // SAFETY: a global reference to a `K`, usable on every attached
+        // thread until it is deleted; deleting it is `delete_global`'s,
+        // whose caller guarantees no copy is used afterwards.
+        unsafe { Local::new(self.raw) }
     }
 }
 
@@ -614,29 +634,35 @@ impl GlobalRef {
 ///
 /// No copy of `global` may be used afterwards, and it is deleted once:
 /// the JVM may reuse the slot for another object.
-pub unsafe fn delete_global(jni: &JniEnv, global: GlobalRef) {
-    if !global.0.is_null() {
+pub unsafe fn delete_global<K>(jni: &JniEnv, global: GlobalRef<K>) {
+    if !global.raw.is_null() {
         // SAFETY: a global reference this agent created; the caller
         // guarantees it is deleted once and not used after.
-        unsafe { jni.delete_global_ref(global.0) };
+        unsafe { jni.delete_global_ref(global.raw) };
     }
 }
 
 /// A class loaded by JNI name (e.g. `hprof_rs/Tracker`) from the current
 /// thread, held by a global reference.
-pub fn find_class_global(jni: &JniEnv, name: &str) -> Option<GlobalRef> {
+pub fn find_class_global(jni: &JniEnv, name: &str) -> Option<GlobalRef<kind::Class>> {
     let local = find_class(jni, name)?;
     Some(GlobalRef::new(jni, local.get()))
 }
 
 /// `text` as a Java string held by a global reference (made ahead of the
 /// moment it is needed, when the JVM may not be able to make one).
-pub fn new_global_string(jni: &JniEnv, text: &str) -> Option<GlobalRef> {
-    let raw = jni.new_string_utf(text)?;
-    // SAFETY: a local reference NewStringUTF just made on this thread,
-    // deleted only by its owner.
-    let local: OwnedLocal<'_, kind::Object> = unsafe { OwnedLocal::new(Some(jni), raw) };
+pub fn new_global_string(jni: &JniEnv, text: &str) -> Option<GlobalRef<kind::String>> {
+    let local = new_string(jni, text)?;
     Some(GlobalRef::new(jni, local.get()))
+}
+
+/// `text` as a Java string; its local reference is deleted when the result
+/// is dropped.
+pub fn new_string<'j>(jni: &'j JniEnv, text: &str) -> Option<OwnedLocal<'j, kind::String>> {
+    let raw = jni.new_string_utf(text)?;
+    // SAFETY: a local reference to a String NewStringUTF just made on this
+    // thread, deleted only by its owner.
+    Some(unsafe { OwnedLocal::new(Some(jni), raw) })
 }
 
 /// The top `depth` frames of each of `threads` (innermost first), in the

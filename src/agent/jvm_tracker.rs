@@ -11,7 +11,7 @@ use jvmti_bindings::prelude::*;
 /// methods the agent uses, valid on any thread.
 #[derive(Clone, Copy)]
 pub struct Tracker {
-    class: GlobalRef,
+    class: GlobalRef<kind::Class>,
     engaged: jni::jfieldID,
     clock: jni::jfieldID,
     drain: jni::jmethodID,

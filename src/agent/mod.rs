@@ -238,7 +238,8 @@ impl Agent for HprofAgent {
 ///
 /// # Safety
 ///
-/// `raw` is a reference of the event `context` was made for, or null.
+/// `raw` is a reference of the event `context` was made for, or null, and
+/// `K` is its kind as the event's specification gives it.
 #[inline(always)]
 unsafe fn event_ref<'cb, K>(
     _context: &CallbackContext<'cb>,

@@ -4,7 +4,7 @@
 //! sample per CPU interval each consumed at its stack trace.
 
 use super::cpu_timers::{self, CpuTimer};
-use super::jvm::{self, GlobalRef, LocalThread, RawFrame, VmHandle};
+use super::jvm::{self, GlobalRef, LocalThread, RawFrame, VmHandle, kind};
 use super::threads::{is_agent_thread, mark_agent_thread};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use jvmti_bindings::prelude::*;
@@ -26,7 +26,7 @@ thread_local! {
 /// A profiled thread: a global reference to it and its serial.
 #[derive(Clone, Copy)]
 struct Timed {
-    thread: GlobalRef,
+    thread: GlobalRef<kind::Thread>,
     serial: u32,
 }
 
