@@ -236,7 +236,9 @@ impl AllocationSites {
 }
 
 /// The site of an allocation not in this thread's cache, and the tag of
-/// the allocated class.
+/// the allocated class. Kept out of line: it is the cold path of
+/// `object_allocated` (a cache miss), which stays small without it.
+#[inline(never)]
 fn intern_site(
     run: &Run,
     env: &Jvmti,
