@@ -31,6 +31,8 @@ pub mod kind {
     pub enum Class {}
     /// A `java.lang.String`.
     pub enum String {}
+    /// A `java.lang.ThreadGroup`.
+    pub enum ThreadGroup {}
     /// Any object.
     pub enum Object {}
 }
@@ -214,15 +216,13 @@ pub fn thread_facts(env: &Jvmti, thread: LocalThread<'_>) -> ThreadFacts {
         .as_ref()
         .and_then(|i| i.name.clone())
         .unwrap_or_default();
-    let group_ref = info
-        .as_ref()
-        .map_or(std::ptr::null_mut(), |i| i.thread_group);
-    let (group, parent_ref) = group_facts(env, group_ref);
-    let parent_group = if parent_ref.is_null() {
-        None
-    } else {
-        Some(group_facts(env, parent_ref).0)
-    };
+    let group = info.as_ref().map_or(Local::null(), |i| {
+        // SAFETY: a local reference GetThreadInfo just made on this thread
+        // (or null), which nothing deletes: live as `declaring_class`'s.
+        unsafe { Local::new(i.thread_group) }
+    });
+    let (group, parent) = group_facts(env, group);
+    let parent_group = (!parent.is_null()).then(|| group_facts(env, parent).0);
     ThreadFacts {
         name,
         group,
@@ -230,14 +230,24 @@ pub fn thread_facts(env: &Jvmti, thread: LocalThread<'_>) -> ThreadFacts {
     }
 }
 
-fn group_facts(env: &Jvmti, group: jni::jobject) -> (String, jni::jobject) {
+/// The name and the parent (null for none) of a thread group.
+fn group_facts<'e>(
+    env: &'e Jvmti,
+    group: Local<'_, kind::ThreadGroup>,
+) -> (String, Local<'e, kind::ThreadGroup>) {
     if group.is_null() {
-        return (String::new(), std::ptr::null_mut());
+        return (String::new(), Local::null());
     }
-    // SAFETY: `group` is a non-null thread group reference JVMTI just returned.
-    match unsafe { env.get_thread_group_info(group) } {
-        Ok(info) => (info.name.unwrap_or_default(), info.parent),
-        Err(_) => (String::new(), std::ptr::null_mut()),
+    // SAFETY: `group` is non-null and live (a `Local`).
+    match unsafe { env.get_thread_group_info(group.raw()) } {
+        Ok(info) => {
+            // SAFETY: a local reference GetThreadGroupInfo just made on this
+            // thread (or null), which nothing deletes: live as
+            // `declaring_class`'s.
+            let parent = unsafe { Local::new(info.parent) };
+            (info.name.unwrap_or_default(), parent)
+        }
+        Err(_) => (String::new(), Local::null()),
     }
 }
 
