@@ -408,18 +408,13 @@ pub fn loaded_classes<'e>(
         .collect()
 }
 
-/// Frees a local reference made in a long-running callback.
-///
-/// # Safety
-///
-/// `object` is null or a local reference made on this thread in its
-/// current native frame, deleted once, and not used afterwards.
-pub unsafe fn delete_local(jni: Option<&JniEnv>, object: jni::jobject) {
-    if let (Some(jni), false) = (jni, object.is_null()) {
-        // SAFETY: a local reference of this thread, deleted once, as the
-        // caller guarantees.
-        unsafe { jni.delete_local_ref(object) };
-    }
+/// A new `byte[length]`; its local reference is deleted when the result is
+/// dropped. None if the JVM could not make it (an exception is pending).
+pub fn new_byte_array(jni: &JniEnv, length: i32) -> Option<OwnedLocal<'_, kind::Object>> {
+    let raw = jni.new_byte_array(length)?;
+    // SAFETY: a local reference NewByteArray just made on this thread,
+    // deleted only by its owner.
+    Some(unsafe { OwnedLocal::new(Some(jni), raw) })
 }
 
 /// `Runtime.getRuntime().maxMemory()`, or None if it cannot be called.

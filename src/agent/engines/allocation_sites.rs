@@ -52,10 +52,9 @@ fn prime_exact_sampling(jni: &JniEnv) {
     const MAX_CHUNKS: usize = 1024;
     PRIMING.with(|p| p.set(true));
     for _ in 0..MAX_CHUNKS {
-        match jni.new_byte_array(CHUNK) {
-            // SAFETY: a local reference NewByteArray just made on this
-            // thread, deleted once, here.
-            Some(array) => unsafe { jvm::delete_local(Some(jni), array) },
+        // Each array's local reference is deleted as soon as it is made.
+        match jvm::new_byte_array(jni, CHUNK) {
+            Some(array) => drop(array),
             None => {
                 jni.exception_clear();
                 break;
