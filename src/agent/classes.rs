@@ -3,7 +3,7 @@
 //! ClassLoad events after it, and from the first allocation of an instance.
 
 use super::alloc::is_allocation_tag;
-use super::jvm;
+use super::jvm::{self, LocalClass};
 use crate::model::{ClassTable, ObjectIds};
 use jvmti_bindings::prelude::*;
 
@@ -21,7 +21,7 @@ pub fn intern_class(
     env: &Jvmti,
     classes: &mut ClassTable,
     objects: &ObjectIds,
-    class: jni::jclass,
+    class: LocalClass<'_>,
     trace_serial: u32,
 ) -> Option<KnownClass> {
     let tag = jvm::tag_of(env, class);

@@ -7,7 +7,7 @@
 //! loads) are plain methods of its own type, reached from the JVMTI entry
 //! points (mod.rs) without dynamic dispatch.
 
-use super::jvm::{JvmtiHandle, VmHandle};
+use super::jvm::{JvmtiHandle, LocalThread, VmHandle};
 use super::profiler::Lifecycle;
 use super::traces::TracePolicy;
 use crate::emit::Emitter;
@@ -64,12 +64,12 @@ pub trait Engine: Send + Sync {
     fn start(&'static self, _run: &'static Run, _jni: Option<&JniEnv>) {}
 
     /// ThreadStart, on the new thread, once it has serial `serial`;
-    /// `thread` is the callback's live reference to it.
+    /// `thread` is the callback's reference to it.
     fn thread_started(
         &self,
         _run: &Run,
         _jni: Option<&JniEnv>,
-        _thread: jni::jthread,
+        _thread: LocalThread<'_>,
         _serial: u32,
     ) {
     }

@@ -8,7 +8,7 @@
 //! what that choice means for the output.
 
 use super::jmm::{HeapDumper, dump_heap_through_bean};
-use super::jvm;
+use super::jvm::{self, LocalString};
 use jvmti_bindings::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -24,16 +24,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub fn dump_heap(
     jni: &JniEnv,
     path: &str,
-    prepared: Option<jni::jstring>,
+    prepared: Option<LocalString<'_>>,
     verbose: bool,
     through_bean: bool,
 ) -> Result<(), String> {
     let failed = |what: &str| jvm::take_exception_message(jni).unwrap_or_else(|| what.to_owned());
+    // Made here, the string's local reference goes when the dump is done.
+    let made;
     let path_string = match prepared {
         Some(string) => string,
-        None => jni
-            .new_string_utf(path)
-            .ok_or_else(|| failed("cannot make the path a Java string"))?,
+        None => {
+            made = jvm::new_string(jni, path)
+                .ok_or_else(|| failed("cannot make the path a Java string"))?;
+            made.get()
+        }
     };
     let dumper = if through_bean {
         Err("X=0x8000 asks for it".to_string())
@@ -56,9 +60,6 @@ pub fn dump_heap(
             dump_heap_through_bean(jni, path_string, &failed)
         }
     };
-    if prepared.is_none() {
-        jvm::delete_local(Some(jni), path_string);
-    }
     result.map_err(|reason| {
         format!("cannot dump the heap to {path}: {reason}; no heap dump in this output")
     })

@@ -25,6 +25,7 @@
 //! look as expected (reserved slots not empty, GetVersion disagreeing) is not
 //! used: the caller falls back to the MXBean.
 
+use super::jvm::LocalString;
 use jvmti_bindings::prelude::*;
 use std::ffi::c_void;
 use std::sync::OnceLock;
@@ -87,12 +88,12 @@ impl HeapDumper {
 
     /// Writes a heap dump of the live objects to `path` (a Java string).
     /// On failure the dumper's exception is left pending for the caller.
-    pub fn dump(&self, jni: &JniEnv, path: jni::jstring) -> bool {
+    pub fn dump(&self, jni: &JniEnv, path: LocalString<'_>) -> bool {
         // SAFETY: `dump_heap0` is the table's DumpHeap0 slot, checked against
         // the table's version in `lookup`; the calling thread is a Java thread
         // in native code (its JNIEnv is `jni`), which that JVM_ENTRY needs;
-        // `path` is a live local reference to a String.
-        unsafe { (self.dump_heap0)(jni.raw(), path, 1) == 0 }
+        // `path` is a live reference to a String (a `LocalString`).
+        unsafe { (self.dump_heap0)(jni.raw(), path.raw(), 1) == 0 }
     }
 }
 
@@ -170,7 +171,7 @@ fn get_management_symbol() -> Option<GetManagement> {
 /// machinery, whose objects then show in the dump.
 pub fn dump_heap_through_bean(
     jni: &JniEnv,
-    path_string: jni::jstring,
+    path_string: LocalString<'_>,
     failed: &dyn Fn(&str) -> String,
 ) -> Result<(), String> {
     let failed = |what: &str| format!("{} ({what})", failed("the MXBean route failed"));
@@ -182,7 +183,8 @@ pub fn dump_heap_through_bean(
         .ok_or_else(|| failed("HotSpotDiagnosticMXBean"))?;
     // SAFETY: the class, method identifiers and signatures are those of the
     // public java.lang.management and com.sun.management APIs of every JDK
-    // 11+; exceptions are checked after each call.
+    // 11+; `path_string` is a live reference to a String (a `LocalString`);
+    // exceptions are checked after each call.
     unsafe {
         let get_bean = jni
             .get_static_method_id(
@@ -202,7 +204,12 @@ pub fn dump_heap_through_bean(
         jni.call_void_method(
             bean,
             dump,
-            &[jni::jvalue { l: path_string }, jni::jvalue { z: 1 }],
+            &[
+                jni::jvalue {
+                    l: path_string.raw(),
+                },
+                jni::jvalue { z: 1 },
+            ],
         );
         if jni.exception_check() {
             return Err(failed("HotSpotDiagnosticMXBean.dumpHeap"));

@@ -7,13 +7,153 @@
 //! `unsafe fn`s here (each caller states what their `# Safety` asks) and
 //! the calls to the operating system (`cpu_timers.rs`).
 //!
-//! The JNI and JVMTI handles these functions take (`jthread`, `jclass`,
-//! `jobject`) are those of the calling callback, live for its duration;
-//! the handles kept longer are [`GlobalRef`]s, [`JvmtiHandle`] and
-//! [`VmHandle`], each documented as safe to send between threads.
+//! The object references these functions take are [`Local`]s: a raw JNI
+//! reference together with the lifetime it is live for, so that a
+//! function's `// SAFETY:` note states a fact its argument's type holds,
+//! not one about its caller. The JVMTI entry points (`mod.rs`) wrap each
+//! event's references once, for the duration of the callback; references
+//! JVMTI or JNI make are wrapped here, bound to the environment they came
+//! from, or owned by an [`OwnedLocal`] that deletes them. The handles kept
+//! longer are [`GlobalRef`]s, [`JvmtiHandle`] and [`VmHandle`], each
+//! documented as safe to send between threads.
 
 use jvmti_bindings::prelude::*;
 use jvmti_bindings::sys::jvmti::jvmtiError;
+use std::marker::PhantomData;
+
+/// What a [`Local`] or a [`GlobalRef`] refers to. JVMTI checks the type of
+/// each reference it is given and reports a wrong one as an error; JNI does
+/// not, so for a `String` argument the kind is what says it is one.
+pub mod kind {
+    /// A `java.lang.Thread`.
+    pub enum Thread {}
+    /// A `java.lang.Class`.
+    pub enum Class {}
+    /// A `java.lang.String`.
+    pub enum String {}
+    /// A `java.lang.ThreadGroup`.
+    pub enum ThreadGroup {}
+    /// Any object.
+    pub enum Object {}
+}
+
+/// A JNI reference (or null) that is live for `'cb`: usable in JNI and
+/// JVMTI calls on the thread it belongs to until `'cb` ends. A copyable
+/// newtype of the raw pointer, as cheap to pass as the pointer itself; not
+/// `Send`, as a local reference is bound to its thread.
+#[repr(transparent)]
+pub struct Local<'cb, K> {
+    raw: jni::jobject,
+    _live: PhantomData<&'cb ()>,
+    _kind: PhantomData<fn() -> K>,
+}
+
+// What `repr(transparent)` promises, checked: a `Local` is exactly its raw
+// pointer, so passing one costs what passing the pointer did, and a slice
+// of them is a slice of `jobject` (see `runnable_stacks_of`).
+const _: () = assert!(
+    std::mem::size_of::<Local<'static, kind::Thread>>() == std::mem::size_of::<jni::jobject>()
+        && std::mem::align_of::<Local<'static, kind::Thread>>()
+            == std::mem::align_of::<jni::jobject>()
+);
+
+/// A thread reference live for `'cb`.
+pub type LocalThread<'cb> = Local<'cb, kind::Thread>;
+/// A class reference live for `'cb`.
+pub type LocalClass<'cb> = Local<'cb, kind::Class>;
+/// An object reference live for `'cb`.
+pub type LocalObject<'cb> = Local<'cb, kind::Object>;
+
+impl<K> Clone for Local<'_, K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K> Copy for Local<'_, K> {}
+
+impl<'cb, K> Local<'cb, K> {
+    /// Wraps a raw reference.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is null, or a JNI reference (a local reference of the calling
+    /// thread, or a global reference) that nothing deletes before `'cb`
+    /// ends, nor uses from another thread, to an object of kind `K`.
+    #[inline(always)]
+    pub unsafe fn new(raw: jni::jobject) -> Self {
+        Self {
+            raw,
+            _live: PhantomData,
+            _kind: PhantomData,
+        }
+    }
+
+    /// The reference, for a JNI or JVMTI call.
+    #[inline(always)]
+    pub fn raw(self) -> jni::jobject {
+        self.raw
+    }
+
+    /// True for the null reference.
+    #[inline(always)]
+    pub fn is_null(self) -> bool {
+        self.raw.is_null()
+    }
+}
+
+impl<K> Local<'static, K> {
+    /// The null reference (for JVMTI's thread functions, the current
+    /// thread; for a heap walk's class filter, every class).
+    pub fn null() -> Self {
+        // SAFETY: null is allowed.
+        unsafe { Self::new(std::ptr::null_mut()) }
+    }
+}
+
+/// A string reference live for `'cb`.
+pub type LocalString<'cb> = Local<'cb, kind::String>;
+
+/// A local reference the agent made (or JVMTI made for it) and deletes
+/// when this is dropped, if a JNI environment was at hand to delete it
+/// with; [`Self::get`] lends it out for no longer than that.
+pub struct OwnedLocal<'j, K> {
+    local: Local<'j, K>,
+    jni: Option<&'j JniEnv>,
+}
+
+impl<'j, K> OwnedLocal<'j, K> {
+    /// Takes ownership of `raw`, to be deleted with `jni` (when Some).
+    ///
+    /// # Safety
+    ///
+    /// `raw` is null or a local reference made on the calling thread in its
+    /// current native frame, not deleted by anything else, to an object of
+    /// kind `K`; `jni` (when Some) is that thread's environment.
+    pub unsafe fn new(jni: Option<&'j JniEnv>, raw: jni::jobject) -> Self {
+        Self {
+            // SAFETY: live until this owner deletes it, which happens only
+            // when it is dropped, after every loan of `get` has ended.
+            local: unsafe { Local::new(raw) },
+            jni,
+        }
+    }
+
+    /// The reference, for as long as this owner is borrowed.
+    pub fn get(&self) -> Local<'_, K> {
+        self.local
+    }
+}
+
+impl<K> Drop for OwnedLocal<'_, K> {
+    fn drop(&mut self) {
+        if let (Some(jni), false) = (self.jni, self.local.is_null()) {
+            // SAFETY: a local reference of this thread that only this owner
+            // deletes, once; no loan of it outlives the owner.
+            unsafe { jni.delete_local_ref(self.local.raw) };
+        }
+    }
+}
 
 /// The agent's JVMTI environment, usable from any thread attached to the VM
 /// (a `jvmtiEnv*` is not thread-bound, unlike a `JNIEnv*`).
@@ -45,14 +185,14 @@ pub type RawFrame = (u64, i64);
 
 /// The top `depth` frames of `thread` (innermost first). Empty on any error,
 /// for a thread with no Java frames, or when `depth` is 0.
-pub fn stack_frames(env: &Jvmti, thread: jni::jthread, depth: u32) -> Vec<RawFrame> {
+pub fn stack_frames(env: &Jvmti, thread: LocalThread<'_>, depth: u32) -> Vec<RawFrame> {
     if depth == 0 {
         return Vec::new();
     }
     let max = depth.min(i32::MAX as u32) as i32;
-    // SAFETY: `thread` is a live thread reference supplied by the current
-    // callback (or null for the current thread); JVMTI validates it.
-    match unsafe { env.get_stack_trace(thread, 0, max) } {
+    // SAFETY: `thread` is live (a `Local`) or null for the current thread;
+    // JVMTI checks that it is a thread.
+    match unsafe { env.get_stack_trace(thread.raw(), 0, max) } {
         Ok(frames) => frames
             .iter()
             .map(|f| (f.method as u64, f.location))
@@ -69,22 +209,20 @@ pub struct ThreadFacts {
 }
 
 /// What JVMTI says about `thread`; empty names where it cannot tell.
-pub fn thread_facts(env: &Jvmti, thread: jni::jthread) -> ThreadFacts {
-    // SAFETY: `thread` is a live thread reference from the current callback.
-    let info = unsafe { env.get_thread_info(thread) }.ok();
+pub fn thread_facts(env: &Jvmti, thread: LocalThread<'_>) -> ThreadFacts {
+    // SAFETY: `thread` is live (a `Local`) or null for the current thread.
+    let info = unsafe { env.get_thread_info(thread.raw()) }.ok();
     let name = info
         .as_ref()
         .and_then(|i| i.name.clone())
         .unwrap_or_default();
-    let group_ref = info
-        .as_ref()
-        .map_or(std::ptr::null_mut(), |i| i.thread_group);
-    let (group, parent_ref) = group_facts(env, group_ref);
-    let parent_group = if parent_ref.is_null() {
-        None
-    } else {
-        Some(group_facts(env, parent_ref).0)
-    };
+    let group = info.as_ref().map_or(Local::null(), |i| {
+        // SAFETY: a local reference GetThreadInfo just made on this thread
+        // (or null), which nothing deletes: live as `declaring_class`'s.
+        unsafe { Local::new(i.thread_group) }
+    });
+    let (group, parent) = group_facts(env, group);
+    let parent_group = (!parent.is_null()).then(|| group_facts(env, parent).0);
     ThreadFacts {
         name,
         group,
@@ -92,43 +230,53 @@ pub fn thread_facts(env: &Jvmti, thread: jni::jthread) -> ThreadFacts {
     }
 }
 
-fn group_facts(env: &Jvmti, group: jni::jobject) -> (String, jni::jobject) {
+/// The name and the parent (null for none) of a thread group.
+fn group_facts<'e>(
+    env: &'e Jvmti,
+    group: Local<'_, kind::ThreadGroup>,
+) -> (String, Local<'e, kind::ThreadGroup>) {
     if group.is_null() {
-        return (String::new(), std::ptr::null_mut());
+        return (String::new(), Local::null());
     }
-    // SAFETY: `group` is a non-null thread group reference JVMTI just returned.
-    match unsafe { env.get_thread_group_info(group) } {
-        Ok(info) => (info.name.unwrap_or_default(), info.parent),
-        Err(_) => (String::new(), std::ptr::null_mut()),
+    // SAFETY: `group` is non-null and live (a `Local`).
+    match unsafe { env.get_thread_group_info(group.raw()) } {
+        Ok(info) => {
+            // SAFETY: a local reference GetThreadGroupInfo just made on this
+            // thread (or null), which nothing deletes: live as
+            // `declaring_class`'s.
+            let parent = unsafe { Local::new(info.parent) };
+            (info.name.unwrap_or_default(), parent)
+        }
+        Err(_) => (String::new(), Local::null()),
     }
 }
 
 /// The JVMTI tag of `object` (0 = untagged or error).
-pub fn tag_of(env: &Jvmti, object: jni::jobject) -> u64 {
+pub fn tag_of<K>(env: &Jvmti, object: Local<'_, K>) -> u64 {
     if object.is_null() {
         return 0;
     }
-    // SAFETY: `object` is a non-null live reference from the current callback.
-    unsafe { env.get_tag(object) }.map_or(0, |t| t as u64)
+    // SAFETY: `object` is non-null and live (a `Local`).
+    unsafe { env.get_tag(object.raw()) }.map_or(0, |t| t as u64)
 }
 
 /// Tags `object` with `tag`.
-pub fn set_tag(env: &Jvmti, object: jni::jobject, tag: u64) -> Result<(), jvmtiError> {
+pub fn set_tag<K>(env: &Jvmti, object: Local<'_, K>, tag: u64) -> Result<(), jvmtiError> {
     if object.is_null() {
         return Err(jvmtiError::NULL_POINTER);
     }
-    // SAFETY: `object` is a non-null live reference from the current callback.
-    unsafe { env.set_tag(object, tag as jni::jlong) }
+    // SAFETY: `object` is non-null and live (a `Local`).
+    unsafe { env.set_tag(object.raw(), tag as jni::jlong) }
 }
 
 /// The identity hash code of `object` (the one `System.identityHashCode`
 /// returns; asking installs it, which changes nothing the program sees).
-pub fn identity_hash(env: &Jvmti, object: jni::jobject) -> Option<i32> {
+pub fn identity_hash(env: &Jvmti, object: LocalObject<'_>) -> Option<i32> {
     if object.is_null() {
         return None;
     }
-    // SAFETY: `object` is a non-null live reference from the current callback.
-    unsafe { env.get_object_hash_code(object) }.ok()
+    // SAFETY: `object` is non-null and live (a `Local`).
+    unsafe { env.get_object_hash_code(object.raw()) }.ok()
 }
 
 /// The tag a census gives for a moment to the arrays it finds (bit 62:
@@ -143,7 +291,7 @@ const CENSUS_TAG: i64 = 1 << 62;
 pub fn census_large_arrays(
     env: &Jvmti,
     jni: &JniEnv,
-    class: jni::jclass,
+    class: LocalClass<'_>,
     min_bytes: u64,
 ) -> Result<Vec<(i32, u64)>, jvmtiError> {
     unsafe extern "system" fn mark(
@@ -170,42 +318,46 @@ pub fn census_large_arrays(
         ..Default::default()
     };
     // SAFETY: the callback table and `min_bytes` outlive the call; the
-    // callback only writes the tag the JVM hands it.
+    // callback only writes the tag the JVM hands it; `class` is live (a
+    // `Local`) or null for every class.
     unsafe {
         env.iterate_through_heap(
             jvmti::JVMTI_HEAP_FILTER_TAGGED,
-            class,
+            class.raw(),
             &callbacks,
             &min_bytes as *const u64 as *const std::ffi::c_void,
         )?;
     }
     let (objects, _) = env.get_objects_with_tags(&[CENSUS_TAG])?;
     let mut found = Vec::with_capacity(objects.len());
-    for object in objects {
-        // SAFETY: `object` is a live local reference GetObjectsWithTags just
-        // made on this thread.
-        let size = unsafe { env.get_object_size(object) };
+    for raw in objects {
+        // SAFETY: a local reference GetObjectsWithTags just made on this
+        // thread, deleted only by this owner.
+        let owned: OwnedLocal<'_, kind::Object> = unsafe { OwnedLocal::new(Some(jni), raw) };
+        let object = owned.get();
+        // SAFETY: `object` is live (a `Local`).
+        let size = unsafe { env.get_object_size(object.raw()) };
         if let (Some(hash), Ok(size)) = (identity_hash(env, object), size) {
             found.push((hash, size as u64));
         }
         let _ = set_tag(env, object, 0);
-        delete_local(Some(jni), object);
     }
     Ok(found)
 }
 
 /// The JVM signature of a class, e.g. `Ljava/lang/String;`.
-pub fn class_signature(env: &Jvmti, class: jni::jclass) -> Option<String> {
-    // SAFETY: `class` is a live class reference from the current callback.
-    unsafe { env.get_class_signature(class) }
+pub fn class_signature(env: &Jvmti, class: LocalClass<'_>) -> Option<String> {
+    // SAFETY: `class` is live (a `Local`) or null, which JVMTI reports as
+    // an invalid class.
+    unsafe { env.get_class_signature(class.raw()) }
         .ok()
         .map(|(sig, _)| sig)
 }
 
 /// The source file attribute of a class, if it has one.
-pub fn source_file(env: &Jvmti, class: jni::jclass) -> Option<String> {
-    // SAFETY: `class` is a live class reference from the current callback.
-    unsafe { env.get_source_file_name(class) }.ok()
+pub fn source_file(env: &Jvmti, class: LocalClass<'_>) -> Option<String> {
+    // SAFETY: as in `class_signature`.
+    unsafe { env.get_source_file_name(class.raw()) }.ok()
 }
 
 /// Name and signature of a method.
@@ -217,10 +369,16 @@ pub fn method_name(env: &Jvmti, method: u64) -> Option<(String, String)> {
         .map(|(name, sig, _)| (name, sig))
 }
 
-/// The class declaring a method (a local reference).
-pub fn declaring_class(env: &Jvmti, method: u64) -> Option<jni::jclass> {
+/// The class declaring a method: a local reference JVMTI makes on this
+/// thread, live until the thread's current native frame ends (the
+/// callback returns, or the agent's thread detaches), which is after any
+/// borrow of `env` taken within it. Nothing deletes it.
+pub fn declaring_class(env: &Jvmti, method: u64) -> Option<LocalClass<'_>> {
     // SAFETY: as in `method_name`.
-    unsafe { env.get_method_declaring_class(method as jni::jmethodID) }.ok()
+    let raw = unsafe { env.get_method_declaring_class(method as jni::jmethodID) }.ok()?;
+    // SAFETY: a local reference just made on this thread, live as said
+    // above; the agent never deletes it.
+    Some(unsafe { Local::new(raw) })
 }
 
 /// A method's line table as (start location, line) pairs; empty when absent.
@@ -235,17 +393,28 @@ pub fn line_table(env: &Jvmti, method: u64) -> Vec<(i64, i32)> {
     }
 }
 
-/// Every class currently loaded (local references).
-pub fn loaded_classes(env: &Jvmti) -> Vec<jni::jclass> {
-    env.get_loaded_classes().unwrap_or_default()
+/// Every class currently loaded, as local references deleted (with `jni`,
+/// when there is one) as each is dropped.
+pub fn loaded_classes<'e>(
+    env: &'e Jvmti,
+    jni: Option<&'e JniEnv>,
+) -> Vec<OwnedLocal<'e, kind::Class>> {
+    let classes = env.get_loaded_classes().unwrap_or_default();
+    classes
+        .into_iter()
+        // SAFETY: local references GetLoadedClasses just made on this
+        // thread, each deleted only by its owner.
+        .map(|raw| unsafe { OwnedLocal::new(jni, raw) })
+        .collect()
 }
 
-/// Frees a local reference made in a long-running callback.
-pub fn delete_local(jni: Option<&JniEnv>, object: jni::jobject) {
-    if let (Some(jni), false) = (jni, object.is_null()) {
-        // SAFETY: `object` is a local reference created on this thread in this callback.
-        unsafe { jni.delete_local_ref(object) };
-    }
+/// A new `byte[length]`; its local reference is deleted when the result is
+/// dropped. None if the JVM could not make it (an exception is pending).
+pub fn new_byte_array(jni: &JniEnv, length: i32) -> Option<OwnedLocal<'_, kind::Object>> {
+    let raw = jni.new_byte_array(length)?;
+    // SAFETY: a local reference NewByteArray just made on this thread,
+    // deleted only by its owner.
+    Some(unsafe { OwnedLocal::new(Some(jni), raw) })
 }
 
 /// `Runtime.getRuntime().maxMemory()`, or None if it cannot be called.
@@ -278,7 +447,7 @@ pub fn max_heap_bytes(jni: &JniEnv) -> Option<i64> {
 /// with no allocation.
 pub fn stack_frames_into(
     env: &Jvmti,
-    thread: jni::jthread,
+    thread: LocalThread<'_>,
     buffer: &mut [jvmti::jvmtiFrameInfo],
 ) -> usize {
     if buffer.is_empty() {
@@ -289,13 +458,13 @@ pub fn stack_frames_into(
     let raw = env.raw();
     // SAFETY: `raw` is a live jvmtiEnv; its first word is the JVMTI function
     // table, which GetStackTrace is part of from JVMTI 1.0 on. `buffer` has
-    // room for `max` frames and `count` is a valid out-pointer; `thread` is a
-    // live thread reference from the current callback.
+    // room for `max` frames and `count` is a valid out-pointer; `thread` is
+    // live (a `Local`) or null for the current thread.
     let error = unsafe {
         let table = *(raw as *const *const jvmti::jvmtiInterface_1_);
         match (*table).GetStackTrace {
             Some(get_stack_trace) => {
-                get_stack_trace(raw, thread, 0, max, buffer.as_mut_ptr(), &mut count)
+                get_stack_trace(raw, thread.raw(), 0, max, buffer.as_mut_ptr(), &mut count)
             }
             None => return 0,
         }
@@ -307,16 +476,16 @@ pub fn stack_frames_into(
 }
 
 /// The value this agent stored for `thread` with [`set_thread_value`] (0 if none).
-pub fn thread_value(env: &Jvmti, thread: jni::jthread) -> u64 {
-    // SAFETY: `thread` is a live thread reference (or null for the current thread).
-    unsafe { env.get_thread_local_storage(thread) }.map_or(0, |p| p as u64)
+pub fn thread_value(env: &Jvmti, thread: LocalThread<'_>) -> u64 {
+    // SAFETY: `thread` is live (a `Local`) or null for the current thread.
+    unsafe { env.get_thread_local_storage(thread.raw()) }.map_or(0, |p| p as u64)
 }
 
 /// Stores a number in the agent's thread-local slot of `thread`.
-pub fn set_thread_value(env: &Jvmti, thread: jni::jthread, value: u64) {
+pub fn set_thread_value(env: &Jvmti, thread: LocalThread<'_>, value: u64) {
+    let value = value as usize as *const std::ffi::c_void;
     // SAFETY: as above; the stored pointer is only ever read back as a number.
-    let _ =
-        unsafe { env.set_thread_local_storage(thread, value as usize as *const std::ffi::c_void) };
+    let _ = unsafe { env.set_thread_local_storage(thread.raw(), value) };
 }
 
 /// The Java feature release of the running JVM (11, 17, 21...), from the
@@ -334,14 +503,17 @@ pub fn java_feature_version(env: &Jvmti) -> Option<u32> {
         .ok()
 }
 
-/// Loads a class by JNI name (e.g. `java/lang/Class`) from the current thread.
-pub fn find_class(jni: &JniEnv, name: &str) -> Option<jni::jclass> {
+/// Loads a class by JNI name (e.g. `java/lang/Class`) from the current
+/// thread; its local reference is deleted when the result is dropped.
+pub fn find_class<'j>(jni: &'j JniEnv, name: &str) -> Option<OwnedLocal<'j, kind::Class>> {
     let class = jni.find_class(name);
     if jni.exception_check() {
         jni.exception_clear();
         return None;
     }
-    class
+    // SAFETY: a local reference FindClass just made on this thread, deleted
+    // only by its owner.
+    class.map(|raw| unsafe { OwnedLocal::new(Some(jni), raw) })
 }
 
 /// The `JavaVM*` of this process, kept to attach the agent's own threads.
@@ -412,34 +584,52 @@ impl VmHandle {
     }
 }
 
-/// A JNI global reference the agent keeps between callbacks. Unlike a local
-/// reference (bound to one thread and one native frame), a global reference
-/// is valid on every thread attached to the VM until it is deleted.
-#[derive(Clone, Copy)]
-pub struct GlobalRef(jni::jobject);
+/// A JNI global reference the agent keeps between callbacks, to an object
+/// of kind `K`. Unlike a local reference (bound to one thread and one
+/// native frame), a global reference is valid on every thread attached to
+/// the VM until it is deleted.
+pub struct GlobalRef<K> {
+    raw: jni::jobject,
+    _kind: PhantomData<fn() -> K>,
+}
+
+impl<K> Clone for GlobalRef<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K> Copy for GlobalRef<K> {}
 
 // SAFETY: JNI allows a global reference to be used from any attached thread;
 // the agent deletes one only once no other thread can still use it (see
 // each owner).
-unsafe impl Send for GlobalRef {}
+unsafe impl<K> Send for GlobalRef<K> {}
 // SAFETY: as above; using a global reference does not mutate it.
-unsafe impl Sync for GlobalRef {}
+unsafe impl<K> Sync for GlobalRef<K> {}
 
-impl GlobalRef {
+impl<K> GlobalRef<K> {
     /// A new global reference to `object`.
-    ///
-    /// # Safety
-    ///
-    /// `object` is a live local reference of the calling thread: one the
-    /// current callback received or made.
-    pub unsafe fn new(jni: &JniEnv, object: jni::jobject) -> Self {
-        // SAFETY: `object` is live on this thread, as the caller guarantees.
-        Self(unsafe { jni.new_global_ref(object) })
+    pub fn new(jni: &JniEnv, object: Local<'_, K>) -> Self {
+        Self {
+            // SAFETY: `object` is live on this thread (a `Local`).
+            raw: unsafe { jni.new_global_ref(object.raw()) },
+            _kind: PhantomData,
+        }
     }
 
     /// The reference, for JNI and JVMTI calls.
     pub fn raw(self) -> jni::jobject {
-        self.0
+        self.raw
+    }
+
+    /// The reference as a [`Local`] for as long as this copy is borrowed:
+    /// [`delete_global`] forbids using any copy after it.
+    pub fn local(&self) -> Local<'_, K> {
+        // SAFETY: a global reference to a `K`, usable on every attached
+        // thread until it is deleted; deleting it is `delete_global`'s,
+        // whose caller guarantees no copy is used afterwards.
+        unsafe { Local::new(self.raw) }
     }
 }
 
@@ -449,42 +639,53 @@ impl GlobalRef {
 ///
 /// No copy of `global` may be used afterwards, and it is deleted once:
 /// the JVM may reuse the slot for another object.
-pub unsafe fn delete_global(jni: &JniEnv, global: GlobalRef) {
-    if !global.0.is_null() {
+pub unsafe fn delete_global<K>(jni: &JniEnv, global: GlobalRef<K>) {
+    if !global.raw.is_null() {
         // SAFETY: a global reference this agent created; the caller
         // guarantees it is deleted once and not used after.
-        unsafe { jni.delete_global_ref(global.0) };
+        unsafe { jni.delete_global_ref(global.raw) };
     }
 }
 
 /// A class loaded by JNI name (e.g. `hprof_rs/Tracker`) from the current
 /// thread, held by a global reference.
-pub fn find_class_global(jni: &JniEnv, name: &str) -> Option<GlobalRef> {
+pub fn find_class_global(jni: &JniEnv, name: &str) -> Option<GlobalRef<kind::Class>> {
     let local = find_class(jni, name)?;
-    // SAFETY: a local reference FindClass just made on this thread.
-    let global = unsafe { GlobalRef::new(jni, local) };
-    delete_local(Some(jni), local);
-    Some(global)
+    Some(GlobalRef::new(jni, local.get()))
 }
 
 /// `text` as a Java string held by a global reference (made ahead of the
 /// moment it is needed, when the JVM may not be able to make one).
-pub fn new_global_string(jni: &JniEnv, text: &str) -> Option<GlobalRef> {
-    let local = jni.new_string_utf(text)?;
-    // SAFETY: a local reference NewStringUTF just made on this thread.
-    let global = unsafe { GlobalRef::new(jni, local) };
-    delete_local(Some(jni), local);
-    Some(global)
+pub fn new_global_string(jni: &JniEnv, text: &str) -> Option<GlobalRef<kind::String>> {
+    let local = new_string(jni, text)?;
+    Some(GlobalRef::new(jni, local.get()))
+}
+
+/// `text` as a Java string; its local reference is deleted when the result
+/// is dropped.
+pub fn new_string<'j>(jni: &'j JniEnv, text: &str) -> Option<OwnedLocal<'j, kind::String>> {
+    let raw = jni.new_string_utf(text)?;
+    // SAFETY: a local reference to a String NewStringUTF just made on this
+    // thread, deleted only by its owner.
+    Some(unsafe { OwnedLocal::new(Some(jni), raw) })
 }
 
 /// The top `depth` frames of each of `threads` (innermost first), in the
 /// same order; an empty list for a thread that cannot be traced or that is
 /// not runnable now (sleeping, waiting, blocked on a monitor, parked).
-pub fn runnable_stacks_of(env: &Jvmti, threads: &[jni::jthread], depth: u32) -> Vec<Vec<RawFrame>> {
+pub fn runnable_stacks_of(
+    env: &Jvmti,
+    threads: &[LocalThread<'_>],
+    depth: u32,
+) -> Vec<Vec<RawFrame>> {
     let max = depth.min(i32::MAX as u32) as i32;
-    // SAFETY: the references are live global references of this agent; the
-    // JVMTI call reports a thread that has ended in its per-thread state.
-    match unsafe { env.get_thread_list_stack_traces(threads, max) } {
+    // SAFETY: `Local` is a `repr(transparent)` wrapper of a `jthread` (its
+    // other fields are zero-sized), so the slice's memory is a `[jthread]`.
+    let raw: &[jni::jthread] =
+        unsafe { std::slice::from_raw_parts(threads.as_ptr().cast(), threads.len()) };
+    // SAFETY: the references are live (`Local`s); the JVMTI call reports a
+    // thread that has ended in its per-thread state.
+    match unsafe { env.get_thread_list_stack_traces(raw, max) } {
         Ok(infos) => infos
             .iter()
             .map(|i| {

@@ -3,7 +3,7 @@
 //! `jvm.rs`: the unsafe JNI calls live here, behind safe methods whose
 //! handles are valid by construction.
 
-use super::jvm::{self, GlobalRef};
+use super::jvm::{self, GlobalRef, OwnedLocal, kind};
 use crate::bci;
 use jvmti_bindings::prelude::*;
 
@@ -11,7 +11,7 @@ use jvmti_bindings::prelude::*;
 /// methods the agent uses, valid on any thread.
 #[derive(Clone, Copy)]
 pub struct Tracker {
-    class: GlobalRef,
+    class: GlobalRef<kind::Class>,
     engaged: jni::jfieldID,
     clock: jni::jfieldID,
     drain: jni::jmethodID,
@@ -138,10 +138,11 @@ impl Tracker {
             let count = jni.get_array_length(threads).max(0);
             let thread_serials: Vec<u32> = (0..count)
                 .map(|i| {
-                    let thread = jni.get_object_array_element(threads, i);
-                    let serial = jvm::thread_value(env, thread) as u32;
-                    jvm::delete_local(Some(jni), thread);
-                    serial
+                    let raw = jni.get_object_array_element(threads, i);
+                    // SAFETY: a local reference GetObjectArrayElement just
+                    // made on this thread, deleted only by its owner.
+                    let thread: OwnedLocal<'_, kind::Thread> = OwnedLocal::new(Some(jni), raw);
+                    jvm::thread_value(env, thread.get()) as u32
                 })
                 .collect();
             let failure = (!failure.is_null())

@@ -118,7 +118,10 @@ impl Agent for HprofAgent {
     fn vm_init(&self, context: CallbackContext<'_>, event: ThreadEvent) {
         if let Some(profiler) = PROFILER.get() {
             let jni = context.jni().map(|j| &**j);
-            profiler.vm_init(jni, event.thread());
+            // SAFETY: JVMTI guarantees an event's references are live for
+            // the duration of the callback.
+            let thread = unsafe { event_ref(&context, event.thread()) };
+            profiler.vm_init(jni, thread);
         }
     }
 
@@ -127,33 +130,50 @@ impl Agent for HprofAgent {
             if profiler.run.options.experiment & options::experiment::PANIC_IN_THREAD_START != 0 {
                 panic!("deliberate panic requested by X=0x100");
             }
-            profiler.thread_started(context.jni().map(|j| &**j), event.thread());
+            // SAFETY: JVMTI guarantees an event's references are live for
+            // the duration of the callback.
+            let thread = unsafe { event_ref(&context, event.thread()) };
+            profiler.thread_started(context.jni().map(|j| &**j), thread);
         }
     }
 
     fn thread_end(&self, context: CallbackContext<'_>, event: ThreadEvent) {
         if let Some(profiler) = PROFILER.get() {
-            profiler.thread_ended(context.jni().map(|j| &**j), event.thread());
+            // SAFETY: JVMTI guarantees an event's references are live for
+            // the duration of the callback.
+            let thread = unsafe { event_ref(&context, event.thread()) };
+            profiler.thread_ended(context.jni().map(|j| &**j), thread);
         }
     }
 
-    fn class_load(&self, _context: CallbackContext<'_>, event: ClassEvent) {
+    fn class_load(&self, context: CallbackContext<'_>, event: ClassEvent) {
         if let Some(profiler) = PROFILER.get() {
-            profiler.class_loaded(event.thread(), event.class());
+            // SAFETY: JVMTI guarantees an event's references are live for
+            // the duration of the callback.
+            let (thread, class) = unsafe {
+                (
+                    event_ref(&context, event.thread()),
+                    event_ref(&context, event.class()),
+                )
+            };
+            profiler.class_loaded(thread, class);
         }
     }
 
-    fn sampled_object_alloc(&self, _context: CallbackContext<'_>, event: ObjectAllocationEvent) {
+    fn sampled_object_alloc(&self, context: CallbackContext<'_>, event: ObjectAllocationEvent) {
         if let Some(profiler) = PROFILER.get()
             && let Some(sites) = &profiler.engines.allocation_sites
         {
-            sites.object_allocated(
-                &profiler.run,
-                event.thread(),
-                event.object(),
-                event.class(),
-                event.size(),
-            );
+            // SAFETY: JVMTI guarantees an event's references are live for
+            // the duration of the callback.
+            let (thread, object, class) = unsafe {
+                (
+                    event_ref(&context, event.thread()),
+                    event_ref(&context, event.object()),
+                    event_ref(&context, event.class()),
+                )
+            };
+            sites.object_allocated(&profiler.run, thread, object, class, event.size());
         }
     }
 
@@ -211,6 +231,23 @@ impl Agent for HprofAgent {
             profiler.vm_death(context.jni().map(|j| &**j));
         }
     }
+}
+
+/// One of the references an event hands its callback, bound to the
+/// callback's lifetime (that of its `context`).
+///
+/// # Safety
+///
+/// `raw` is a reference of the event `context` was made for, or null, and
+/// `K` is its kind as the event's specification gives it.
+#[inline(always)]
+unsafe fn event_ref<'cb, K>(
+    _context: &CallbackContext<'cb>,
+    raw: jni::jobject,
+) -> jvm::Local<'cb, K> {
+    // SAFETY: JVMTI guarantees an event's references are live for the
+    // duration of the callback, on the callback's thread.
+    unsafe { jvm::Local::new(raw) }
 }
 
 /// The link to the Tracker, when cpu=times or cpu=old runs.

@@ -9,7 +9,7 @@ use super::classes::intern_class;
 use super::engine::Run;
 use super::engines::Engines;
 use super::header;
-use super::jvm::{self, JvmtiHandle, VmHandle};
+use super::jvm::{self, JvmtiHandle, LocalClass, LocalThread, VmHandle};
 use super::threads;
 use super::traces::TracePolicy;
 use crate::emit::Emitter;
@@ -125,7 +125,7 @@ impl Profiler {
 
     /// VM init: the file header, the classes loaded so far, the main
     /// thread; then the engines start.
-    pub fn vm_init(&'static self, jni: Option<&JniEnv>, main_thread: jni::jthread) {
+    pub fn vm_init(&'static self, jni: Option<&JniEnv>, main_thread: LocalThread<'_>) {
         let run = &self.run;
         let env = run.jvmti.env();
         if header::has_header_and_threads(&run.options) {
@@ -133,18 +133,18 @@ impl Profiler {
             run.writer.write(run.emitter.file_header(&facts));
         }
 
-        let classes = jvm::loaded_classes(&env);
+        let classes = jvm::loaded_classes(&env, jni);
         let mut guard = run.model.lock();
         let model = &mut *guard;
-        for &class in &classes {
+        // Each class's local reference is deleted as it is dropped, once interned.
+        for class in classes {
             intern_class(
                 &env,
                 &mut model.classes,
                 &model.objects,
-                class,
+                class.get(),
                 EMPTY_TRACE_SERIAL,
             );
-            jvm::delete_local(jni, class);
         }
         run.writer.write(run.emitter.class_loads(model));
         drop(guard);
@@ -184,7 +184,7 @@ impl Profiler {
 
     /// ThreadStart (and the main thread at VM init), on the thread itself:
     /// THREAD START once per thread, then the engines see it.
-    pub fn thread_started(&self, jni: Option<&JniEnv>, thread: jni::jthread) {
+    pub fn thread_started(&self, jni: Option<&JniEnv>, thread: LocalThread<'_>) {
         if !self.accepting_events() || threads::is_agent_thread() {
             return;
         }
@@ -200,7 +200,7 @@ impl Profiler {
 
     /// ThreadEnd, on the ending thread: the engines let go of it, then
     /// THREAD END.
-    pub fn thread_ended(&self, jni: Option<&JniEnv>, thread: jni::jthread) {
+    pub fn thread_ended(&self, jni: Option<&JniEnv>, thread: LocalThread<'_>) {
         let run = &self.run;
         let counted = self.accepting_events() && !threads::is_agent_thread();
         // A thread never registered had no THREAD START: no THREAD END either.
@@ -215,7 +215,7 @@ impl Profiler {
 
     /// ClassLoad: the class gets a serial, and in binary a LOAD CLASS record
     /// with the loading thread's trace.
-    pub fn class_loaded(&self, thread: jni::jthread, class: jni::jclass) {
+    pub fn class_loaded(&self, thread: LocalThread<'_>, class: LocalClass<'_>) {
         let run = &self.run;
         if !self.accepting_events() || run.options.format != Format::Binary {
             return;

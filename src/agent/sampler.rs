@@ -4,7 +4,7 @@
 //! sample per CPU interval each consumed at its stack trace.
 
 use super::cpu_timers::{self, CpuTimer};
-use super::jvm::{self, GlobalRef, RawFrame, VmHandle};
+use super::jvm::{self, GlobalRef, LocalThread, RawFrame, VmHandle, kind};
 use super::threads::{is_agent_thread, mark_agent_thread};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use jvmti_bindings::prelude::*;
@@ -26,7 +26,7 @@ thread_local! {
 /// A profiled thread: a global reference to it and its serial.
 #[derive(Clone, Copy)]
 struct Timed {
-    thread: GlobalRef,
+    thread: GlobalRef<kind::Thread>,
     serial: u32,
 }
 
@@ -66,7 +66,7 @@ impl CpuSampling {
     }
 
     /// ThreadStart, on the new thread: start its CPU timer.
-    pub fn thread_started(&self, jni: Option<&JniEnv>, thread: jni::jthread, serial: u32) {
+    pub fn thread_started(&self, jni: Option<&JniEnv>, thread: LocalThread<'_>, serial: u32) {
         let Some(jni) = jni else { return };
         if is_agent_thread() || self.depth == 0 {
             return;
@@ -74,10 +74,7 @@ impl CpuSampling {
         let Some(timer) = cpu_timers::start_for_current_thread(self.interval_ms) else {
             return;
         };
-        // SAFETY: this runs only inside the ThreadStart (or VM init)
-        // callback, through `Engine::thread_started`, and `thread` is the
-        // reference that callback received, live while it runs.
-        let thread = unsafe { GlobalRef::new(jni, thread) };
+        let thread = GlobalRef::new(jni, thread);
         self.timed
             .lock()
             .insert(timer.slot, Timed { thread, serial });
@@ -119,13 +116,9 @@ impl CpuSampling {
         if pending.is_empty() {
             return Vec::new();
         }
-        let (threads, who): (Vec<jni::jthread>, Vec<(u32, u32)>) = pending
+        let (threads, who): (Vec<LocalThread<'_>>, Vec<(u32, u32)>) = pending
             .iter()
-            .filter_map(|(slot, n)| {
-                timed
-                    .get(slot)
-                    .map(|t| (t.thread.raw() as jni::jthread, (t.serial, *n)))
-            })
+            .filter_map(|(slot, n)| timed.get(slot).map(|t| (t.thread.local(), (t.serial, *n))))
             .unzip();
         if threads.is_empty() {
             return Vec::new();

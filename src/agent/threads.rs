@@ -6,7 +6,7 @@
 
 use super::engine::Run;
 use super::header;
-use super::jvm::{self, RawFrame};
+use super::jvm::{self, LocalThread, RawFrame};
 use crate::model::Model;
 use crate::model::traces::EMPTY_TRACE_SERIAL;
 use jvmti_bindings::prelude::*;
@@ -28,7 +28,7 @@ pub fn is_agent_thread() -> bool {
 }
 
 /// The serial of `thread`, 0 for a thread never registered.
-pub fn serial_of(env: &Jvmti, thread: jni::jthread) -> u32 {
+pub fn serial_of(env: &Jvmti, thread: LocalThread<'_>) -> u32 {
     jvm::thread_value(env, thread) as u32
 }
 
@@ -38,7 +38,7 @@ pub fn thread_serial(
     run: &Run,
     env: &Jvmti,
     model: &mut Model,
-    thread: jni::jthread,
+    thread: LocalThread<'_>,
     start_frames: &[RawFrame],
 ) -> u32 {
     match jvm::thread_value(env, thread) {
@@ -49,7 +49,12 @@ pub fn thread_serial(
 
 /// The thread serial a trace of `thread` is keyed by: with `thread=y` its
 /// serial, else 0 (and the thread need not be registered).
-pub fn trace_thread_serial(run: &Run, env: &Jvmti, model: &mut Model, thread: jni::jthread) -> u32 {
+pub fn trace_thread_serial(
+    run: &Run,
+    env: &Jvmti,
+    model: &mut Model,
+    thread: LocalThread<'_>,
+) -> u32 {
     if run.traces.per_thread {
         thread_serial(run, env, model, thread, &[])
     } else {
@@ -65,7 +70,7 @@ fn register(
     run: &Run,
     env: &Jvmti,
     model: &mut Model,
-    thread: jni::jthread,
+    thread: LocalThread<'_>,
     frames: &[RawFrame],
 ) -> u32 {
     let facts = jvm::thread_facts(env, thread);

@@ -2,7 +2,7 @@
 //! names and lines once per (method, location), then keyed by `depth`,
 //! `thread=y` and `lineno`.
 
-use super::jvm::{self, RawFrame};
+use super::jvm::{self, LocalClass, RawFrame};
 use crate::model::traces::EMPTY_TRACE_SERIAL;
 use crate::model::{
     ClassTable, FrameFacts, FrameKey, LINE_UNKNOWN, Model, ObjectIds, TraceKey, line_for_location,
@@ -105,7 +105,7 @@ fn resolve_frame(
 ) -> FrameFacts {
     let (method_name, method_signature) =
         jvm::method_name(env, method).unwrap_or_else(|| ("<Unknown Method>".into(), "()V".into()));
-    let class = jvm::declaring_class(env, method).unwrap_or(std::ptr::null_mut());
+    let class = jvm::declaring_class(env, method).unwrap_or(LocalClass::null());
     let known = if class.is_null() {
         None
     } else {

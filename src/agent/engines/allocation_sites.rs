@@ -7,7 +7,7 @@
 use crate::agent::alloc::AllocationCounts;
 use crate::agent::classes::intern_class;
 use crate::agent::engine::{Engine, Run};
-use crate::agent::jvm;
+use crate::agent::jvm::{self, LocalClass, LocalObject, LocalThread};
 use crate::agent::site_cache;
 use crate::agent::threads;
 use crate::emit::sites::SiteSnapshot;
@@ -52,8 +52,9 @@ fn prime_exact_sampling(jni: &JniEnv) {
     const MAX_CHUNKS: usize = 1024;
     PRIMING.with(|p| p.set(true));
     for _ in 0..MAX_CHUNKS {
-        match jni.new_byte_array(CHUNK) {
-            Some(array) => jvm::delete_local(Some(jni), array),
+        // Each array's local reference is deleted as soon as it is made.
+        match jvm::new_byte_array(jni, CHUNK) {
+            Some(array) => drop(array),
             None => {
                 jni.exception_clear();
                 break;
@@ -88,9 +89,9 @@ impl AllocationSites {
     pub fn object_allocated(
         &self,
         run: &Run,
-        thread: jni::jthread,
-        object: jni::jobject,
-        class: jni::jclass,
+        thread: LocalThread<'_>,
+        object: LocalObject<'_>,
+        class: LocalClass<'_>,
         size: i64,
     ) {
         if !run.lifecycle.accepting_events()
@@ -193,9 +194,14 @@ impl AllocationSites {
         for signature in self.counts.untagged_classes() {
             // A primitive array class is always there to find; should it not
             // be, the walk covers every class instead.
-            let class = jvm::find_class(jni, &signature).unwrap_or(std::ptr::null_mut());
-            let census = jvm::census_large_arrays(&env, jni, class, LARGE_ARRAY_BYTES);
-            jvm::delete_local(Some(jni), class);
+            let class = jvm::find_class(jni, &signature);
+            let census = jvm::census_large_arrays(
+                &env,
+                jni,
+                class.as_ref().map_or(LocalClass::null(), |c| c.get()),
+                LARGE_ARRAY_BYTES,
+            );
+            drop(class);
             match census {
                 Ok(found) => live.extend(found),
                 Err(e) => {
@@ -229,12 +235,14 @@ impl AllocationSites {
 }
 
 /// The site of an allocation not in this thread's cache, and the tag of
-/// the allocated class.
+/// the allocated class. Kept out of line: it is the cold path of
+/// `object_allocated` (a cache miss), which stays small without it.
+#[inline(never)]
 fn intern_site(
     run: &Run,
     env: &Jvmti,
-    thread: jni::jthread,
-    class: jni::jclass,
+    thread: LocalThread<'_>,
+    class: LocalClass<'_>,
     frames: &[jvmti::jvmtiFrameInfo],
 ) -> Option<(u32, u64)> {
     let raw: Vec<jvm::RawFrame> = frames
@@ -300,7 +308,7 @@ impl Engine for AllocationSites {
             &env,
             &mut model.classes,
             &model.objects,
-            class_class,
+            class_class.get(),
             EMPTY_TRACE_SERIAL,
         ) {
             self.class_class_tag

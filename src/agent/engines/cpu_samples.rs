@@ -4,6 +4,7 @@
 //! section (counts start over after each dump, as HPROF's did).
 
 use crate::agent::engine::{Engine, Run};
+use crate::agent::jvm::LocalThread;
 use crate::agent::sampler::CpuSampling;
 use crate::format::ascii::time::ctime_now;
 use crate::model::Model;
@@ -74,7 +75,13 @@ impl Engine for CpuSamples {
     }
 
     /// Its CPU timer starts.
-    fn thread_started(&self, _run: &Run, jni: Option<&JniEnv>, thread: jni::jthread, serial: u32) {
+    fn thread_started(
+        &self,
+        _run: &Run,
+        jni: Option<&JniEnv>,
+        thread: LocalThread<'_>,
+        serial: u32,
+    ) {
         if let Some(sampling) = &self.sampling {
             sampling.thread_started(jni, thread, serial);
         }

@@ -4,7 +4,7 @@
 
 use crate::agent::engine::{Engine, Run};
 use crate::agent::heapdump;
-use crate::agent::jvm::{self, GlobalRef};
+use crate::agent::jvm::{self, GlobalRef, kind};
 use crate::emit::heap::DumpMemory;
 use crate::format::ascii::time::ctime_now;
 use crate::options::{Format, experiment};
@@ -19,7 +19,7 @@ pub struct HeapDump {
     /// That path as a Java string, made at VM init: at an OutOfMemoryError
     /// no string can be made for the dump. (Never deleted: it lives as
     /// long as the run.)
-    path_string: Mutex<Option<GlobalRef>>,
+    path_string: Mutex<Option<GlobalRef<kind::String>>>,
     /// What carrying heap dumps over remembers from one dump to the next.
     memory: Mutex<DumpMemory>,
 }
@@ -48,7 +48,7 @@ impl HeapDump {
         let result = heapdump::dump_heap(
             jni,
             path,
-            prepared.map(|global| global.raw() as jni::jstring),
+            prepared.as_ref().map(GlobalRef::local),
             run.options.verbose,
             run.options.experiment & experiment::HEAP_DUMP_THROUGH_BEAN != 0,
         )
