@@ -98,6 +98,16 @@ def with_baselines(keys: List[str]) -> List[str]:
     return out
 
 
+def baseline_first(order: List[Mode]) -> List[Mode]:
+    """`order` with each mode and its baseline run swapped where they stand side by side: a
+    command run right after its twin can run faster (warm caches), so the two take turns."""
+    out = list(order)
+    for i in range(1, len(out)):
+        if out[i].baseline and out[i - 1].key + BASELINE_SUFFIX == out[i].key:
+            out[i - 1], out[i] = out[i], out[i - 1]
+    return out
+
+
 PROFILING_MODES = ["none", "samples", "sites", "sites-sampled", "times", "monitor", "jfr"]
 STARTUP_MODES = ["none", "samples", "sites", "sites-sampled", "times", "monitor", "dump", "jfr"]
 HEAPDUMP_MODES = ["none", "dump-b", "dump", "jcmd"]
@@ -344,6 +354,8 @@ def run_workload(wl: Workload, mode_keys: List[str], args, raw: Path, work: Path
             break
         shift = rnd % len(todo)
         order = todo[shift:] + todo[:shift]
+        if rnd % 2:
+            order = baseline_first(order)
         started = time.monotonic()
         result.rounds += 1
         got = run_round(wl, order, rnd, warm, args, raw, work)
