@@ -110,7 +110,7 @@ impl MethodTiming {
     /// field costs a timed call far less than two System.nanoTime() calls;
     /// the price is a resolution of about 0.1 ms (HPROF's clock had 1 ms).
     pub fn start_clock(&'static self, vm: jvm::VmHandle) {
-        let Some(tracker) = *self.tracker.lock() else {
+        let Some(tracker) = self.tracker() else {
             return;
         };
         let spawned = std::thread::Builder::new()
@@ -133,7 +133,7 @@ impl MethodTiming {
 
     /// At VM death: calls stop being timed and the clock thread ends.
     pub fn disengage(&self, jni: &JniEnv) {
-        if let Some(tracker) = *self.tracker.lock() {
+        if let Some(tracker) = self.tracker() {
             tracker.set_engaged(jni, 0);
         }
         self.clock_stop
@@ -208,7 +208,7 @@ impl MethodTiming {
     /// ExceptionCatch, on the catching thread: the calls above the catching
     /// method ended by the exception.
     pub fn exception_caught(&self, env: &Jvmti, jni: Option<&JniEnv>, method: jni::jmethodID) {
-        let (Some(jni), Some(tracker)) = (jni, *self.tracker.lock()) else {
+        let (Some(jni), Some(tracker)) = (jni, self.tracker()) else {
             return;
         };
         if let Some(key) = self.key_of(env, method) {
@@ -219,15 +219,24 @@ impl MethodTiming {
     /// ThreadEnd, on the ending thread: the Tracker folds the thread's
     /// counts into the totals of `serial` and drops its state.
     pub fn thread_ended(&self, jni: &JniEnv, serial: u32) {
-        if let Some(tracker) = *self.tracker.lock() {
+        if let Some(tracker) = self.tracker() {
             tracker.ended(jni, serial);
         }
+    }
+
+    /// The Tracker, copied out of its lock. Never call into the Tracker
+    /// with the lock held: an exception caught inside the Tracker's Java
+    /// code posts ExceptionCatch on this very thread, whose callback takes
+    /// the lock again (an OutOfMemoryError caught in Tracker.ended once
+    /// wedged an ending thread that way, with the Tracker's own lock held).
+    fn tracker(&self) -> Option<Tracker> {
+        *self.tracker.lock()
     }
 
     /// Every thread's costs since the last call, read from the Tracker:
     /// (thread serial, method keys of the trace innermost first, costs).
     pub fn take_costs(&self, env: &Jvmti, jni: &JniEnv) -> Vec<(u32, Vec<u64>, CallCosts)> {
-        let Some(tracker) = *self.tracker.lock() else {
+        let Some(tracker) = self.tracker() else {
             return Vec::new();
         };
         let Some(drained) = tracker.drain(env, jni) else {
