@@ -53,13 +53,6 @@ impl HeapDump {
             run.options.experiment & experiment::HEAP_DUMP_THROUGH_BEAN != 0,
         )
         .and_then(|()| {
-            // (Progress is in bytes of the JVM's dump, which the binary copy
-            // follows one to one; the ASCII conversion does not.)
-            if run.options.verbose && run.options.format == Format::Binary {
-                let size = std::fs::metadata(path).map_or(0, |m| m.len());
-                output.report_progress(size, started.elapsed());
-            }
-            let mut out = |bytes: Vec<u8>| output.hand_over(bytes);
             let malformed = |e| format!("the JVM's heap dump {path} is malformed: {e}");
             let mut dump = std::fs::File::open(path)
                 .map_err(|e| crate::format::ParseError {
@@ -67,6 +60,13 @@ impl HeapDump {
                     message: format!("cannot open {path}: {e}"),
                 })
                 .map_err(malformed)?;
+            // (Progress is in bytes of the JVM's dump, which the binary copy
+            // follows one to one; the ASCII conversion does not.)
+            if run.options.verbose && run.options.format == Format::Binary {
+                let size = dump.metadata().map_or(0, |m| m.len());
+                output.report_progress(size, started.elapsed());
+            }
+            let mut out = |bytes: Vec<u8>| output.hand_over(bytes);
             match run.options.format {
                 Format::Binary => {
                     let mut memory = self.memory.lock();
