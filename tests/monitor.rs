@@ -211,7 +211,10 @@ fn a_sigquit_dump_shows_the_owner_and_the_waiting_threads_and_times_start_over()
             .arg("150");
         let mut child = common::Spawned::spawn(&mut cmd);
         child.wait_for_line("READY", Duration::from_secs(60));
-        std::thread::sleep(Duration::from_millis(200));
+        // Well inside the 2.4 s of holding; late enough for a contention to
+        // have ended on JDK 25, whose monitors let the releasing thread
+        // take them again first, so that waits there last 20-120 ms.
+        std::thread::sleep(Duration::from_millis(1000));
         child.signal(libc::SIGQUIT);
         let out = child.wait_timeout(Duration::from_secs(120));
         common::assert_success(&out, &format!("Contention with SIGQUIT on {label}"));
