@@ -230,12 +230,10 @@ impl Agent for HprofAgent {
         }
     }
 
-    fn monitor_contended_entered(&self, context: CallbackContext<'_>, event: MonitorEvent) {
+    fn monitor_contended_entered(&self, _context: CallbackContext<'_>, _event: MonitorEvent) {
         if let Some((run, monitors)) = monitors() {
-            // SAFETY: JVMTI guarantees an event's references are live for
-            // the duration of the callback.
-            let thread = unsafe { event_ref(&context, event.thread()) };
-            monitors.contended_entered(run, thread);
+            // (The event's thread is the current thread.)
+            monitors.contended_entered(run);
         }
     }
 

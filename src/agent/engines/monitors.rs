@@ -112,7 +112,8 @@ impl Monitors {
         (serial, cell)
     }
 
-    /// The cell of `thread` if it has one; no allocation, no lock.
+    /// The cell of `thread` (null: the current thread) if it has one; no
+    /// allocation, no lock of the agent's.
     #[inline]
     fn existing_thread_cell(&self, env: &Jvmti, thread: LocalThread<'_>) -> Option<&ThreadCell> {
         let serial = jvm::thread_value(env, thread) as u32;
@@ -191,13 +192,16 @@ impl Monitors {
         self.rows.lock().holder_seen(row, trace);
     }
 
-    /// MonitorContendedEntered, posted while the thread holds the monitor
-    /// (so it lengthens the critical section): a clock read and two atomic
-    /// adds to the row's cell; no allocation, no lock.
+    /// MonitorContendedEntered, posted on the thread that got the monitor,
+    /// while it holds it (so it lengthens the critical section): a clock
+    /// read and two atomic adds to the row's cell; no allocation, no lock.
+    /// Its slot is asked for as the current thread's: HotSpot then reads it
+    /// without a transition into the VM, where naming a virtual thread
+    /// takes a lock that every virtual thread's mounting shares.
     #[inline]
-    pub fn contended_entered(&self, run: &Run, thread: LocalThread<'_>) {
+    pub fn contended_entered(&self, run: &Run) {
         let now = self.now();
-        let Some(cell) = self.existing_thread_cell(&run.jvmti.env(), thread) else {
+        let Some(cell) = self.existing_thread_cell(&run.jvmti.env(), LocalThread::null()) else {
             return;
         };
         let since = cell.contended_since.swap(0, Ordering::AcqRel);
