@@ -50,7 +50,7 @@ pub struct Local<'cb, K> {
 
 // What `repr(transparent)` promises, checked: a `Local` is exactly its raw
 // pointer, so passing one costs what passing the pointer did, and a slice
-// of them is a slice of `jobject` (see `runnable_stacks_of`).
+// of them is a slice of `jobject` (see `stacks_of`).
 const _: () = assert!(
     std::mem::size_of::<Local<'static, kind::Thread>>() == std::mem::size_of::<jni::jobject>()
         && std::mem::align_of::<Local<'static, kind::Thread>>()
@@ -670,14 +670,17 @@ pub fn new_string<'j>(jni: &'j JniEnv, text: &str) -> Option<OwnedLocal<'j, kind
     Some(unsafe { OwnedLocal::new(Some(jni), raw) })
 }
 
-/// The top `depth` frames of each of `threads` (innermost first), in the
-/// same order; an empty list for a thread that cannot be traced or that is
-/// not runnable now (sleeping, waiting, blocked on a monitor, parked).
-pub fn runnable_stacks_of(
-    env: &Jvmti,
-    threads: &[LocalThread<'_>],
-    depth: u32,
-) -> Vec<Vec<RawFrame>> {
+/// The state (JVMTI's thread state bits) and top frames of one thread.
+pub struct ThreadStack {
+    /// 0 when the thread could not be looked at.
+    pub state: i32,
+    /// Innermost first.
+    pub frames: Vec<RawFrame>,
+}
+
+/// The state and top `depth` frames of each of `threads`, in the same
+/// order, taken in one call (one pause of the JVM, not one per thread).
+pub fn stacks_of(env: &Jvmti, threads: &[LocalThread<'_>], depth: u32) -> Vec<ThreadStack> {
     let max = depth.min(i32::MAX as u32) as i32;
     // SAFETY: `Local` is a `repr(transparent)` wrapper of a `jthread` (its
     // other fields are zero-sized), so the slice's memory is a `[jthread]`.
@@ -688,18 +691,129 @@ pub fn runnable_stacks_of(
     match unsafe { env.get_thread_list_stack_traces(raw, max) } {
         Ok(infos) => infos
             .iter()
-            .map(|i| {
-                if i.state & jvmti::JVMTI_THREAD_STATE_RUNNABLE == 0 {
-                    return Vec::new();
-                }
-                i.frames
+            .map(|i| ThreadStack {
+                state: i.state,
+                frames: i
+                    .frames
                     .iter()
                     .map(|f| (f.method as u64, f.location))
-                    .collect()
+                    .collect(),
             })
             .collect(),
-        Err(_) => vec![Vec::new(); threads.len()],
+        Err(_) => threads
+            .iter()
+            .map(|_| ThreadStack {
+                state: 0,
+                frames: Vec::new(),
+            })
+            .collect(),
     }
+}
+
+/// The top `depth` frames of each of `threads` (innermost first), in the
+/// same order; an empty list for a thread that cannot be traced or that is
+/// not runnable now (sleeping, waiting, blocked on a monitor, parked).
+pub fn runnable_stacks_of(
+    env: &Jvmti,
+    threads: &[LocalThread<'_>],
+    depth: u32,
+) -> Vec<Vec<RawFrame>> {
+    stacks_of(env, threads, depth)
+        .into_iter()
+        .map(|stack| {
+            if stack.state & jvmti::JVMTI_THREAD_STATE_RUNNABLE == 0 {
+                Vec::new()
+            } else {
+                stack.frames
+            }
+        })
+        .collect()
+}
+
+/// Every live Java thread (platform threads: JVMTI does not list virtual
+/// ones), as local references deleted as each is dropped.
+pub fn all_threads<'j>(jni: &'j JniEnv, env: &Jvmti) -> Vec<OwnedLocal<'j, kind::Thread>> {
+    env.get_all_threads()
+        .unwrap_or_default()
+        .into_iter()
+        // SAFETY: local references GetAllThreads just made on this thread,
+        // each deleted only by its owner.
+        .map(|raw| unsafe { OwnedLocal::new(Some(jni), raw) })
+        .collect()
+}
+
+/// The class of `object`; its local reference is deleted when the result
+/// is dropped. None for null.
+pub fn object_class<'j>(
+    jni: &'j JniEnv,
+    object: LocalObject<'_>,
+) -> Option<OwnedLocal<'j, kind::Class>> {
+    if object.is_null() {
+        return None;
+    }
+    // SAFETY: `object` is non-null and live on this thread (a `Local`).
+    let raw = unsafe { jni.get_object_class(object.raw()) };
+    // SAFETY: a local reference GetObjectClass just made on this thread (or
+    // null), deleted only by its owner.
+    (!raw.is_null()).then(|| unsafe { OwnedLocal::new(Some(jni), raw) })
+}
+
+/// The monitors `thread` owns now (its `synchronized` blocks and methods),
+/// as local references deleted as each is dropped.
+pub fn owned_monitors<'j>(
+    jni: &'j JniEnv,
+    env: &Jvmti,
+    thread: LocalThread<'_>,
+) -> Vec<OwnedLocal<'j, kind::Object>> {
+    // SAFETY: `thread` is live (a `Local`); JVMTI checks it is a thread.
+    unsafe { env.get_owned_monitor_info(thread.raw()) }
+        .unwrap_or_default()
+        .into_iter()
+        // SAFETY: local references GetOwnedMonitorInfo just made on this
+        // thread, each deleted only by its owner.
+        .map(|raw| unsafe { OwnedLocal::new(Some(jni), raw) })
+        .collect()
+}
+
+/// Who owns a monitor and who waits for it, as JVMTI tells it.
+pub struct MonitorUsage<'j> {
+    /// Null when nobody owns it.
+    pub owner: OwnedLocal<'j, kind::Thread>,
+    pub entry_count: i32,
+    /// Threads waiting to own it. (Up to JDK 22 this list also holds the
+    /// threads waiting to be notified.)
+    pub waiting_to_enter: Vec<OwnedLocal<'j, kind::Thread>>,
+    /// Threads in `Object.wait` on it.
+    pub waiting_to_be_notified: Vec<OwnedLocal<'j, kind::Thread>>,
+}
+
+/// The usage of the monitor of `object`, or None if JVMTI cannot tell.
+/// (HotSpot stops the threads to look, with a safepoint or a handshake.)
+pub fn monitor_usage<'j>(
+    jni: &'j JniEnv,
+    env: &Jvmti,
+    object: LocalObject<'_>,
+) -> Option<MonitorUsage<'j>> {
+    if object.is_null() {
+        return None;
+    }
+    // SAFETY: `object` is non-null and live (a `Local`).
+    let usage = unsafe { env.get_object_monitor_usage(object.raw()) }.ok()?;
+    // SAFETY: local references GetObjectMonitorUsage just made on this
+    // thread (or null), each deleted only by its owner.
+    let own = |raw| unsafe { OwnedLocal::new(Some(jni), raw) };
+    Some(MonitorUsage {
+        owner: own(usage.owner),
+        entry_count: usage.entry_count,
+        waiting_to_enter: usage.waiters.into_iter().map(own).collect(),
+        waiting_to_be_notified: usage.notify_waiters.into_iter().map(own).collect(),
+    })
+}
+
+/// True when two references are to the same object.
+pub fn same_object<K>(jni: &JniEnv, a: Local<'_, K>, b: Local<'_, K>) -> bool {
+    // SAFETY: both are live (`Local`s) or null, which JNI allows here.
+    unsafe { jni.is_same_object(a.raw(), b.raw()) }
 }
 
 /// The message of the exception pending on this thread (cleared here, so

@@ -14,6 +14,7 @@ mod heapdump;
 mod jmm;
 mod jvm;
 mod jvm_tracker;
+mod monitors;
 mod profiler;
 mod sampler;
 mod site_cache;
@@ -220,6 +221,41 @@ impl Agent for HprofAgent {
         }
     }
 
+    fn monitor_contended_enter(&self, context: CallbackContext<'_>, event: MonitorEvent) {
+        if let Some((run, monitors)) = monitors() {
+            // SAFETY: JVMTI guarantees an event's references are live for
+            // the duration of the callback.
+            let (thread, object) = unsafe { event_refs(&context, event.thread(), event.object()) };
+            monitors.contended_enter(run, context.jni().map(|j| &**j), thread, object);
+        }
+    }
+
+    fn monitor_contended_entered(&self, _context: CallbackContext<'_>, _event: MonitorEvent) {
+        if let Some((run, monitors)) = monitors() {
+            // (The event's thread is the current thread.)
+            monitors.contended_entered(run);
+        }
+    }
+
+    fn monitor_wait(&self, context: CallbackContext<'_>, event: MonitorWaitEvent) {
+        if let Some((run, monitors)) = monitors() {
+            // SAFETY: JVMTI guarantees an event's references are live for
+            // the duration of the callback.
+            let (thread, object) = unsafe { event_refs(&context, event.thread(), event.object()) };
+            let jni = context.jni().map(|j| &**j);
+            monitors.wait(run, jni, thread, object, event.timeout());
+        }
+    }
+
+    fn monitor_waited(&self, context: CallbackContext<'_>, event: MonitorWaitedEvent) {
+        if let Some((run, monitors)) = monitors() {
+            // SAFETY: JVMTI guarantees an event's references are live for
+            // the duration of the callback.
+            let (thread, object) = unsafe { event_refs(&context, event.thread(), event.object()) };
+            monitors.waited(run, context.jni().map(|j| &**j), thread, object);
+        }
+    }
+
     fn data_dump_request(&self, _context: CallbackContext<'_>) {
         if let Some(profiler) = PROFILER.get() {
             profiler.data_dump_request();
@@ -248,6 +284,27 @@ unsafe fn event_ref<'cb, K>(
     // SAFETY: JVMTI guarantees an event's references are live for the
     // duration of the callback, on the callback's thread.
     unsafe { jvm::Local::new(raw) }
+}
+
+/// Two of an event's references, as [`event_ref`] makes one.
+///
+/// # Safety
+///
+/// As for [`event_ref`], for each of `a` and `b`.
+#[inline(always)]
+unsafe fn event_refs<'cb, A, B>(
+    context: &CallbackContext<'cb>,
+    a: jni::jobject,
+    b: jni::jobject,
+) -> (jvm::Local<'cb, A>, jvm::Local<'cb, B>) {
+    // SAFETY: the caller's promise, for each.
+    unsafe { (event_ref(context, a), event_ref(context, b)) }
+}
+
+/// The run and its monitor=y engine, when monitor=y runs.
+fn monitors() -> Option<(&'static engine::Run, &'static engines::Monitors)> {
+    let profiler = PROFILER.get()?;
+    Some((&profiler.run, profiler.engines.monitors.as_ref()?))
 }
 
 /// The link to the Tracker, when cpu=times or cpu=old runs.

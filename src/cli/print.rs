@@ -265,6 +265,7 @@ fn section_kind(section: &Section) -> &'static str {
         Section::MonitorWaited { .. } => "WAITED",
         Section::MonitorDump { .. } => "MONITOR DUMP",
         Section::MonitorTime { .. } => "MONITOR TIME",
+        Section::MonitorHolders(_) => "MONITOR HOLDERS",
         Section::HeapDump(_) => "HEAP DUMP",
     }
 }

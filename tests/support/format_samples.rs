@@ -535,6 +535,25 @@ pub fn sections() -> Vec<Section> {
             created: created(),
             rows: vec![],
         },
+        Section::MonitorHolders(vec![
+            MonitorHolderRow {
+                rank: 1,
+                trace_serial: 300020,
+                holder_trace_serial: 300021,
+                seen: 12,
+                sampled: 16,
+                monitor: "java.lang.Object".into(),
+            },
+            MonitorHolderRow {
+                rank: 3,
+                trace_serial: 1234567,
+                holder_trace_serial: 300000,
+                seen: 1,
+                sampled: 1,
+                monitor: "a.B$C".into(),
+            },
+        ]),
+        Section::MonitorHolders(vec![]),
         Section::HeapDump(heap_dump()),
         Section::Sites(SitesSection {
             ordered_by: "live bytes".into(),

@@ -5,11 +5,13 @@ mod allocation_sites;
 mod cpu_samples;
 mod heap_dump;
 mod method_times;
+mod monitors;
 
 pub use allocation_sites::AllocationSites;
 pub use cpu_samples::CpuSamples;
 pub use heap_dump::HeapDump;
 pub use method_times::MethodTimes;
+pub use monitors::Monitors;
 
 use super::engine::Engine;
 use crate::options::Options;
@@ -19,6 +21,7 @@ use jvmti_bindings::prelude::*;
 /// that the JVMTI entry points reach an engine's per-event callbacks
 /// (allocations, frees, class rewriting) without dynamic dispatch.
 pub struct Engines {
+    pub monitors: Option<Monitors>,
     pub heap_dump: Option<HeapDump>,
     pub allocation_sites: Option<AllocationSites>,
     pub cpu_samples: Option<CpuSamples>,
@@ -34,6 +37,7 @@ impl Engines {
             .cpu_times
             .then(|| MethodTimes::new(jvmti, options.prof_trace_depth));
         Self {
+            monitors: options.monitor.then(Monitors::new),
             heap_dump: options.heap_dump.then(|| HeapDump::new(heap_dump_path)),
             allocation_sites: options
                 .heap_sites
@@ -49,7 +53,8 @@ impl Engines {
     /// prints the traces it refers to first): the order in which they
     /// start, see threads come and go, and dump.
     pub fn all(&self) -> impl Iterator<Item = &dyn Engine> {
-        let all: [Option<&dyn Engine>; 4] = [
+        let all: [Option<&dyn Engine>; 5] = [
+            self.monitors.as_ref().map(|e| e as &dyn Engine),
             self.heap_dump.as_ref().map(|e| e as &dyn Engine),
             self.allocation_sites.as_ref().map(|e| e as &dyn Engine),
             self.cpu_samples.as_ref().map(|e| e as &dyn Engine),

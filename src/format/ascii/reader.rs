@@ -8,7 +8,9 @@
 //! line is reported at its BEGIN line.
 use super::scan::{Line, Lines, columns, dec, hex, percent, scan};
 use super::sections::*;
-use super::writer::{CPU_TITLES, MONITOR_TIME_TITLES, OLD_PROF_TITLES, SITES_TITLES};
+use super::writer::{
+    CPU_TITLES, MONITOR_HOLDERS_TITLES, MONITOR_TIME_TITLES, OLD_PROF_TITLES, SITES_TITLES,
+};
 use crate::format::ParseError;
 
 /// Parse a whole ASCII profile into its sections, in file order.
@@ -61,7 +63,7 @@ fn is_header_line(text: &str) -> bool {
 type SectionParser = fn(&Line, &mut Lines) -> Result<Section, ParseError>;
 
 /// Which parser handles a section, by the start of its first line.
-const PARSERS: [(&str, SectionParser); 12] = [
+const PARSERS: [(&str, SectionParser); 13] = [
     ("JAVA PROFILE ", parse_header),
     ("THREAD START ", parse_thread_start),
     ("THREAD END ", parse_thread_end),
@@ -74,6 +76,7 @@ const PARSERS: [(&str, SectionParser); 12] = [
     ("WAITED: ", parse_waited),
     ("MONITOR DUMP BEGIN", parse_monitor_dump),
     ("MONITOR TIME BEGIN ", parse_monitor_time),
+    ("MONITOR HOLDERS BEGIN", parse_monitor_holders),
 ];
 
 fn parse_section(line: &Line, lines: &mut Lines) -> Result<Section, ParseError> {
@@ -511,6 +514,33 @@ fn monitor_time_row(text: &str) -> Option<MonitorTimeRow> {
         cols,
         monitor.strip_suffix(" (Java)")?.to_string(),
     ))
+}
+
+fn parse_monitor_holders(begin: &Line, lines: &mut Lines) -> Result<Section, ParseError> {
+    if begin.text != "MONITOR HOLDERS BEGIN" {
+        return Err(fault(begin, "malformed MONITOR HOLDERS BEGIN line"));
+    }
+    let body = block_body(begin, lines, "MONITOR HOLDERS END")?;
+    let rows = parse_rows(
+        without_titles(&body, MONITOR_HOLDERS_TITLES),
+        "MONITOR HOLDERS row",
+        monitor_holder_row,
+    )?;
+    Ok(Section::MonitorHolders(rows))
+}
+
+/// `rank trace holder seen/sampled <class> (Java)`.
+fn monitor_holder_row(text: &str) -> Option<MonitorHolderRow> {
+    let ([rank, trace, holder, seen], monitor) = columns(text)?;
+    let (seen, sampled) = seen.split_once('/')?;
+    Some(MonitorHolderRow {
+        rank: dec(rank)?,
+        trace_serial: dec(trace)?,
+        holder_trace_serial: dec(holder)?,
+        seen: dec(seen)?,
+        sampled: dec(sampled)?,
+        monitor: monitor.strip_suffix(" (Java)")?.to_string(),
+    })
 }
 
 fn parse_heap_dump(begin: &Line, lines: &mut Lines) -> Result<Section, ParseError> {

@@ -235,6 +235,25 @@ impl MonitorTimeRow {
     }
 }
 
+/// One row of MONITOR HOLDERS, hprof-rs's addition to HPROF's output: for
+/// the MONITOR TIME row of the same rank, the trace of the monitor's owner
+/// when contention on it began.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MonitorHolderRow {
+    /// The rank of the MONITOR TIME row this completes.
+    pub rank: u64,
+    /// That row's trace (the waiting threads').
+    pub trace_serial: u32,
+    /// The owner's trace seen most often.
+    pub holder_trace_serial: u32,
+    /// How many of the sampled contentions found that trace...
+    pub seen: u32,
+    /// ...of how many were sampled.
+    pub sampled: u32,
+    /// Dotted class name of the monitor; printed with ` (Java)` after it.
+    pub monitor: String,
+}
+
 /// A root line inside HEAP DUMP.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HeapRoot {
@@ -380,5 +399,8 @@ pub enum Section {
         created: String,
         rows: Vec<MonitorTimeRow>,
     },
+    /// `MONITOR HOLDERS BEGIN` ... `MONITOR HOLDERS END` (hprof-rs's
+    /// addition, after MONITOR TIME).
+    MonitorHolders(Vec<MonitorHolderRow>),
     HeapDump(HeapDumpSection),
 }

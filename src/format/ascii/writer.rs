@@ -23,6 +23,8 @@ pub const SITES_TITLES: [&str; 2] = [
 pub const CPU_TITLES: &str = "rank   self  accum   count trace method";
 /// Column title of MONITOR TIME, printed only when the total is positive.
 pub const MONITOR_TIME_TITLES: &str = "rank   self  accum   count trace monitor";
+/// Column titles of MONITOR HOLDERS (always printed).
+pub const MONITOR_HOLDERS_TITLES: &str = "rank trace holder   seen monitor";
 /// First line of a `cpu=old` table.
 pub const OLD_PROF_TITLES: &str = "count callee caller time";
 
@@ -112,6 +114,7 @@ pub fn write_section(section: &Section, out: &mut Vec<u8>) {
             created,
             rows,
         } => write_monitor_time(*total_ms, created, rows, out),
+        Section::MonitorHolders(rows) => write_monitor_holders(rows, out),
         Section::HeapDump(dump) => {
             write_heap_dump_begin(dump.objects, dump.bytes, &dump.created, out);
             dump.entries
@@ -306,6 +309,23 @@ fn write_monitor_time(total_ms: u64, created: &str, rows: &[MonitorTimeRow], out
         put!(out, " {} (Java)\n", row.monitor);
     }
     out.extend_from_slice(b"MONITOR TIME END\n");
+}
+
+/// MONITOR HOLDERS: `%4u %5u %6u %3u/%-3u %s (Java)` rows under their titles.
+fn write_monitor_holders(rows: &[MonitorHolderRow], out: &mut Vec<u8>) {
+    put!(out, "MONITOR HOLDERS BEGIN\n{MONITOR_HOLDERS_TITLES}\n");
+    for row in rows {
+        let seen = format!("{}/{}", row.seen, row.sampled);
+        put!(
+            out,
+            "{:4} {:5} {:6} {seen:>6} {} (Java)\n",
+            row.rank,
+            row.trace_serial,
+            row.holder_trace_serial,
+            row.monitor
+        );
+    }
+    out.extend_from_slice(b"MONITOR HOLDERS END\n");
 }
 
 /// `HEAP DUMP BEGIN (%u objects, %u bytes) <ctime>`: the first line of a heap
@@ -818,6 +838,25 @@ mod tests {
              rank   self  accum   count trace monitor\n\
              \x20  1 100.00% 100.00%       3 300020 java.lang.Object (Java)\n\
              MONITOR TIME END\n"
+        );
+    }
+
+    #[test]
+    fn monitor_holders_block() {
+        let holders = Section::MonitorHolders(vec![MonitorHolderRow {
+            rank: 1,
+            trace_serial: 300020,
+            holder_trace_serial: 300021,
+            seen: 12,
+            sampled: 16,
+            monitor: "Contention".into(),
+        }]);
+        assert_eq!(
+            text(&holders),
+            "MONITOR HOLDERS BEGIN\n\
+             rank trace holder   seen monitor\n\
+             \x20  1 300020 300021  12/16 Contention (Java)\n\
+             MONITOR HOLDERS END\n"
         );
     }
 
