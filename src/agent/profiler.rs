@@ -10,6 +10,7 @@ use super::engine::Run;
 use super::engines::Engines;
 use super::header;
 use super::jvm::{self, JvmtiHandle, LocalClass, LocalThread, VmHandle};
+use super::listener::Listener;
 use super::threads;
 use super::traces::TracePolicy;
 use crate::emit::Emitter;
@@ -77,6 +78,8 @@ pub struct Profiler {
     heap_exhausted: AtomicBool,
     /// Held while a dump is written; a second request meanwhile is dropped.
     dumping: Mutex<()>,
+    /// Reads the `net=` front end's commands.
+    pub listener: Listener,
 }
 
 impl Profiler {
@@ -110,6 +113,7 @@ impl Profiler {
             engines,
             heap_exhausted: AtomicBool::new(false),
             dumping: Mutex::new(()),
+            listener: Listener::default(),
         }
     }
 
@@ -158,6 +162,9 @@ impl Profiler {
         self.enable_live_events(&env);
         for engine in self.engines.all() {
             engine.start(run, jni);
+        }
+        if let Some(socket) = run.writer.socket_handle() {
+            self.listener.start(self, socket);
         }
     }
 
@@ -241,6 +248,12 @@ impl Profiler {
         super::dump::dump(&self.run, &self.engines, jni);
     }
 
+    /// Waits for a dump being written, and holds off the others (a `net=`
+    /// front end's command writes under it).
+    pub fn dump_lock(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.dumping.lock()
+    }
+
     /// ResourceExhausted for the Java heap: the first time, a full dump is
     /// written at once. A program that dies of an OutOfMemoryError with its
     /// heap still full ends without a VM death event (the JVM's shutdown
@@ -281,6 +294,7 @@ impl Profiler {
         if run.lifecycle.dead.swap(true, Ordering::AcqRel) {
             return;
         }
+        self.listener.stop();
         for engine in self.engines.all() {
             engine.stop(run, jni);
         }
