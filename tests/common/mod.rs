@@ -8,13 +8,15 @@
 //! - processes: [`java_command`], [`run`], [`run_timeout`], [`Spawned`];
 //! - independent readers: [`slurp_binary`], [`stackcollapse_hprof`];
 //! - one parsed ASCII profile: [`AsciiProfile`] (in `profile.rs`);
-//! - a check on every JDK that reports each JDK's failure: [`on_each`].
+//! - a check on every JDK that reports each JDK's failure: [`on_each`];
+//! - VisualVM's heap library on a binary dump: [`visualvm::visualvm_check`].
 //!
 //! When `HPROF_RS_REQUIRE_JDKS` is set (as `scripts/test.sh` does), anything
 //! missing from the matrix or from `.cache` is a failure, never a skip.
 #![allow(dead_code)]
 
 pub mod profile;
+pub mod visualvm;
 #[allow(unused_imports)] // each test file uses its own part of the harness
 pub use profile::{AsciiProfile, assert_print_accepts, cpu_count_in};
 
