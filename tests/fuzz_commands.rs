@@ -12,7 +12,7 @@
 //!
 //! `HPROF_RS_FUZZ_CASES` sets the number of cases (default 5,000). The
 //! campaign of a million cases:
-//! `HPROF_RS_FUZZ_CASES=1000000 cargo test --release --test fuzz_commands`
+//! `HPROF_RS_FUZZ_CASES=1000000 cargo test --release --test fuzz_commands -- --test-threads 1 command_reader`
 
 use cap::Cap;
 use hprof_rs::output::commands::{Command, Control, HEADER_BYTES, read_command};
@@ -22,9 +22,10 @@ use std::alloc::System;
 #[global_allocator]
 static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);
 
-/// Live heap allowed to the fuzz process: proptest's own needs, and not one
-/// buffer the size of a length field.
-const MEMORY_CAP: usize = 64 << 20;
+/// Live heap allowed to the fuzz process: proptest's own needs (which grow
+/// over a million cases: 64 MiB ran out), and not one buffer the size of a
+/// length field (up to 4 GiB).
+const MEMORY_CAP: usize = 256 << 20;
 
 /// Longest a case may run; a case takes microseconds.
 const CASE_TIMEOUT_MS: u32 = 5_000;

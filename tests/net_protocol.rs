@@ -421,3 +421,105 @@ fn a_slow_peer_delays_the_program_by_the_stall_limit_at_most() {
         );
     });
 }
+
+/// The `obj=` of the main thread's THREAD START in an ASCII file being
+/// written, as hex.
+fn main_thread_object(file: &Path) -> String {
+    let text = String::from_utf8_lossy(&fs::read(file).unwrap()).into_owned();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("THREAD START") && l.contains("name=\"main\""))
+        .unwrap_or_else(|| panic!("no THREAD START of main in {}", file.display()));
+    let start = line.find("obj=").expect("obj=") + 4;
+    let end = start + line[start..].find(',').expect("obj=...,");
+    format!("0x{}", &line[start..end])
+}
+
+#[test]
+fn control_commands_change_what_is_counted() {
+    common::on_each(&common::jdks_of(&MATRIX), |jdk| {
+        let dir = common::scratch_dir(&format!("net-control-{}", jdk.label));
+        let mut front = Front::start(&dir);
+        let options = "heap=sites,cpu=samples,depth=6";
+        let what = format!("{} {options} CONTROL", jdk.label);
+        let jvm = start_server(jdk, &dir, options, front.port, &["3"]);
+        front.wait_connected();
+        let main = main_thread_object(&front.file);
+        front.send(&format!("control sampling off {main}"));
+        thread::sleep(Duration::from_millis(300));
+        front.send("cpu --cutoff 0"); // A
+        thread::sleep(Duration::from_secs(1));
+        front.send("cpu --cutoff 0"); // B: main, the busy thread, not sampled
+        front.send(&format!("control sampling on {main}"));
+        thread::sleep(Duration::from_secs(1));
+        front.send("cpu --cutoff 0"); // C: sampled again
+        front.send("control clear-cpu");
+        front.send("cpu --cutoff 0"); // D: counts started over
+        front.send("control clear-sites");
+        front.send("sites --cutoff 0"); // sites started over
+        front.send("control depth 1");
+        front.send("control clear-cpu");
+        thread::sleep(Duration::from_millis(500));
+        front.send("cpu --cutoff 0"); // E: one-frame traces
+        front.send("eof"); // no more commands; the output goes on
+        stop_server(&dir);
+        common::assert_exit_code(&jvm.wait_timeout(PATIENCE), 3, &what);
+        let file = front.finish();
+        let profile = AsciiProfile::read_whole_file(&file);
+        let cpu: Vec<_> = profile.cpu_blocks().collect();
+        assert_eq!(cpu.len(), 6, "{what}: 5 requested + the exit dump's");
+        let totals: Vec<u64> = cpu.iter().map(|c| c.total).collect();
+        assert!(
+            totals[1] <= totals[0] + 2,
+            "{what}: main's sampling off: {totals:?}"
+        );
+        assert!(totals[2] >= totals[1] + 20, "{what}: on again: {totals:?}");
+        assert!(totals[3] < totals[2] / 2, "{what}: cleared: {totals:?}");
+        assert!(!cpu[4].rows.is_empty(), "{what}: samples at depth 1");
+        for row in &cpu[4].rows {
+            let frames = profile.frames(row.trace_serial);
+            assert!(frames.len() <= 1, "{what}: depth 1: {frames:?}");
+        }
+        let sites: Vec<&SitesSection> = profile.sites_blocks().collect();
+        assert_eq!(sites.len(), 2, "{what}: requested + the exit dump's");
+        for block in &sites {
+            assert_eq!(
+                allocated(block, "NetServer$Once"),
+                0,
+                "{what}: the sites' counts started over (no Once since)"
+            );
+        }
+        assert!(allocated(sites[1], "NetServer$Chunk") > 0, "{what}");
+    });
+}
+
+#[test]
+fn each_jvm_gets_a_file_of_its_own() {
+    common::on_each(&common::jdks_of(&MATRIX), |jdk| {
+        let dir = common::scratch_dir(&format!("net-two-jvms-{}", jdk.label));
+        let (port, _) = free_ports();
+        let file = dir.join("two");
+        let mut cmd = hprof_rs();
+        cmd.args(["listen", "--port", &port.to_string(), "-o"])
+            .arg(&file)
+            .stdin(Stdio::null());
+        let mut front = Spawned::spawn(&mut cmd);
+        front.wait_for_line(
+            &format!("hprof-rs: listening on 127.0.0.1:{port}"),
+            PATIENCE,
+        );
+        for n in 1..=2 {
+            let mut java = common::java_command(jdk, &dir);
+            java.arg(common::agentpath_arg(&format!(
+                "heap=sites,net=127.0.0.1:{port}"
+            )))
+            .arg("Hello");
+            common::assert_success(&common::run(&mut java), &format!("JVM {n}"));
+            let name = if n == 1 { "two" } else { "two.1" };
+            let line = format!("hprof-rs: JVM {n} disconnected, ");
+            front.wait_for_line_starting(&line, PATIENCE);
+            let profile = AsciiProfile::read_whole_file(&dir.join(name));
+            assert_eq!(profile.sites_blocks().count(), 1, "{name}: one whole run");
+        }
+    });
+}

@@ -612,11 +612,28 @@ impl Spawned {
     /// Waits until the process prints `line` (a whole line, without its end)
     /// on stdout. Panics with all output when it exits first or `timeout` passes.
     pub fn wait_for_line(&mut self, line: &str, timeout: Duration) {
+        self.wait_for_line_where(line, |got| got == line, timeout);
+    }
+
+    /// Waits until the process prints a line that starts with `start` on
+    /// stdout, like [`wait_for_line`](Self::wait_for_line).
+    pub fn wait_for_line_starting(&mut self, start: &str, timeout: Duration) {
+        self.wait_for_line_where(start, |got| got.starts_with(start), timeout);
+    }
+
+    /// Waits for a line (without its end) that `wanted` accepts; `line`
+    /// describes it in the panic message.
+    fn wait_for_line_where(
+        &mut self,
+        line: &str,
+        wanted: impl Fn(&str) -> bool,
+        timeout: Duration,
+    ) {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
-                Ok(got) if got.trim_end_matches(['\n', '\r']) == line => return,
+                Ok(got) if wanted(got.trim_end_matches(['\n', '\r'])) => return,
                 Ok(_) => {}
                 Err(RecvTimeoutError::Timeout) => {
                     self.kill_and_panic(&format!("no line {line:?} on stdout within {timeout:?}"))
