@@ -121,6 +121,15 @@ fn start_server(jdk: &Jdk, dir: &Path, options: &str, port: u16, args: &[&str]) 
     jvm
 }
 
+/// `hprof-rs listen` in `dir`, and `NetServer 3` (exit status 3) with
+/// `options` connected to it.
+fn serve(jdk: &Jdk, dir: &Path, options: &str) -> (Front, Spawned) {
+    let mut front = Front::start(dir);
+    let jvm = start_server(jdk, dir, options, front.port, &["3"]);
+    front.wait_connected();
+    (front, jvm)
+}
+
 fn stop_server(dir: &Path) {
     fs::write(dir.join("stop"), b"").expect("stop file");
 }
@@ -143,10 +152,10 @@ fn has_class(block: &SitesSection, class: &str) -> bool {
 fn commands_sent_mid_run_write_their_sections() {
     common::on_each(&common::jdks_of(&MATRIX), |jdk| {
         let dir = common::scratch_dir(&format!("net-commands-{}", jdk.label));
-        let mut front = Front::start(&dir);
         let options = "heap=sites,cpu=samples,depth=4";
-        let jvm = start_server(jdk, &dir, options, front.port, &["3"]);
-        front.wait_connected();
+        let (front, jvm) = serve(jdk, &dir, options);
+        // (SERVING comes just before the first Chunk.)
+        thread::sleep(Duration::from_millis(500));
         front.send("sites --cutoff 0"); // SITES 0: every site
         front.send("sites --changed --cutoff 0"); // 1: what changed since 0
         front.send("sites --by-alloc"); // 2
@@ -256,9 +265,7 @@ fn a_binary_dump_on_request_loads_in_visualvm_and_the_records_are_files() {
             .args(["NetServer", "3", "1"]);
         common::assert_exit_code(&common::run(&mut cmd), 3, &format!("{what} file="));
 
-        let mut front = Front::start(&dir);
-        let jvm = start_server(jdk, &dir, options, front.port, &["3"]);
-        front.wait_connected();
+        let (front, jvm) = serve(jdk, &dir, options);
         front.send("dump");
         front.send("summary");
         // The program goes on until the summary (after the dump) arrived.
@@ -439,11 +446,9 @@ fn main_thread_object(file: &Path) -> String {
 fn control_commands_change_what_is_counted() {
     common::on_each(&common::jdks_of(&MATRIX), |jdk| {
         let dir = common::scratch_dir(&format!("net-control-{}", jdk.label));
-        let mut front = Front::start(&dir);
         let options = "heap=sites,cpu=samples,depth=6";
         let what = format!("{} {options} CONTROL", jdk.label);
-        let jvm = start_server(jdk, &dir, options, front.port, &["3"]);
-        front.wait_connected();
+        let (front, jvm) = serve(jdk, &dir, options);
         let main = main_thread_object(&front.file);
         front.send(&format!("control sampling off {main}"));
         thread::sleep(Duration::from_millis(300));
