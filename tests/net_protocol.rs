@@ -230,28 +230,42 @@ fn commands_sent_mid_run_write_their_sections() {
     });
 }
 
-/// The kinds (tags) of the records of a binary file, and the end offset
+/// The tags of the records of a binary file in order, and the end offset
 /// of its first HEAP DUMP END record, reading as far as the file is whole.
-fn record_kinds(path: &Path) -> (BTreeSet<u8>, Option<usize>) {
+fn record_tags(path: &Path) -> (Vec<u8>, Option<usize>) {
     let bytes = fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let Ok(mut reader) = RecordReader::new(bytes.as_slice()) else {
-        return (BTreeSet::new(), None);
+        return (Vec::new(), None);
     };
-    let mut kinds = BTreeSet::new();
+    let mut tags = Vec::new();
     let mut first_dump_end = None;
     while let Some(Ok((_, record))) = reader.next() {
         let tag = record.body.tag();
-        kinds.insert(tag);
+        tags.push(tag);
         if tag == HEAP_DUMP_END && first_dump_end.is_none() {
             first_dump_end = Some(reader.offset() as usize);
         }
     }
-    (kinds, first_dump_end)
+    (tags, first_dump_end)
+}
+
+/// The kinds of record of a binary file, but END THREAD (threads the JVM
+/// ends on its own may end before or after the exit).
+fn record_kinds(path: &Path) -> BTreeSet<u8> {
+    let mut kinds: BTreeSet<u8> = record_tags(path).0.into_iter().collect();
+    kinds.remove(&END_THREAD);
+    kinds
+}
+
+fn first(tags: &[u8], tag: u8) -> Option<usize> {
+    tags.iter().position(|&t| t == tag)
 }
 
 const HEAP_SUMMARY: u8 = 0x07;
 const HEAP_DUMP_END: u8 = 0x2C;
 const END_THREAD: u8 = 0x0B;
+const TRACE: u8 = 0x05;
+const HEAP_DUMP_SEGMENT: u8 = 0x1C;
 
 #[test]
 fn a_binary_dump_on_request_loads_in_visualvm_and_the_records_are_files() {
@@ -266,12 +280,23 @@ fn a_binary_dump_on_request_loads_in_visualvm_and_the_records_are_files() {
         common::assert_exit_code(&common::run(&mut cmd), 3, &format!("{what} file="));
 
         let (front, jvm) = serve(jdk, &dir, options);
+        // Nothing before this writes a TRACE record in binary: the first
+        // ones are the traces command's, before the first summary.
+        front.send("traces");
+        front.send("summary");
         front.send("dump");
         front.send("summary");
-        // The program goes on until the summary (after the dump) arrived.
+        // The program goes on until the second summary (after the dump) arrived.
         let deadline = Instant::now() + PATIENCE;
-        while !record_kinds(&front.file).0.contains(&HEAP_SUMMARY) {
-            assert!(Instant::now() < deadline, "{what}: no HEAP SUMMARY came");
+        let summaries = |path: &Path| {
+            let tags = record_tags(path).0;
+            tags.iter().filter(|&&t| t == HEAP_SUMMARY).count()
+        };
+        while summaries(&front.file) < 2 {
+            assert!(
+                Instant::now() < deadline,
+                "{what}: no second HEAP SUMMARY came"
+            );
             thread::sleep(Duration::from_millis(100));
         }
         stop_server(&dir);
@@ -281,19 +306,30 @@ fn a_binary_dump_on_request_loads_in_visualvm_and_the_records_are_files() {
         common::assert_print_accepts(&received, &what);
         common::assert_print_accepts(&dir.join("file.hprof"), &what);
 
-        // Threads the JVM ends on its own may end before or after the exit.
-        let (mut net_kinds, first_dump_end) = record_kinds(&received);
-        let (mut file_kinds, _) = record_kinds(&dir.join("file.hprof"));
-        net_kinds.remove(&END_THREAD);
-        file_kinds.remove(&END_THREAD);
+        let (tags, first_dump_end) = record_tags(&received);
+        let (trace, summary) = (first(&tags, TRACE), first(&tags, HEAP_SUMMARY));
+        let dump = first(&tags, HEAP_DUMP_SEGMENT);
+        assert!(
+            trace < summary && summary < dump && trace.is_some(),
+            "{what}: traces {trace:?}, summary {summary:?}, dump {dump:?}"
+        );
+        let mut file_kinds = record_kinds(&dir.join("file.hprof"));
         file_kinds.insert(HEAP_SUMMARY);
-        assert_eq!(net_kinds, file_kinds, "{what}: net= against file=");
+        assert_eq!(
+            record_kinds(&received),
+            file_kinds,
+            "{what}: net= against file="
+        );
 
         // The file up to the requested dump's end is a whole heap dump file.
-        let first = dir.join("requested-dump.hprof");
+        let requested = dir.join("requested-dump.hprof");
         let bytes = fs::read(&received).unwrap();
-        fs::write(&first, &bytes[..first_dump_end.expect("a HEAP DUMP END")]).unwrap();
-        if common::visualvm::visualvm_check(&first, &what) {
+        fs::write(
+            &requested,
+            &bytes[..first_dump_end.expect("a HEAP DUMP END")],
+        )
+        .unwrap();
+        if common::visualvm::visualvm_check(&requested, &what) {
             eprintln!("{what}: VisualVM's heap library reads the requested dump");
         }
     });
