@@ -564,3 +564,50 @@ fn each_jvm_gets_a_file_of_its_own() {
         }
     });
 }
+
+#[test]
+fn a_flood_of_bad_frames_neither_ends_nor_stalls_the_program() {
+    common::on_each(&common::jdks_of(&MATRIX), |jdk| {
+        let dir = common::scratch_dir(&format!("net-flood-{}", jdk.label));
+        let what = format!("{} heap=sites under a flood", jdk.label);
+        let peer = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = peer.local_addr().unwrap().port();
+        // The program works 2 s after SERVING, then exits with status 3.
+        let mut jvm = start_server(jdk, &dir, "heap=sites", port, &["3", "2"]);
+        let serving = Instant::now();
+        let (connection, _) = peer.accept().unwrap();
+        let mut output = connection.try_clone().unwrap();
+        let drain = thread::spawn(move || {
+            let _ = std::io::copy(&mut output, &mut std::io::sink());
+        });
+        // 100,000 frames of an unknown tag, then one whose length claims
+        // 4 GiB, followed by a megabyte it swallows (a known tag in it
+        // would otherwise be a command).
+        let mut flood = Vec::new();
+        for serial in 0..100_000u32 {
+            flood.push(0x42);
+            flood.extend(serial.to_be_bytes());
+            flood.extend(0u32.to_be_bytes());
+        }
+        flood.extend([0x43, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF]);
+        flood.extend((0..1 << 20).map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+        let mut commands = connection;
+        let _ = std::io::Write::write_all(&mut commands, &flood);
+        jvm.wait_for_line("STOPPED", PATIENCE);
+        let worked = serving.elapsed();
+        let out = jvm.wait_timeout(PATIENCE);
+        drop(commands);
+        drain.join().unwrap();
+        common::assert_exit_code(&out, 3, &what);
+        let stderr = common::stderr_text(&out);
+        assert_eq!(
+            stderr.matches("HPROF ERROR").count(),
+            1,
+            "{what}: one report of the unknown commands\n{stderr}"
+        );
+        assert!(
+            worked < Duration::from_secs(6),
+            "{what}: 2 s of work took {worked:?}"
+        );
+    });
+}
