@@ -3,7 +3,8 @@
 //! engines start), thread start/end and class loads, dumps (SIGQUIT, heap
 //! exhaustion, VM death) and the final flush. What is collected, and how
 //! it is dumped, is the engines' (engines/) and the dump sequence's
-//! (dump.rs).
+//! (dump.rs); with `net=`, the listener thread (listener.rs) started at VM
+//! init and stopped at VM death carries out the front end's commands.
 
 use super::classes::intern_class;
 use super::engine::Run;
