@@ -17,7 +17,7 @@
 mod common;
 
 use common::{AsciiProfile, Jdk, Spawned};
-use hprof_rs::format::ascii::SitesSection;
+use hprof_rs::format::ascii::{CpuTitle, SitesSection};
 use hprof_rs::format::binary::reader::RecordReader;
 use std::collections::BTreeSet;
 use std::fs;
@@ -608,6 +608,31 @@ fn a_flood_of_bad_frames_neither_ends_nor_stalls_the_program() {
         assert!(
             worked < Duration::from_secs(6),
             "{what}: 2 s of work took {worked:?}"
+        );
+    });
+}
+
+#[test]
+fn cpu_under_cpu_times_writes_cpu_time_on_request() {
+    common::on_each(&common::jdks_of(&MATRIX), |jdk| {
+        let dir = common::scratch_dir(&format!("net-cpu-times-{}", jdk.label));
+        let options = "cpu=times";
+        let what = format!("{} {options}", jdk.label);
+        let (front, jvm) = serve(jdk, &dir, options);
+        thread::sleep(Duration::from_millis(500));
+        front.send("cpu --cutoff 0");
+        front.send("exit");
+        common::assert_exit_code(&jvm.wait_timeout(PATIENCE), 0, &what);
+        let profile = AsciiProfile::read_whole_file(&front.finish());
+        let blocks: Vec<_> = profile.cpu_blocks().collect();
+        assert_eq!(blocks.len(), 2, "{what}: requested + the exit dump's");
+        for block in &blocks {
+            assert_eq!(block.title, CpuTitle::TimeMs, "{what}");
+        }
+        assert!(
+            common::cpu_count_in(blocks[0], "NetServer.spin") > 0,
+            "{what}: spin's calls timed: {:?}",
+            blocks[0].rows
         );
     });
 }
