@@ -3,13 +3,15 @@
 //! engines start), thread start/end and class loads, dumps (SIGQUIT, heap
 //! exhaustion, VM death) and the final flush. What is collected, and how
 //! it is dumped, is the engines' (engines/) and the dump sequence's
-//! (dump.rs).
+//! (dump.rs); with `net=`, the listener thread (listener.rs) started at VM
+//! init and stopped at VM death carries out the front end's commands.
 
 use super::classes::intern_class;
 use super::engine::Run;
 use super::engines::Engines;
 use super::header;
 use super::jvm::{self, JvmtiHandle, LocalClass, LocalThread, VmHandle};
+use super::listener::Listener;
 use super::threads;
 use super::traces::TracePolicy;
 use crate::emit::Emitter;
@@ -77,6 +79,8 @@ pub struct Profiler {
     heap_exhausted: AtomicBool,
     /// Held while a dump is written; a second request meanwhile is dropped.
     dumping: Mutex<()>,
+    /// Reads the `net=` front end's commands.
+    pub listener: Listener,
 }
 
 impl Profiler {
@@ -110,6 +114,7 @@ impl Profiler {
             engines,
             heap_exhausted: AtomicBool::new(false),
             dumping: Mutex::new(()),
+            listener: Listener::default(),
         }
     }
 
@@ -158,6 +163,9 @@ impl Profiler {
         self.enable_live_events(&env);
         for engine in self.engines.all() {
             engine.start(run, jni);
+        }
+        if let Some(socket) = run.writer.socket_handle() {
+            self.listener.start(self, socket);
         }
     }
 
@@ -241,6 +249,12 @@ impl Profiler {
         super::dump::dump(&self.run, &self.engines, jni);
     }
 
+    /// Waits for a dump being written, and holds off the others (a `net=`
+    /// front end's command writes under it).
+    pub fn dump_lock(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.dumping.lock()
+    }
+
     /// ResourceExhausted for the Java heap: the first time, a full dump is
     /// written at once. A program that dies of an OutOfMemoryError with its
     /// heap still full ends without a VM death event (the JVM's shutdown
@@ -281,6 +295,7 @@ impl Profiler {
         if run.lifecycle.dead.swap(true, Ordering::AcqRel) {
             return;
         }
+        self.listener.stop();
         for engine in self.engines.all() {
             engine.stop(run, jni);
         }

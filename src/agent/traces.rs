@@ -9,6 +9,7 @@ use crate::model::{
 };
 use crate::options::Options;
 use jvmti_bindings::prelude::*;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The most frames a trace holds. What a stack walk costs, and what the
 /// JVM is asked to fill, grows with the depth: an unbounded `depth=` made
@@ -25,6 +26,17 @@ pub fn bound_depth(options: &mut Options) {
         options.depth = MAX_TRACE_DEPTH;
     }
     options.prof_trace_depth = options.prof_trace_depth.min(MAX_TRACE_DEPTH);
+}
+
+/// The most frames a trace keeps from now on, below the run's depth: a
+/// `net=` front end's CONTROL "set depth" (stacks are still taken with
+/// the depth the run started with, so the depth can go down, not up).
+static DEPTH_LIMIT: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// Traces made from now on keep at most `depth` frames (up to the run's
+/// `depth=`).
+pub fn limit_depth(depth: u32) {
+    DEPTH_LIMIT.store(depth, Ordering::Relaxed);
 }
 
 /// How traces are keyed in this run.
@@ -47,7 +59,8 @@ impl TracePolicy {
         thread_serial: u32,
     ) -> u32 {
         let mut ids = Vec::with_capacity(frames.len());
-        for &(method, location) in frames.iter().take(self.depth as usize) {
+        let depth = self.depth.min(DEPTH_LIMIT.load(Ordering::Relaxed));
+        for &(method, location) in frames.iter().take(depth as usize) {
             // Without line numbers the location is dropped from the key, so
             // calls from different lines of one method share a frame.
             let location = if self.line_numbers { location } else { -1 };

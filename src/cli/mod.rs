@@ -2,10 +2,12 @@
 //! the files it writes.
 
 pub mod collapse;
+mod command_text;
 mod commands;
 pub mod diff;
 pub mod flame;
 mod heap_scan;
+mod listen;
 pub mod print;
 pub mod profile;
 mod run;
@@ -94,6 +96,24 @@ enum Command {
     /// Compare two profiles: what grew and shrank, beyond noise. Exits 1 when a
     /// --fail-if threshold is crossed, 2 on unusable input, 0 otherwise.
     Diff(commands::DiffArgs),
+    /// The front end of `net=HOST:PORT`: accepts the agents' connections,
+    /// writes each JVM's output to a file of its own (FILE, FILE.1, ...) and
+    /// sends them commands from standard input or `hprof-rs send`: gc, dump,
+    /// sites [--changed] [--by-alloc] [--gc] [--cutoff X], summary, traces,
+    /// cpu [--cutoff X], control ..., exit.
+    Listen(listen::ListenArgs),
+    /// Hands one command to a running `hprof-rs listen --control-port PORT`;
+    /// exits 0 when it was sent to the JVMs, 2 if not.
+    Send {
+        /// The listener's control port.
+        #[arg(long)]
+        port: u16,
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// The command, e.g. `sites --changed --cutoff 0.01`.
+        #[arg(required = true, allow_hyphen_values = true, trailing_var_arg = true)]
+        command: Vec<String>,
+    },
 }
 
 /// Runs the tool with the process arguments; returns the exit code.
@@ -121,5 +141,11 @@ pub fn main() -> i32 {
             json,
         } => commands::top(&file, what, n, json),
         Command::Diff(args) => commands::diff(args),
+        Command::Listen(args) => listen::listen(args),
+        Command::Send {
+            port,
+            host,
+            command,
+        } => listen::send(&host, port, &command),
     }
 }

@@ -251,19 +251,50 @@ impl Emitter {
         cutoff: f64,
         created: String,
     ) -> Vec<u8> {
+        self.requested_sites(model, sites, cutoff, 0, created)
+    }
+
+    /// The allocation sites as [`sites`](Self::sites) writes them, with
+    /// the ALLOC SITES `flags` a `net=` front end asked for.
+    pub fn requested_sites(
+        &self,
+        model: &mut Model,
+        sites: &[sites::SiteSnapshot],
+        cutoff: f64,
+        flags: u16,
+        created: String,
+    ) -> Vec<u8> {
         let mut out = self.class_loads(model);
         out.extend(self.unprinted_traces(model));
         match self.format {
             Format::Ascii => {
-                let section = Section::Sites(sites::ascii_section(sites, cutoff, created));
+                let section = Section::Sites(sites::ascii_section(sites, cutoff, flags, created));
                 ascii::writer::write_section(&section, &mut out);
             }
             Format::Binary => {
-                for body in sites::binary_records(sites, cutoff) {
+                for body in sites::binary_records(sites, cutoff, flags) {
                     self.record(body, &mut out);
                 }
             }
         }
+        out
+    }
+
+    /// A HEAP SUMMARY record of the totals of `sites` (binary only: ASCII
+    /// has no such section, and HPROF wrote nothing there).
+    pub fn heap_summary(&self, sites: &[sites::SiteSnapshot]) -> Vec<u8> {
+        let mut out = Vec::new();
+        if self.format == Format::Binary {
+            self.record(sites::heap_summary_record(sites), &mut out);
+        }
+        out
+    }
+
+    /// Binary LOAD CLASS records still due, then every trace not printed
+    /// yet (what a `net=` front end's DUMP TRACES asks for).
+    pub fn pending_traces(&self, model: &mut Model) -> Vec<u8> {
+        let mut out = self.class_loads(model);
+        out.extend(self.unprinted_traces(model));
         out
     }
 

@@ -7,6 +7,7 @@ use crate::format::ascii::{SiteRow, SitesSection};
 use crate::format::binary::{AllocSite, RecordBody};
 use crate::format::names::signature_to_name;
 use crate::model::SiteStats;
+use crate::output::commands::site_flags;
 
 /// One site as read at dump time.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,9 +85,20 @@ pub fn rank(sites: &[SiteSnapshot], cutoff: f64, by_allocated: bool) -> Vec<Rank
     rows
 }
 
-/// The ASCII SITES section.
-pub fn ascii_section(sites: &[SiteSnapshot], cutoff: f64, created: String) -> SitesSection {
-    let rows = rank(sites, cutoff, false)
+/// Whether the ALLOC SITES `flags` (HPROF's, sent by a `net=` front end)
+/// ask for the order by allocated bytes.
+fn by_allocated(flags: u16) -> bool {
+    flags & site_flags::BY_ALLOCATED != 0
+}
+
+/// The ASCII SITES section; `flags` are those of ALLOC SITES (0 for a dump).
+pub fn ascii_section(
+    sites: &[SiteSnapshot],
+    cutoff: f64,
+    flags: u16,
+    created: String,
+) -> SitesSection {
+    let rows = rank(sites, cutoff, by_allocated(flags))
         .into_iter()
         .map(|r| SiteRow {
             rank: r.rank,
@@ -101,7 +113,12 @@ pub fn ascii_section(sites: &[SiteSnapshot], cutoff: f64, created: String) -> Si
         })
         .collect();
     SitesSection {
-        ordered_by: "live bytes".into(),
+        ordered_by: if by_allocated(flags) {
+            "allocated bytes"
+        } else {
+            "live bytes"
+        }
+        .into(),
         created,
         rows,
     }
@@ -131,10 +148,11 @@ pub fn array_type(signature: &str) -> u8 {
 
 /// The binary ALLOC SITES record, then HEAP SUMMARY with the same totals.
 /// The cutoff field holds the IEEE single-precision bits of the cutoff (HPROF
-/// wrote half of a double's bits there).
-pub fn binary_records(sites: &[SiteSnapshot], cutoff: f64) -> [RecordBody; 2] {
+/// wrote half of a double's bits there). `flags` are those of ALLOC SITES
+/// (0 for a dump), written into the record as HPROF did.
+pub fn binary_records(sites: &[SiteSnapshot], cutoff: f64, flags: u16) -> [RecordBody; 2] {
     let t = totals(sites);
-    let rows = rank(sites, cutoff, false)
+    let rows = rank(sites, cutoff, by_allocated(flags))
         .into_iter()
         .map(|r| AllocSite {
             array_type: array_type(&r.site.class_signature),
@@ -148,7 +166,7 @@ pub fn binary_records(sites: &[SiteSnapshot], cutoff: f64) -> [RecordBody; 2] {
         .collect();
     [
         RecordBody::AllocSites {
-            flags: 0,
+            flags,
             cutoff: (cutoff as f32).to_bits(),
             total_live_bytes: u32_saturated(t.live_bytes),
             total_live_instances: u32_saturated(t.live_objects),
@@ -156,13 +174,19 @@ pub fn binary_records(sites: &[SiteSnapshot], cutoff: f64) -> [RecordBody; 2] {
             total_allocated_instances: t.allocated_objects,
             sites: rows,
         },
-        RecordBody::HeapSummary {
-            live_bytes: u32_saturated(t.live_bytes),
-            live_instances: u32_saturated(t.live_objects),
-            allocated_bytes: t.allocated_bytes,
-            allocated_instances: t.allocated_objects,
-        },
+        heap_summary_record(sites),
     ]
+}
+
+/// The HEAP SUMMARY record: the totals of every site.
+pub fn heap_summary_record(sites: &[SiteSnapshot]) -> RecordBody {
+    let t = totals(sites);
+    RecordBody::HeapSummary {
+        live_bytes: u32_saturated(t.live_bytes),
+        live_instances: u32_saturated(t.live_objects),
+        allocated_bytes: t.allocated_bytes,
+        allocated_instances: t.allocated_objects,
+    }
 }
 
 #[cfg(test)]
@@ -234,7 +258,7 @@ mod tests {
                 ..
             },
             RecordBody::HeapSummary { live_bytes, .. },
-        ] = binary_records(&[big], 0.0001)
+        ] = binary_records(&[big], 0.0001, 0)
         else {
             panic!("unexpected records")
         };

@@ -132,6 +132,22 @@ impl SiteCounters {
         }
     }
 
+    /// Every count back to zero (a `net=` front end's "clear sites").
+    pub fn clear(&self) {
+        for chunk in self.chunks.iter().filter_map(OnceLock::get) {
+            for c in chunk.iter() {
+                for counter in [
+                    &c.live_bytes,
+                    &c.live_objects,
+                    &c.allocated_bytes,
+                    &c.allocated_objects,
+                ] {
+                    counter.store(0, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
     /// The current totals of `site`.
     pub fn stats(&self, site: u32) -> SiteStats {
         match self.counters(site) {

@@ -1,6 +1,8 @@
-//! Sinks: where the bytes go (a file or a socket), how the file is named, and
-//! the one writer thread that does all output I/O.
+//! Sinks: where the bytes go (a file or a socket), how the file is named,
+//! the one writer thread that does all output I/O, and the commands a
+//! `net=` front end sends back on the socket.
 
+pub mod commands;
 pub mod dump_output;
 pub mod naming;
 pub mod sink;

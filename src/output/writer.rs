@@ -50,6 +50,8 @@ struct Shared {
     dropped: AtomicU64,
     /// Set once a write failed (and was reported): output has stopped.
     failed: AtomicBool,
+    /// The output was abandoned because the `net=` peer closed the connection.
+    peer_closed: AtomicBool,
 }
 
 /// Handle to the writer thread.
@@ -84,6 +86,12 @@ impl OutputWriter {
             socket,
             name,
         })
+    }
+
+    /// A second handle on the output socket, when the output is one (the
+    /// `net=` front end sends its commands on it).
+    pub fn socket_handle(&self) -> Option<TcpStream> {
+        self.socket.as_ref().and_then(|s| s.try_clone().ok())
     }
 
     /// Queues bytes for output (after everything queued before them).
@@ -141,7 +149,13 @@ impl OutputWriter {
         let (done, wait) = bounded(1);
         let acknowledged = self.send(message(done)) && self.wait_for(&wait);
         let dropped = self.shared.dropped.load(Ordering::Acquire);
-        if self.shared.abandoned.load(Ordering::Acquire) {
+        if self.shared.peer_closed.load(Ordering::Acquire) {
+            eprintln!(
+                "HPROF ERROR: the front end at {} closed the connection; \
+                 {dropped} bytes of profile dropped [writer.rs]",
+                self.name
+            );
+        } else if self.shared.abandoned.load(Ordering::Acquire) {
             eprintln!(
                 "HPROF ERROR: output to {} made no progress for {} s; stopped writing it, \
                  {dropped} bytes of profile dropped [writer.rs]",
@@ -209,6 +223,19 @@ impl OutputWriter {
                 self.give_up();
                 deadline_after_giving_up = Some(Instant::now() + Duration::from_secs(1));
             }
+        }
+    }
+
+    /// The `net=` peer closed the connection (its commands ended without
+    /// EOF): the output is abandoned like a stalled one, so that nothing
+    /// more is written into a connection nobody reads, and the close
+    /// reports it once with what was dropped. (A peer that only shut down
+    /// its sending side looks the same from here; a front end that wants
+    /// the output but sends no more commands sends EOF instead.)
+    pub fn peer_closed(&self) {
+        if !self.shared.abandoned.load(Ordering::Acquire) && !self.has_failed() {
+            self.shared.peer_closed.store(true, Ordering::Release);
+            self.give_up();
         }
     }
 

@@ -8,13 +8,15 @@
 //! - processes: [`java_command`], [`run`], [`run_timeout`], [`Spawned`];
 //! - independent readers: [`slurp_binary`], [`stackcollapse_hprof`];
 //! - one parsed ASCII profile: [`AsciiProfile`] (in `profile.rs`);
-//! - a check on every JDK that reports each JDK's failure: [`on_each`].
+//! - a check on every JDK that reports each JDK's failure: [`on_each`];
+//! - VisualVM's heap library on a binary dump: [`visualvm::visualvm_check`].
 //!
 //! When `HPROF_RS_REQUIRE_JDKS` is set (as `scripts/test.sh` does), anything
 //! missing from the matrix or from `.cache` is a failure, never a skip.
 #![allow(dead_code)]
 
 pub mod profile;
+pub mod visualvm;
 #[allow(unused_imports)] // each test file uses its own part of the harness
 pub use profile::{AsciiProfile, assert_print_accepts, cpu_count_in};
 
@@ -610,11 +612,28 @@ impl Spawned {
     /// Waits until the process prints `line` (a whole line, without its end)
     /// on stdout. Panics with all output when it exits first or `timeout` passes.
     pub fn wait_for_line(&mut self, line: &str, timeout: Duration) {
+        self.wait_for_line_where(line, |got| got == line, timeout);
+    }
+
+    /// Waits until the process prints a line that starts with `start` on
+    /// stdout, like [`wait_for_line`](Self::wait_for_line).
+    pub fn wait_for_line_starting(&mut self, start: &str, timeout: Duration) {
+        self.wait_for_line_where(start, |got| got.starts_with(start), timeout);
+    }
+
+    /// Waits for a line (without its end) that `wanted` accepts; `line`
+    /// describes it in the panic message.
+    fn wait_for_line_where(
+        &mut self,
+        line: &str,
+        wanted: impl Fn(&str) -> bool,
+        timeout: Duration,
+    ) {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
-                Ok(got) if got.trim_end_matches(['\n', '\r']) == line => return,
+                Ok(got) if wanted(got.trim_end_matches(['\n', '\r'])) => return,
                 Ok(_) => {}
                 Err(RecvTimeoutError::Timeout) => {
                     self.kill_and_panic(&format!("no line {line:?} on stdout within {timeout:?}"))

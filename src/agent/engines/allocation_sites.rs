@@ -12,10 +12,14 @@ use crate::agent::site_cache;
 use crate::agent::threads;
 use crate::emit::sites::SiteSnapshot;
 use crate::format::ascii::time::ctime_now;
+use crate::model::SiteStats;
 use crate::model::traces::EMPTY_TRACE_SERIAL;
 use crate::model::{Model, SiteKey};
 use crate::options::experiment;
+use crate::output::commands::site_flags;
 use jvmti_bindings::prelude::*;
+use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// In sampled mode, primitive arrays this large are counted without a tag.
@@ -74,6 +78,9 @@ pub struct AllocationSites {
     counts: AllocationCounts,
     /// Tag of `java.lang.Class`'s class object: its instances are class objects.
     class_class_tag: AtomicU64,
+    /// Each site's counts when sites were last written, by (class serial,
+    /// trace serial): what "changed since the last sites dump" compares to.
+    last_written: Mutex<HashMap<(u32, u32), SiteStats>>,
 }
 
 impl AllocationSites {
@@ -82,6 +89,7 @@ impl AllocationSites {
         Self {
             counts: AllocationCounts::new(interval),
             class_class_tag: AtomicU64::new(0),
+            last_written: Mutex::default(),
         }
     }
 
@@ -334,9 +342,63 @@ impl Engine for AllocationSites {
 
     fn dump_section(&self, run: &Run, model: &mut Model, out: &mut Vec<u8>) {
         let sites = self.site_snapshot(model);
+        self.note_written(&sites);
         out.extend(
             run.emitter
                 .sites(model, &sites, run.options.cutoff, ctime_now()),
         );
+    }
+}
+
+/// What a `net=` front end can ask of heap=sites.
+impl AllocationSites {
+    /// The sites section with HPROF's ALLOC SITES `flags` and `cutoff`
+    /// (a garbage collection first is the caller's).
+    pub fn requested_section(&self, run: &Run, jni: &JniEnv, flags: u16, cutoff: f64) -> Vec<u8> {
+        let _ = self.prepare_dump(run, Some(jni));
+        let mut model = run.model.lock();
+        let mut sites = self.site_snapshot(&model);
+        let changed = self.note_written(&sites);
+        if flags & site_flags::CHANGED_ONLY != 0 {
+            let mut changed = changed.into_iter();
+            sites.retain(|_| changed.next().unwrap_or(true));
+        }
+        run.emitter
+            .requested_sites(&mut model, &sites, cutoff, flags, ctime_now())
+    }
+
+    /// Every site as it stands (for HEAP SUMMARY).
+    pub fn current_sites(&self, run: &Run, model: &Model) -> Vec<SiteSnapshot> {
+        self.deliver_pending_frees(run);
+        self.site_snapshot(model)
+    }
+
+    /// New allocations are counted, or no longer (frees of objects counted
+    /// before still are, so live counts stay right).
+    pub fn set_counting(&self, run: &Run, on: bool) -> Result<(), String> {
+        let env = run.jvmti.env();
+        let events = [jvmti::JVMTI_EVENT_SAMPLED_OBJECT_ALLOC];
+        let result = if on {
+            env.enable_events_global(&events)
+        } else {
+            env.disable_events_global(&events)
+        };
+        result.map_err(|e| format!("cannot switch allocation events ({e:?})"))
+    }
+
+    /// Every count starts over from zero.
+    pub fn clear(&self) {
+        self.counts.sites.clear();
+        self.last_written.lock().clear();
+    }
+
+    /// Notes `sites` as written; for each, whether its counts changed since
+    /// it was last written (a site never written before did).
+    fn note_written(&self, sites: &[SiteSnapshot]) -> Vec<bool> {
+        let mut last = self.last_written.lock();
+        sites
+            .iter()
+            .map(|s| last.insert((s.class_serial, s.trace_serial), s.stats) != Some(s.stats))
+            .collect()
     }
 }

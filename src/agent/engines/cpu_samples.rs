@@ -10,7 +10,8 @@ use crate::format::ascii::time::ctime_now;
 use crate::model::Model;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// State of cpu=samples.
 pub struct CpuSamples {
@@ -19,6 +20,44 @@ pub struct CpuSamples {
     sampling: Option<CpuSampling>,
     /// Samples per trace since the last dump.
     counts: Mutex<HashMap<u32, u64>>,
+    /// Which threads are sampled (a `net=` front end's CONTROL).
+    sampled: SampledThreads,
+}
+
+/// Which threads' samples count: every thread unless a front end turned
+/// sampling off for some (or all but some).
+#[derive(Default)]
+struct SampledThreads {
+    /// Sampling is off for threads not listed in `exceptions`.
+    off_by_default: AtomicBool,
+    /// Serials of the threads whose sampling differs from the default.
+    exceptions: Mutex<HashSet<u32>>,
+}
+
+impl SampledThreads {
+    fn is_sampled(&self, serial: u32) -> bool {
+        let off = self.off_by_default.load(Ordering::Acquire);
+        off == self.exceptions.lock().contains(&serial)
+    }
+
+    /// Sampling on or off for the thread `serial`, or for all (`None`).
+    fn set(&self, serial: Option<u32>, on: bool) {
+        let mut exceptions = self.exceptions.lock();
+        match serial {
+            None => {
+                self.off_by_default.store(!on, Ordering::Release);
+                exceptions.clear();
+            }
+            Some(serial) => {
+                let differs = on == self.off_by_default.load(Ordering::Acquire);
+                if differs {
+                    exceptions.insert(serial);
+                } else {
+                    exceptions.remove(&serial);
+                }
+            }
+        }
+    }
 }
 
 impl CpuSamples {
@@ -31,6 +70,7 @@ impl CpuSamples {
         Self {
             sampling,
             counts: Mutex::default(),
+            sampled: SampledThreads::default(),
         }
     }
 
@@ -43,7 +83,8 @@ impl CpuSamples {
             return;
         }
         let env = run.jvmti.env();
-        let ran = sampling.collect(&env);
+        let mut ran = sampling.collect(&env);
+        ran.retain(|r| self.sampled.is_sampled(r.serial));
         if ran.is_empty() {
             return;
         }
@@ -95,7 +136,9 @@ impl Engine for CpuSamples {
             return;
         };
         let unsampled = sampling.thread_ended(jni);
-        if let (Some(_), Some((serial, intervals))) = (serial, unsampled) {
+        if let (Some(_), Some((serial, intervals))) = (serial, unsampled)
+            && self.sampled.is_sampled(serial)
+        {
             let trace = run
                 .traces
                 .intern_no_java_frames(&mut run.model.lock(), serial);
@@ -116,10 +159,34 @@ impl Engine for CpuSamples {
     fn dump_section(&self, run: &Run, model: &mut Model, out: &mut Vec<u8>) {
         // Counts start over after each dump, as HPROF's did.
         let counts = std::mem::take(&mut *self.counts.lock());
-        let samples = crate::emit::cpu::samples_from(model, &counts);
-        out.extend(
-            run.emitter
-                .cpu_samples(model, &samples, run.options.cutoff, ctime_now()),
-        );
+        out.extend(section(run, model, &counts, run.options.cutoff));
+    }
+}
+
+/// The CPU SAMPLES section of `counts`, rows under `cutoff` left out.
+fn section(run: &Run, model: &mut Model, counts: &HashMap<u32, u64>, cutoff: f64) -> Vec<u8> {
+    let samples = crate::emit::cpu::samples_from(model, counts);
+    run.emitter
+        .cpu_samples(model, &samples, cutoff, ctime_now())
+}
+
+/// What a `net=` front end can ask of cpu=samples.
+impl CpuSamples {
+    /// The CPU SAMPLES section so far, with `cutoff`; the counts go on (as
+    /// HPROF's did for this command).
+    pub fn requested_section(&self, run: &Run, model: &mut Model, cutoff: f64) -> Vec<u8> {
+        let counts = self.counts.lock().clone();
+        section(run, model, &counts, cutoff)
+    }
+
+    /// Samples of the thread `serial` (or of every thread: `None`) count
+    /// from now on, or no longer.
+    pub fn set_sampling(&self, serial: Option<u32>, on: bool) {
+        self.sampled.set(serial, on);
+    }
+
+    /// The counts start over.
+    pub fn clear(&self) {
+        self.counts.lock().clear();
     }
 }

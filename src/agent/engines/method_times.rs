@@ -168,6 +168,14 @@ impl Engine for MethodTimes {
     }
 
     fn dump_section(&self, run: &Run, model: &mut Model, out: &mut Vec<u8>) {
+        self.section(run, model, run.options.cutoff, out);
+    }
+}
+
+impl MethodTimes {
+    /// The CPU TIME section (or cpu=old table) of the costs read by
+    /// `prepare_dump`, rows under `cutoff` left out.
+    pub fn section(&self, run: &Run, model: &mut Model, cutoff: f64, out: &mut Vec<u8>) {
         let Some(timing) = &self.timing else {
             return;
         };
@@ -176,9 +184,15 @@ impl Engine for MethodTimes {
         out.extend(if run.options.cpu_old {
             run.emitter.old_prof(&times)
         } else {
-            run.emitter
-                .cpu_times(model, &times, run.options.cutoff, ctime_now())
+            run.emitter.cpu_times(model, &times, cutoff, ctime_now())
         });
+    }
+
+    /// The costs so far are dropped: counting starts over (a `net=` front
+    /// end's CONTROL "clear CPU costs").
+    pub fn clear_costs(&self, run: &Run, jni: &JniEnv) {
+        let _ = self.prepare_dump(run, Some(jni));
+        self.drained.lock().clear();
     }
 }
 
