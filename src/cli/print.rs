@@ -266,5 +266,6 @@ fn section_kind(section: &Section) -> &'static str {
         Section::MonitorDump { .. } => "MONITOR DUMP",
         Section::MonitorTime { .. } => "MONITOR TIME",
         Section::HeapDump(_) => "HEAP DUMP",
+        Section::LockTime { .. } => "LOCK TIME",
     }
 }

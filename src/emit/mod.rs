@@ -8,6 +8,7 @@
 pub mod cpu;
 pub mod heap;
 pub mod heap_ascii;
+pub mod lock_time;
 pub mod sites;
 pub mod times;
 pub mod written;

@@ -4,11 +4,13 @@
 mod allocation_sites;
 mod cpu_samples;
 mod heap_dump;
+mod lock_waits;
 mod method_times;
 
 pub use allocation_sites::AllocationSites;
 pub use cpu_samples::CpuSamples;
 pub use heap_dump::HeapDump;
+pub use lock_waits::LockWaits;
 pub use method_times::MethodTimes;
 
 use super::engine::Engine;
@@ -23,6 +25,7 @@ pub struct Engines {
     pub allocation_sites: Option<AllocationSites>,
     pub cpu_samples: Option<CpuSamples>,
     pub method_times: Option<MethodTimes>,
+    pub lock_waits: Option<LockWaits>,
 }
 
 impl Engines {
@@ -42,6 +45,7 @@ impl Engines {
                 .cpu_samples
                 .then(|| CpuSamples::new(options.interval_ms, options.depth)),
             method_times,
+            lock_waits: options.monitor.then(|| LockWaits::new(options.depth)),
         }
     }
 
@@ -49,11 +53,12 @@ impl Engines {
     /// prints the traces it refers to first): the order in which they
     /// start, see threads come and go, and dump.
     pub fn all(&self) -> impl Iterator<Item = &dyn Engine> {
-        let all: [Option<&dyn Engine>; 4] = [
+        let all: [Option<&dyn Engine>; 5] = [
             self.heap_dump.as_ref().map(|e| e as &dyn Engine),
             self.allocation_sites.as_ref().map(|e| e as &dyn Engine),
             self.cpu_samples.as_ref().map(|e| e as &dyn Engine),
             self.method_times.as_ref().map(|e| e as &dyn Engine),
+            self.lock_waits.as_ref().map(|e| e as &dyn Engine),
         ];
         all.into_iter().flatten()
     }
