@@ -2,7 +2,9 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.AbstractQueuedSynchronizer;
 import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -21,6 +23,11 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  *               100 ms; no thread ever waits for the lock itself, and
  *               awaited_ns=<total> is printed as well
  *   uncontended one thread takes a ReentrantLock 100000 times
+ *   parks       one thread parks exactly 1000 times in parkOnGate() with a
+ *               synchronizer of its own (LockContention$Gate) as the
+ *               blocker, its permit given first, so that each park
+ *               returns at once; then once without a blocker and once
+ *               with a plain Object as the blocker (neither counts)
  *   virtual     as reentrant with virtual threads (JDK 21+, reached
  *               through reflection)
  *
@@ -133,6 +140,22 @@ public class LockContention {
         System.out.println("awaited_ns=" + awaited);
     }
 
+    /** A synchronizer of the program's own. */
+    static final class Gate extends AbstractQueuedSynchronizer {
+    }
+
+    static void parkOnGate(Gate gate, int times) {
+        Thread me = Thread.currentThread();
+        for (int i = 0; i < times; i++) {
+            LockSupport.unpark(me);
+            LockSupport.park(gate);
+        }
+        LockSupport.unpark(me);
+        LockSupport.park();
+        LockSupport.unpark(me);
+        LockSupport.park(new Object());
+    }
+
     static void uncontended() {
         ReentrantLock lock = new ReentrantLock();
         for (int i = 0; i < 100000; i++) {
@@ -172,6 +195,9 @@ public class LockContention {
                 break;
             case "uncontended":
                 uncontended();
+                break;
+            case "parks":
+                parkOnGate(new Gate(), 1000);
                 break;
             case "virtual":
                 virtual();

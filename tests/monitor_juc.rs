@@ -187,6 +187,27 @@ fn an_uncontended_lock_adds_no_rows() {
 }
 
 #[test]
+fn every_park_on_a_synchronizer_counts_once_and_no_other_park_does() {
+    common::on_each(&common::jdks(), |jdk| {
+        let run = LockRun::new(jdk, "parks", "monitor=y,cutoff=0");
+        let (_, rows) = run.lock_time();
+        let gate: Vec<_> = rows
+            .iter()
+            .filter(|r| run.top_frame(r) == "LockContention.parkOnGate")
+            .map(|r| (r.monitor.as_str(), r.count))
+            .collect();
+        // The program's own synchronizer is named as it is (it is not a
+        // `Sync` nested in a lock).
+        assert_eq!(
+            gate,
+            [("LockContention$Gate", 1000)],
+            "{}: {rows:?}",
+            run.what
+        );
+    });
+}
+
+#[test]
 fn virtual_threads_are_charged_in_their_own_frames() {
     common::on_each(&common::jdks_of(&[21, 25]), |jdk| {
         let run = LockRun::new(jdk, "virtual", "monitor=y,cutoff=0");

@@ -32,5 +32,5 @@ measure() { # label, program arguments...
     echo "$label: no agent $(median <"$work/none.txt") ms, monitor=y $(median <"$work/agent.txt") ms (median of $runs); last run's LOCK TIME blocks: $blocks"
 }
 
-measure "uncontended 100M" uncontended 100000000
-measure "contended 4x200k" contended 4 200000
+measure "uncontended 20M" uncontended 20000000
+measure "contended 4x100k" contended 4 100000

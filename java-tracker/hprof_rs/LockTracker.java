@@ -16,11 +16,14 @@
  * blocker, or LockSupport.park() with none), FutureTask, Phaser, ... are
  * not lock acquisitions.
  *
- * A timed park ends in a call to the native method blocked(lock, nanos),
- * which the agent registers: it takes the thread's stack and adds the time
- * to the (trace, lock class) pair. `lock` is the number the agent gives
- * the lock's class (register(Class), asked once per class). This is one
- * class with no nested ones: the agent defines it alone.
+ * Before a timed park the thread calls the native method site(lock), which
+ * the agent registers: it takes the thread's stack, while the thread is
+ * still to block (a stack walk after waking would delay the thread that is
+ * to take the lock next), and returns the number of the (stack, lock
+ * class) pair, 0 for none. After the park, blocked(site, nanos) adds the
+ * time to that pair, a few atomic additions. `lock` is the number the agent
+ * gives the lock's class (register(Class), asked once per class). This is
+ * one class with no nested ones: the agent defines it alone.
  *
  * The tracker never throws into the program: every error is swallowed (the
  * park then simply goes uncounted).
@@ -41,7 +44,7 @@ public final class LockTracker {
     /** Non-zero while the agent collects; set by the agent through JNI. */
     private static volatile int engaged;
 
-    /** Per thread, when its current timed park began (0: none). */
+    /** Per thread: when its current timed park began (0: none), and its site. */
     private static final ThreadLocal<long[]> PARKED_AT = new ThreadLocal<>();
 
     /**
@@ -60,9 +63,10 @@ public final class LockTracker {
             try {
                 long[] at = PARKED_AT.get();
                 if (at == null) {
-                    at = new long[1];
+                    at = new long[2];
                     PARKED_AT.set(at);
                 }
+                at[1] = site(number(blocker.getClass()));
                 at[0] = System.nanoTime();
             } catch (Throwable e) {
                 // Never into the program (see the class comment).
@@ -77,8 +81,12 @@ public final class LockTracker {
                 long[] at = PARKED_AT.get();
                 if (at != null && at[0] != 0) {
                     long waited = System.nanoTime() - at[0];
+                    long site = at[1];
                     at[0] = 0;
-                    blocked(number(blocker.getClass()), waited);
+                    at[1] = 0;
+                    if (site != 0) {
+                        blocked(site, waited);
+                    }
                 }
             } catch (Throwable e) {
                 // Never into the program (see the class comment).
@@ -111,6 +119,13 @@ public final class LockTracker {
     /** The agent's number for lock class `lockClass`, or -1 (implemented by the agent). */
     private static native int register(Class<?> lockClass);
 
-    /** The current thread was blocked `nanos` on a lock numbered `lock` (implemented by the agent). */
-    private static native void blocked(int lock, long nanos);
+    /**
+     * The current thread is about to block on a lock of class number `lock`:
+     * the number of its (stack, lock class) pair, 0 for none (implemented by
+     * the agent).
+     */
+    private static native long site(int lock);
+
+    /** A thread was blocked `nanos` at site `site` (implemented by the agent). */
+    private static native void blocked(long site, long nanos);
 }

@@ -20,9 +20,11 @@ pub trait LockEvents: Send + Sync {
     /// A number for lock class `class`, the same for every class of the
     /// same name, or -1 when it cannot be told.
     fn register(&self, class: LocalClass<'_>) -> i32;
-    /// The current thread was blocked `nanos` on a lock of class number
-    /// `lock`.
-    fn blocked(&self, lock: i32, nanos: i64);
+    /// The current thread is about to block on a lock of class number
+    /// `lock`: the number of its (stack, lock class) pair, its site, or 0.
+    fn site(&self, lock: i32) -> i64;
+    /// A thread was blocked `nanos` at site `site`.
+    fn blocked(&self, site: i64, nanos: i64);
 }
 
 /// Where the natives send what they are told (set once, before the
@@ -44,16 +46,25 @@ extern "system" fn register_native(
     .unwrap_or(-1)
 }
 
-/// `LockTracker.blocked(int, long)`.
-extern "system" fn blocked_native(
+/// `LockTracker.site(int)`.
+extern "system" fn site_native(
     _env: *mut jni::JNIEnv,
     _tracker: jni::jclass,
     lock: jni::jint,
+) -> jni::jlong {
+    std::panic::catch_unwind(|| EVENTS.get().map_or(0, |events| events.site(lock))).unwrap_or(0)
+}
+
+/// `LockTracker.blocked(long, long)`.
+extern "system" fn blocked_native(
+    _env: *mut jni::JNIEnv,
+    _tracker: jni::jclass,
+    site: jni::jlong,
     nanos: jni::jlong,
 ) {
     let _ = std::panic::catch_unwind(|| {
         if let Some(events) = EVENTS.get() {
-            events.blocked(lock, nanos);
+            events.blocked(site, nanos);
         }
     });
 }
@@ -107,12 +118,18 @@ impl LockTracker {
             )
         };
         let (register_name, register_signature) = names(bci::LOCK_TRACKER_REGISTER);
+        let (site_name, site_signature) = names(bci::LOCK_TRACKER_SITE);
         let (blocked_name, blocked_signature) = names(bci::LOCK_TRACKER_BLOCKED);
         let methods = [
             jni::JNINativeMethod {
                 name: register_name.as_ptr(),
                 signature: register_signature.as_ptr(),
                 fnPtr: register_native as *mut std::ffi::c_void,
+            },
+            jni::JNINativeMethod {
+                name: site_name.as_ptr(),
+                signature: site_signature.as_ptr(),
+                fnPtr: site_native as *mut std::ffi::c_void,
             },
             jni::JNINativeMethod {
                 name: blocked_name.as_ptr(),
@@ -122,7 +139,7 @@ impl LockTracker {
         ];
         let (field_name, field_signature) = bci::LOCK_TRACKER_ENGAGED_FIELD;
         // SAFETY: `class` is the LockTracker, held by a global reference;
-        // the names and signatures are those of its native methods and of
+        // the names and signatures are those of its three native methods and of
         // its static int field (checked by a unit test against the
         // embedded class), and the functions have the matching JNI
         // signatures.

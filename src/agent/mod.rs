@@ -15,6 +15,7 @@ mod jmm;
 mod jvm;
 mod jvm_lock_tracker;
 mod jvm_tracker;
+mod lock_sites;
 mod profiler;
 mod sampler;
 mod site_cache;

@@ -22,9 +22,14 @@ pub const LOCK_TRACKER_ENGAGED_FIELD: (&str, &str) = ("engaged", "I");
 /// The native method that numbers a lock class: name and signature.
 pub const LOCK_TRACKER_REGISTER: (&str, &str) = ("register", "(Ljava/lang/Class;)I");
 
-/// The native method told of each timed park (lock number, nanoseconds):
-/// name and signature.
-pub const LOCK_TRACKER_BLOCKED: (&str, &str) = ("blocked", "(IJ)V");
+/// The native method called before each timed park with the lock's class
+/// number, which returns the number of the (stack, lock class) pair, the
+/// site: name and signature.
+pub const LOCK_TRACKER_SITE: (&str, &str) = ("site", "(I)J");
+
+/// The native method told of each timed park (site, nanoseconds): name and
+/// signature.
+pub const LOCK_TRACKER_BLOCKED: (&str, &str) = ("blocked", "(JJ)V");
 
 /// The methods of `java/util/concurrent/locks/LockSupport` the calls go
 /// into: the parks that name what the thread waits for. Their signatures
@@ -72,6 +77,7 @@ mod tests {
             ("parking", ARGUMENT_CALL_DESCRIPTOR),
             ("parked", ARGUMENT_CALL_DESCRIPTOR),
             LOCK_TRACKER_REGISTER,
+            LOCK_TRACKER_SITE,
             LOCK_TRACKER_BLOCKED,
         ] {
             assert!(

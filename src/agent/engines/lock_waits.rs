@@ -9,9 +9,10 @@
 //! only when the lock is taken (the uncontended path never parks).
 //! `LockSupport` is retransformed so that those two methods call
 //! `hprof_rs/LockTracker` (java-tracker/) on entry and before each return;
-//! for a synchronizer blocker it times the park and calls a native method
-//! of the agent, which takes the thread's stack and adds the time to the
-//! (stack, lock class) pair in a striped table. A dump drops the leading
+//! for a synchronizer blocker it calls a native method of the agent, which
+//! takes the thread's stack before it blocks and returns the number of the
+//! (stack, lock class) site (`lock_sites.rs`), then times the park and adds
+//! the time to that site by number. A dump drops the leading
 //! frames of the lock's own code (LockSupport, the synchronizer, the lock
 //! class), so that a trace starts at the caller of `lock()`, then keys the
 //! rows by (trace, lock class) as MONITOR TIME keys monitors.
@@ -21,6 +22,7 @@ use crate::agent::jvm::{self, Local, LocalClass, RawFrame};
 use crate::agent::jvm_lock_tracker::{
     LOCK_SUPPORT_CLASS, LockEvents, LockTracker, retransform_lock_support,
 };
+use crate::agent::lock_sites::Sites;
 use crate::agent::threads;
 use crate::bci;
 use crate::emit::lock_time::LockContention;
@@ -30,16 +32,12 @@ use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Frames of the lock's own code a blocked thread's stack may start with
 /// (the hooks, LockSupport, the synchronizer's acquire methods, the lock
 /// class): asked for beyond the trace depth, then dropped.
 const LOCK_FRAMES: u32 = 16;
-
-/// Stripes of the table of blocked time: threads spread over them, so that
-/// two threads seldom take the same lock at once.
-const STRIPES: usize = 16;
 
 /// Frames a key holds without a heap buffer.
 const INLINE_FRAMES: usize = 48;
@@ -47,17 +45,6 @@ const INLINE_FRAMES: usize = 48;
 /// Where a key's frames start: before them, the lock number and the thread
 /// serial.
 const KEY_FRAMES_AT: usize = 2;
-
-/// The blocks of one key: how many, and for how long since the last dump.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Tally {
-    count: u64,
-    nanos: u64,
-}
-
-/// A key: lock number, thread serial (0 without thread=y), then (method,
-/// location) per frame, innermost first.
-type Key = Box<[u64]>;
 
 /// State of the java.util.concurrent part of monitor=y.
 pub struct LockWaits {
@@ -69,17 +56,9 @@ pub struct LockWaits {
     ready: AtomicBool,
     /// Lock class names (dotted, user-visible) by number.
     names: Mutex<Vec<String>>,
-    stripes: [Mutex<HashMap<Key, Tally>>; STRIPES],
+    sites: Sites,
     /// Per (method, lock number): is the frame part of the lock's own code?
     lock_code: Mutex<HashMap<(u64, u64), bool>>,
-}
-
-thread_local! {
-    /// The stripe of this OS thread.
-    static STRIPE: usize = {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES
-    };
 }
 
 impl LockWaits {
@@ -91,7 +70,7 @@ impl LockWaits {
             tracker: OnceLock::new(),
             ready: AtomicBool::new(false),
             names: Mutex::default(),
-            stripes: std::array::from_fn(|_| Mutex::default()),
+            sites: Sites::default(),
             lock_code: Mutex::default(),
         }
     }
@@ -127,20 +106,6 @@ impl LockWaits {
         retransform_lock_support(&env, jni)
     }
 
-    /// Every key's blocks, and the blocked time since the last dump, which
-    /// starts over (the counts do not, as MONITOR TIME's).
-    fn take_blocks(&self) -> Vec<(Key, Tally)> {
-        let mut taken = Vec::new();
-        for stripe in &self.stripes {
-            let mut table = stripe.lock();
-            for (key, tally) in table.iter_mut() {
-                taken.push((key.clone(), *tally));
-                tally.nanos = 0;
-            }
-        }
-        taken
-    }
-
     /// Whether `method` is code of lock number `lock` itself: the hooks,
     /// java.util.concurrent.locks (LockSupport, the synchronizers, their
     /// locks), or the lock's class and its nested classes.
@@ -171,7 +136,7 @@ impl LockWaits {
         let env = run.jvmti.env();
         let names = self.names.lock().clone();
         let mut rows: HashMap<(u32, u64), LockContention> = HashMap::new();
-        for (key, tally) in self.take_blocks() {
+        for (key, tally) in self.sites.take() {
             let (lock, serial) = (key[0], key[1] as u32);
             let Some(name) = names.get(lock as usize) else {
                 continue;
@@ -234,13 +199,12 @@ impl LockEvents for LockWaits {
         i32::try_from(number).unwrap_or(-1)
     }
 
-    fn blocked(&self, lock: i32, nanos: i64) {
+    fn site(&self, lock: i32) -> i64 {
         let Some(run) = self.run.get() else {
-            return;
+            return 0;
         };
-        if lock < 0 || nanos < 0 || !run.lifecycle.accepting_events() || threads::is_agent_thread()
-        {
-            return;
+        if lock < 0 || !run.lifecycle.accepting_events() || threads::is_agent_thread() {
+            return 0;
         }
         let env = run.jvmti.env();
         let current = Local::null();
@@ -270,18 +234,15 @@ impl LockEvents for LockWaits {
             key[KEY_FRAMES_AT + 2 * i] = frame.method as u64;
             key[KEY_FRAMES_AT + 2 * i + 1] = frame.location as u64;
         }
-        let key = &key[..KEY_FRAMES_AT + 2 * count];
-        let stripe = STRIPE.with(|s| *s);
-        let mut table = self.stripes[stripe].lock();
-        if let Some(tally) = table.get_mut(key) {
-            tally.count += 1;
-            tally.nanos += nanos as u64;
-        } else {
-            let first = Tally {
-                count: 1,
-                nanos: nanos as u64,
-            };
-            table.insert(key.into(), first);
+        // Java sees site n as n + 1: 0 stands for none.
+        self.sites
+            .site_of(&key[..KEY_FRAMES_AT + 2 * count])
+            .map_or(0, |n| n as i64 + 1)
+    }
+
+    fn blocked(&self, site: i64, nanos: i64) {
+        if let (Ok(n @ 1..), Ok(nanos)) = (usize::try_from(site), u64::try_from(nanos)) {
+            self.sites.add(n - 1, nanos);
         }
     }
 }
@@ -358,29 +319,5 @@ mod tests {
         ] {
             assert_eq!(lock_name(signature), name, "{signature}");
         }
-    }
-
-    #[test]
-    fn a_dump_restarts_the_times_and_keeps_the_counts() {
-        let waits = LockWaits::new(4);
-        let key: Key = vec![0, 0, 7, 1].into();
-        waits.stripes[3].lock().insert(
-            key.clone(),
-            Tally {
-                count: 2,
-                nanos: 500,
-            },
-        );
-        assert_eq!(
-            waits.take_blocks(),
-            [(
-                key.clone(),
-                Tally {
-                    count: 2,
-                    nanos: 500
-                }
-            )]
-        );
-        assert_eq!(waits.take_blocks(), [(key, Tally { count: 2, nanos: 0 })]);
     }
 }
