@@ -32,5 +32,6 @@ measure() { # label, program arguments...
     echo "$label: no agent $(median <"$work/none.txt") ms, monitor=y $(median <"$work/agent.txt") ms (median of $runs); last run's LOCK TIME blocks: $blocks"
 }
 
-measure "uncontended 20M" uncontended 20000000
-measure "contended 4x100k" contended 4 100000
+measure "hooks, 1M parks (ms = us per park)" hooks 1000000
+measure "uncontended 50M" uncontended 50000000
+measure "contended fair 4x20k" contended 4 20000
