@@ -1,3 +1,5 @@
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -30,6 +32,11 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  *               with a plain Object as the blocker (neither counts)
  *   virtual     as reentrant with virtual threads (JDK 21+, reached
  *               through reflection)
+ *   dumped <profile>
+ *               as reentrant with 25 acquisitions per thread, prints
+ *               waited1_ns=<total> and PHASE1, waits until <profile> holds a
+ *               LOCK TIME section (the test sends SIGQUIT), then the same
+ *               again with new threads, and prints waited2_ns=<total>
  *
  * No thread start gate or latch: a CountDownLatch is itself a
  * synchronizer whose waits the agent reports.
@@ -179,12 +186,31 @@ public class LockContention {
         pool.awaitTermination(1, TimeUnit.HOURS);
     }
 
+    static void fourTakers(int times) throws InterruptedException {
+        runAll(() -> takeReentrant(times), () -> takeReentrant(times),
+                () -> takeReentrant(times), () -> takeReentrant(times));
+    }
+
+    static void dumped(String profile) throws Exception {
+        fourTakers(25);
+        System.out.println("waited1_ns=" + waitedNanos.getAndSet(0));
+        System.out.println("PHASE1");
+        System.out.flush();
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (System.nanoTime() < deadline
+                && !(Files.exists(Paths.get(profile))
+                        && new String(Files.readAllBytes(Paths.get(profile)), "UTF-8").contains("LOCK TIME END"))) {
+            Thread.sleep(20);
+        }
+        fourTakers(25);
+        System.out.println("waited2_ns=" + waitedNanos.getAndSet(0));
+    }
+
     public static void main(String[] args) throws Exception {
         String mode = args.length > 0 ? args[0] : "reentrant";
         switch (mode) {
             case "reentrant":
-                runAll(() -> takeReentrant(50), () -> takeReentrant(50),
-                        () -> takeReentrant(50), () -> takeReentrant(50));
+                fourTakers(50);
                 break;
             case "readwrite":
                 runAll(() -> takeWrite(30), () -> takeRead(30),
@@ -201,6 +227,9 @@ public class LockContention {
                 break;
             case "virtual":
                 virtual();
+                break;
+            case "dumped":
+                dumped(args[1]);
                 break;
             default:
                 throw new IllegalArgumentException(mode);

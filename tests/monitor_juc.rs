@@ -11,6 +11,7 @@ use hprof_rs::format::ascii::{MonitorTimeRow, Section};
 use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
 const REENTRANT_LOCK: &str = "java.util.concurrent.locks.ReentrantLock";
 const READ_WRITE_LOCK: &str = "java.util.concurrent.locks.ReentrantReadWriteLock";
@@ -132,6 +133,100 @@ fn reentrant_lock_waits_are_what_the_program_measured() {
         );
         let printed = common::assert_print_accepts(&run.path, &run.what);
         assert!(printed.contains("LOCK TIME"), "{}: {printed}", run.what);
+    });
+}
+
+#[test]
+fn thread_y_and_depth_apply_to_lock_traces() {
+    common::on_each(&common::jdks(), |jdk| {
+        let run = LockRun::new(jdk, "reentrant", "monitor=y,thread=y,depth=2,cutoff=0");
+        let (_, rows) = run.lock_time();
+        let lockers: std::collections::BTreeSet<u32> = run
+            .profile
+            .threads()
+            .into_iter()
+            .filter(|(_, name)| name.starts_with("locker-"))
+            .map(|(serial, _)| serial)
+            .collect();
+        let mut blocked_threads = std::collections::BTreeSet::new();
+        for row in rows.iter().filter(|r| r.monitor == REENTRANT_LOCK) {
+            let trace = run.profile.trace(row.trace_serial);
+            let frames = run.profile.frames(row.trace_serial);
+            assert_eq!(frames.len(), 2, "{}: depth=2: {frames:?}", run.what);
+            assert_eq!(frames[0], "LockContention.takeReentrant", "{}", run.what);
+            let thread = trace
+                .thread_serial
+                .expect("thread=y: a thread in every trace");
+            assert!(lockers.contains(&thread), "{}: thread {thread}", run.what);
+            blocked_threads.insert(thread);
+        }
+        // Rows are kept apart per thread. (Not all four need to have waited:
+        // a thread that unlocks takes the lock back before the woken one
+        // runs, and the first one may never block.)
+        assert!(blocked_threads.len() >= 2, "{}: {rows:?}", run.what);
+    });
+}
+
+#[test]
+fn a_dump_restarts_the_times_and_keeps_the_counts() {
+    common::on_each(&common::jdks(), |jdk| {
+        let dir = common::scratch_dir(&format!("monitor-juc-dumped-{}", jdk.label));
+        let path = dir.join("java.hprof.txt");
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg(common::agentpath_arg("monitor=y,cutoff=0"))
+            .args(["LockContention", "dumped"])
+            .arg(&path);
+        let mut child = common::Spawned::spawn(&mut cmd);
+        child.wait_for_line("PHASE1", Duration::from_secs(60));
+        child.signal(libc::SIGQUIT);
+        let out = child.wait_timeout(Duration::from_secs(120));
+        let what = format!("LockContention dumped on {}", jdk.label);
+        common::assert_success(&out, &what);
+        let stdout = common::stdout_text(&out);
+        let printed = |name: &str| {
+            stdout
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}=")))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("{what}: no {name}= in {stdout}"))
+        };
+        let profile = AsciiProfile::read_whole_file(&path);
+        let dumps: Vec<(u64, Vec<MonitorTimeRow>)> = profile
+            .sections
+            .iter()
+            .filter_map(|s| match s {
+                Section::LockTime { total_ms, rows, .. } => Some((*total_ms, rows.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(dumps.len(), 2, "{what}: one LOCK TIME per dump");
+        // Times start over: each dump holds its own phase's waiting.
+        for ((total_ms, _), waited) in dumps.iter().zip(["waited1_ns", "waited2_ns"]) {
+            assert_within_20_percent(*total_ms as f64, printed(waited) as f64 / 1e6, &what);
+        }
+        // Counts do not: a trace's count at the exit is at least its count
+        // at the SIGQUIT, and the blocks of both phases add up.
+        let count = |rows: &[MonitorTimeRow], trace: u32| {
+            rows.iter()
+                .filter(|r| r.trace_serial == trace)
+                .map(|r| r.count)
+                .sum::<u64>()
+        };
+        let (first, last) = (&dumps[0].1, &dumps[1].1);
+        for row in first {
+            assert!(
+                count(last, row.trace_serial) >= row.count,
+                "{what}: trace {} counted {} then {}",
+                row.trace_serial,
+                row.count,
+                count(last, row.trace_serial)
+            );
+        }
+        let total = |rows: &[MonitorTimeRow]| rows.iter().map(|r| r.count).sum::<u64>();
+        assert!(
+            total(last) > total(first),
+            "{what}: {first:?} then {last:?}"
+        );
     });
 }
 
