@@ -49,11 +49,18 @@
 //! it calls is embedded as [`TRACKER_CLASS_FILE`] (see
 //! `java-tracker/hprof_rs/Tracker.java` for what the agent must do).
 //!
+//! [`rewrite_passing_first_argument`] is the other mode, for `monitor=y`:
+//! calls that pass a method's first argument (`aload_0; invokestatic`) go
+//! into a few selected static methods only (`LockSupport`'s parks,
+//! [`PARK_METHODS`]), calling [`Injection::lock_tracker`]'s class, embedded
+//! as [`LOCK_TRACKER_CLASS_FILE`].
+//!
 //! Modules: `bytes` (byte order), `constant_pool`, `class_file` (structure),
 //! `code` (instruction decoding), `types` (verification types,
 //! descriptors), `stackmap` (StackMapTable codec), `simulate` (the frame a
 //! widened branch needs), `relocate` (new offsets, widening, emission),
-//! `inject` (one method), `writer` (the class), `tracker` (the Java side).
+//! `inject` (one method), `writer` (the class), `tracker` and `lock_tracker`
+//! (the Java sides).
 
 #![deny(missing_docs)]
 
