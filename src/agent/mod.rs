@@ -13,8 +13,10 @@ mod header;
 mod heapdump;
 mod jmm;
 mod jvm;
+mod jvm_lock_tracker;
 mod jvm_tracker;
 mod listener;
+mod lock_sites;
 mod monitors;
 mod profiler;
 mod remote;
@@ -194,11 +196,20 @@ impl Agent for HprofAgent {
         context: CallbackContext<'callback>,
         mut event: ClassFileLoadHookEvent<'callback>,
     ) {
-        let Some(timing) = method_timing() else {
+        let lock_waits = PROFILER.get().and_then(|p| p.engines.lock_waits.as_ref());
+        let timing = method_timing();
+        if lock_waits.is_none() && timing.is_none() {
             return;
-        };
+        }
         let name = event.name_str().ok().flatten();
-        if let Some(bytes) = timing.rewrite(name.as_deref(), event.class_data()) {
+        let name = name.as_deref();
+        // LockSupport's parks hooked for monitor=y, then every method timed
+        // for cpu=times (the agent's own classes never are).
+        let for_locks = lock_waits.and_then(|l| l.rewrite(name, event.class_data()));
+        let timed = timing
+            .filter(|_| !name.is_some_and(|n| n.starts_with("hprof_rs/")))
+            .and_then(|t| t.rewrite(name, for_locks.as_deref().unwrap_or(event.class_data())));
+        if let Some(bytes) = timed.or(for_locks) {
             // On failure the class simply loads unchanged.
             let _ = event.set_transformed_class(&context, &bytes);
         }

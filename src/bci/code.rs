@@ -4,6 +4,15 @@
 /// Opcodes the rewriter treats specially.
 pub(crate) mod op {
     pub const ICONST_0: u8 = 3;
+    pub const ALOAD_0: u8 = 42;
+    pub const ISTORE: u8 = 54;
+    pub const ASTORE: u8 = 58;
+    pub const ISTORE_0: u8 = 59;
+    pub const LSTORE_0: u8 = 63;
+    pub const FSTORE_0: u8 = 67;
+    pub const DSTORE_0: u8 = 71;
+    pub const ASTORE_0: u8 = 75;
+    pub const IINC: u8 = 132;
     pub const BIPUSH: u8 = 16;
     pub const SIPUSH: u8 = 17;
     pub const LDC: u8 = 18;

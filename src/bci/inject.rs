@@ -25,6 +25,17 @@ pub(crate) struct Calls {
     pub exit: Option<u16>,
     /// Widen every 16-bit branch (test knob).
     pub widen_all: bool,
+    /// What the calls pass.
+    pub passed: Passed,
+}
+
+/// What an injected call passes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Passed {
+    /// The class number and the method number (`(II)V`).
+    Numbers,
+    /// The method's first argument, local 0 (`(Ljava/lang/Object;)V`).
+    FirstArgument,
 }
 
 /// The class facts a method rewrite needs.
@@ -89,6 +100,48 @@ fn call_sequence(
     out.push(op::INVOKESTATIC);
     put_u16(&mut out, method);
     Ok(out)
+}
+
+/// `aload_0; invokestatic method`.
+fn argument_call_sequence(method: u16) -> Vec<u8> {
+    let mut out = vec![op::ALOAD_0, op::INVOKESTATIC];
+    put_u16(&mut out, method);
+    out
+}
+
+/// The call sequence of `calls` for method number `method_number`.
+fn sequence_of(
+    calls: Calls,
+    method_number: u16,
+    method: u16,
+    pool: &mut ConstantPool<'_>,
+) -> Result<Vec<u8>, String> {
+    match calls.passed {
+        Passed::Numbers => call_sequence(calls.class_number, method_number, method, pool),
+        Passed::FirstArgument => Ok(argument_call_sequence(method)),
+    }
+}
+
+/// True for an instruction that writes local 0 (`?store_0`, `?store 0`,
+/// `iinc 0`, and their `wide` forms).
+fn writes_local_0(insn: &Insn, code: &[u8]) -> bool {
+    let at = |k: u32| code.get((insn.offset + k) as usize).copied();
+    match insn.opcode {
+        op::ISTORE..=op::ASTORE | op::IINC => at(1) == Some(0),
+        op::WIDE => {
+            matches!(at(1), Some(op::ISTORE..=op::ASTORE | op::IINC))
+                && at(2) == Some(0)
+                && at(3) == Some(0)
+        }
+        opcode => [
+            op::ISTORE_0,
+            op::LSTORE_0,
+            op::FSTORE_0,
+            op::DSTORE_0,
+            op::ASTORE_0,
+        ]
+        .contains(&opcode),
+    }
 }
 
 /// True for `jsr`, `jsr_w`, `ret` and `wide ret`.
@@ -331,13 +384,16 @@ pub(crate) fn rewrite_code(
         ));
     }
     let returns = insns.iter().any(Insn::is_return);
+    if calls.passed == Passed::FirstArgument && insns.iter().any(|i| writes_local_0(i, code.code)) {
+        return Err("it writes local 0, the argument the calls pass".into());
+    }
 
     let entry = match calls.entry {
-        Some(m) => call_sequence(calls.class_number, method.index, m, pool)?,
+        Some(m) => sequence_of(calls, method.index, m, pool)?,
         None => vec![],
     };
     let exit = match calls.exit {
-        Some(m) if returns => call_sequence(calls.class_number, method.index, m, pool)?,
+        Some(m) if returns => sequence_of(calls, method.index, m, pool)?,
         _ => vec![],
     };
     if entry.is_empty() && exit.is_empty() {

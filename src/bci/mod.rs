@@ -49,11 +49,18 @@
 //! it calls is embedded as [`TRACKER_CLASS_FILE`] (see
 //! `java-tracker/hprof_rs/Tracker.java` for what the agent must do).
 //!
+//! [`rewrite_passing_first_argument`] is the other mode, for `monitor=y`:
+//! calls that pass a method's first argument (`aload_0; invokestatic`) go
+//! into a few selected static methods only (`LockSupport`'s parks,
+//! [`PARK_METHODS`]), calling [`Injection::lock_tracker`]'s class, embedded
+//! as [`LOCK_TRACKER_CLASS_FILE`].
+//!
 //! Modules: `bytes` (byte order), `constant_pool`, `class_file` (structure),
 //! `code` (instruction decoding), `types` (verification types,
 //! descriptors), `stackmap` (StackMapTable codec), `simulate` (the frame a
 //! widened branch needs), `relocate` (new offsets, widening, emission),
-//! `inject` (one method), `writer` (the class), `tracker` (the Java side).
+//! `inject` (one method), `writer` (the class), `tracker` and `lock_tracker`
+//! (the Java sides).
 
 #![deny(missing_docs)]
 
@@ -62,6 +69,7 @@ mod class_file;
 mod code;
 mod constant_pool;
 mod inject;
+mod lock_tracker;
 mod relocate;
 mod simulate;
 mod stackmap;
@@ -71,6 +79,10 @@ mod tracker;
 mod types;
 mod writer;
 
+pub use lock_tracker::{
+    LOCK_TRACKER_BLOCKED, LOCK_TRACKER_CLASS, LOCK_TRACKER_CLASS_FILE, LOCK_TRACKER_ENGAGED_FIELD,
+    LOCK_TRACKER_REGISTER, LOCK_TRACKER_SITE, PARK_METHODS,
+};
 pub use tracker::{
     TRACKER_CAUGHT, TRACKER_CLASS, TRACKER_CLASS_FILE, TRACKER_CLOCK_FIELD, TRACKER_DEPTH_FIELD,
     TRACKER_DRAIN, TRACKER_ENDED, TRACKER_ENGAGED_FIELD,
@@ -80,11 +92,16 @@ use std::fmt;
 
 use class_file::{ACC_STATIC, ClassFile};
 use constant_pool::{decode_modified_utf8, encode_modified_utf8};
-use inject::{Calls, ClassFacts, MethodFacts};
+use inject::{Calls, ClassFacts, MethodFacts, Passed};
 
 /// The descriptor every injected method must have: it is called with the
 /// class number and the method number.
 pub const CALL_DESCRIPTOR: &str = "(II)V";
+
+/// The descriptor of the injected methods of
+/// [`rewrite_passing_first_argument`]: they are called with the
+/// instrumented method's first argument.
+pub const ARGUMENT_CALL_DESCRIPTOR: &str = "(Ljava/lang/Object;)V";
 
 /// What to inject.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -208,10 +225,66 @@ pub fn rewrite_class_with(
     injection: &Injection,
     options: &RewriteOptions,
 ) -> Result<RewriteOutcome, BciError> {
+    rewrite(class_file, class_number, injection, options, None)
+}
+
+/// Injects `injection`'s calls into the static methods `selected` (name,
+/// descriptor) of `class_file` only, passing each call the method's first
+/// argument, a reference: `aload_0; invokestatic <entry>` on entry and
+/// `aload_0; invokestatic <exit>` before each return. The injected methods
+/// take [`ARGUMENT_CALL_DESCRIPTOR`]. A selected method is left untouched
+/// (and reported) unless it is static, its first parameter is a reference
+/// and its code never stores into local 0, so that local 0 still holds the
+/// argument at every return. Every other method is left untouched.
+pub fn rewrite_passing_first_argument(
+    class_file: &[u8],
+    injection: &Injection,
+    selected: &[(&str, &str)],
+) -> Result<RewriteOutcome, BciError> {
+    rewrite(
+        class_file,
+        0,
+        injection,
+        &RewriteOptions::default(),
+        Some(selected),
+    )
+}
+
+/// Whether a method takes part in a rewrite that passes the first argument
+/// (`None`: it does), or why not.
+fn first_argument_refusal(
+    name: &str,
+    descriptor: &str,
+    is_static: bool,
+    selected: &[(&str, &str)],
+) -> Option<&'static str> {
+    if !selected.contains(&(name, descriptor)) {
+        Some("not selected")
+    } else if !is_static {
+        Some("not static: local 0 is `this`")
+    } else if !(descriptor.starts_with("(L") || descriptor.starts_with("([")) {
+        Some("its first parameter is not a reference")
+    } else {
+        None
+    }
+}
+
+/// [`rewrite_class_with`], or with `selected` [`rewrite_passing_first_argument`].
+fn rewrite(
+    class_file: &[u8],
+    class_number: u32,
+    injection: &Injection,
+    options: &RewriteOptions,
+    selected: Option<&[(&str, &str)]>,
+) -> Result<RewriteOutcome, BciError> {
+    let (passed, wanted) = match selected {
+        None => (Passed::Numbers, CALL_DESCRIPTOR),
+        Some(_) => (Passed::FirstArgument, ARGUMENT_CALL_DESCRIPTOR),
+    };
     for (name, descriptor) in injection.entry.iter().chain(&injection.exit) {
-        if descriptor != CALL_DESCRIPTOR || name.is_empty() {
+        if descriptor != wanted || name.is_empty() {
             return Err(BciError::BadInjection(format!(
-                "{name}{descriptor}: the injected methods take (II)V"
+                "{name}{descriptor}: the injected methods take {wanted}"
             )));
         }
     }
@@ -261,7 +334,7 @@ pub fn rewrite_class_with(
         return unchanged(methods, "nothing to inject");
     }
 
-    let calls = match resolve_calls(&mut class, class_number, injection, options) {
+    let calls = match resolve_calls(&mut class, class_number, injection, options, passed) {
         Ok(calls) => calls,
         Err(why) => return unchanged(methods, &why),
     };
@@ -277,9 +350,18 @@ pub fn rewrite_class_with(
             .iter()
             .filter(|a| class.pool.utf8(a.name_index).is_ok_and(|n| n == b"Code"))
             .collect();
-        let result = match code.as_slice() {
-            [] => Err("no code (abstract or native)".to_string()),
-            [code] => {
+        let refusal = selected.and_then(|selected| {
+            first_argument_refusal(
+                &report.name,
+                &report.descriptor,
+                method.access_flags & ACC_STATIC != 0,
+                selected,
+            )
+        });
+        let result = match (refusal, code.as_slice()) {
+            (Some(why), _) => Err(why.to_string()),
+            (None, []) => Err("no code (abstract or native)".to_string()),
+            (None, [code]) => {
                 // Copied: the pool grows while the method is rewritten.
                 let name = class
                     .pool
@@ -299,7 +381,7 @@ pub fn rewrite_class_with(
                 };
                 inject::rewrite_code(code.info, &mut class.pool, calls, facts, target)
             }
-            _ => Err("several Code attributes".to_string()),
+            (None, _) => Err("several Code attributes".to_string()),
         };
         match result {
             Ok(Some(body)) => {
@@ -322,17 +404,22 @@ pub fn rewrite_class_with(
     Ok(RewriteOutcome { bytes, methods })
 }
 
-/// Adds the class number and the called methods to the pool.
+/// Adds the class number (when the calls pass it) and the called methods
+/// to the pool.
 fn resolve_calls(
     class: &mut ClassFile<'_>,
     class_number: u32,
     injection: &Injection,
     options: &RewriteOptions,
+    passed: Passed,
 ) -> Result<Calls, String> {
     let tracker = encode_modified_utf8(&injection.tracker_class);
     // The agent's class numbers are u32 serials; the JVM sees the same bits
     // as an int.
-    let class_number = class.pool.add_integer(class_number as i32)?;
+    let class_number = match passed {
+        Passed::Numbers => class.pool.add_integer(class_number as i32)?,
+        Passed::FirstArgument => 0,
+    };
     let mut method_ref = |call: &Option<(String, String)>| -> Result<Option<u16>, String> {
         call.as_ref()
             .map(|(name, descriptor)| {
@@ -351,5 +438,6 @@ fn resolve_calls(
         entry,
         exit,
         widen_all: options.widen_all_branches,
+        passed,
     })
 }

@@ -658,3 +658,94 @@ fn never_panics_on_truncated_or_mutated_classes() {
         }
     }
 }
+
+/// Checks `aload_0; invokestatic hprof_rs/LockTracker.<method>(Object)V`
+/// starting at instruction `first`.
+fn assert_argument_call(
+    class: &ClassFile<'_>,
+    code: &[u8],
+    insns: &[Insn],
+    first: usize,
+    method: &str,
+) {
+    assert_eq!(insns[first].opcode, op::ALOAD_0);
+    let invoke = &insns[first + 1];
+    assert_eq!(invoke.opcode, op::INVOKESTATIC);
+    let m = super::code::read_u16(code, invoke.offset as usize + 1).unwrap();
+    let (c, name, descriptor) = class.pool.member_ref(m).unwrap();
+    assert_eq!(class.pool.class_name(c).unwrap(), b"hprof_rs/LockTracker");
+    assert_eq!(name, method.as_bytes());
+    assert_eq!(descriptor, ARGUMENT_CALL_DESCRIPTOR.as_bytes());
+}
+
+#[test]
+fn passes_the_first_argument_into_the_selected_methods_only() {
+    let mut b = ClassBuilder::new(52, "p/Parks");
+    // static void park(Object o) { o.getClass()-like: aload_0; pop; return }
+    b.method(
+        ACC_PUBLIC_STATIC,
+        "park",
+        "(Ljava/lang/Object;)V",
+        Some(Body::new(1, 1, vec![42, 87, 177])),
+    );
+    // Not selected.
+    b.method(
+        ACC_PUBLIC_STATIC,
+        "unpark",
+        "(Ljava/lang/Object;)V",
+        Some(Body::new(1, 1, vec![42, 87, 177])),
+    );
+    // Selected, but overwrites its argument (aconst_null; astore_0; return).
+    b.method(
+        ACC_PUBLIC_STATIC,
+        "parkNanos",
+        "(Ljava/lang/Object;J)V",
+        Some(Body::new(1, 3, vec![1, 75, 177])),
+    );
+    // Selected, but its first parameter is a long.
+    b.method(
+        ACC_PUBLIC_STATIC,
+        "parkUntil",
+        "(J)V",
+        Some(Body::new(0, 2, vec![177])),
+    );
+    let input = b.build();
+    let selected = [
+        ("park", "(Ljava/lang/Object;)V"),
+        ("parkNanos", "(Ljava/lang/Object;J)V"),
+        ("parkUntil", "(J)V"),
+    ];
+    let out =
+        rewrite_passing_first_argument(&input, &Injection::lock_tracker(), &selected).unwrap();
+    let rewritten: Vec<bool> = out.methods.iter().map(|m| m.rewritten).collect();
+    assert_eq!(rewritten, [true, false, false, false]);
+    let reasons: Vec<&str> = out.methods[1..]
+        .iter()
+        .map(|m| m.skip_reason.as_deref().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "not selected",
+            "it writes local 0, the argument the calls pass",
+            "its first parameter is not a reference"
+        ]
+    );
+    let (class, code, insns) = code_of(&out.bytes, 0);
+    // Entry call, aload_0, pop, exit call, return.
+    assert_eq!(insns.len(), 7);
+    assert_argument_call(&class, code.code, &insns, 0, "parking");
+    assert_eq!((insns[2].opcode, insns[3].opcode), (op::ALOAD_0, 87));
+    assert_argument_call(&class, code.code, &insns, 4, "parked");
+    assert_eq!(insns[6].opcode, op::RETURN);
+    assert_eq!(code.max_stack, 3);
+    // The untouched methods keep their code.
+    let (_, unpark, _) = code_of(&out.bytes, 1);
+    assert_eq!(unpark.code, [42, 87, 177]);
+
+    // The calls must take the argument; (II)V calls are refused.
+    assert!(matches!(
+        rewrite_passing_first_argument(&input, &tracker(), &selected),
+        Err(BciError::BadInjection(_))
+    ));
+}

@@ -267,5 +267,6 @@ fn section_kind(section: &Section) -> &'static str {
         Section::MonitorTime { .. } => "MONITOR TIME",
         Section::MonitorHolders(_) => "MONITOR HOLDERS",
         Section::HeapDump(_) => "HEAP DUMP",
+        Section::LockTime { .. } => "LOCK TIME",
     }
 }

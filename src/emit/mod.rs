@@ -8,6 +8,7 @@
 pub mod cpu;
 pub mod heap;
 pub mod heap_ascii;
+pub mod lock_time;
 pub mod monitors;
 pub mod sites;
 pub mod times;
@@ -75,6 +76,8 @@ MONITOR TIME               time threads waited to enter monitors, per trace
                            and monitor class (monitor=y).
 MONITOR HOLDERS            an addition of hprof-rs: for each MONITOR TIME row,
                            the trace of the thread that held the monitor.
+LOCK TIME                  an addition of hprof-rs: time threads were blocked
+                           acquiring java.util.concurrent locks, per trace.
 
 A dump is written when the program ends (doe=y) and each time the process
 receives SIGQUIT (kill -3).
@@ -517,6 +520,7 @@ mod tests {
             "MONITOR DUMP",
             "MONITOR TIME",
             "MONITOR HOLDERS",
+            "LOCK TIME",
         ] {
             assert!(ASCII_PRELUDE.contains(written), "{written}");
         }

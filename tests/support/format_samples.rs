@@ -583,6 +583,23 @@ pub fn sections() -> Vec<Section> {
             created: created(),
             rows: vec![],
         }),
+        Section::LockTime {
+            total_ms: 2371,
+            created: created(),
+            rows: vec![MonitorTimeRow {
+                rank: 1,
+                self_percent: 95.0,
+                accum_percent: 95.0,
+                count: 150,
+                trace_serial: 300123,
+                monitor: "java.util.concurrent.locks.ReentrantLock".into(),
+            }],
+        },
+        Section::LockTime {
+            total_ms: 0,
+            created: created(),
+            rows: vec![],
+        },
         Section::OldProf(vec![
             OldProfRow {
                 count: 12,

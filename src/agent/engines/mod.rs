@@ -4,12 +4,14 @@
 mod allocation_sites;
 mod cpu_samples;
 mod heap_dump;
+mod lock_waits;
 mod method_times;
 mod monitors;
 
 pub use allocation_sites::AllocationSites;
 pub use cpu_samples::CpuSamples;
 pub use heap_dump::HeapDump;
+pub use lock_waits::LockWaits;
 pub use method_times::MethodTimes;
 pub use monitors::Monitors;
 
@@ -26,6 +28,7 @@ pub struct Engines {
     pub allocation_sites: Option<AllocationSites>,
     pub cpu_samples: Option<CpuSamples>,
     pub method_times: Option<MethodTimes>,
+    pub lock_waits: Option<LockWaits>,
 }
 
 impl Engines {
@@ -46,6 +49,7 @@ impl Engines {
                 .cpu_samples
                 .then(|| CpuSamples::new(options.interval_ms, options.depth)),
             method_times,
+            lock_waits: options.monitor.then(|| LockWaits::new(options.depth)),
         }
     }
 
@@ -53,12 +57,13 @@ impl Engines {
     /// prints the traces it refers to first): the order in which they
     /// start, see threads come and go, and dump.
     pub fn all(&self) -> impl Iterator<Item = &dyn Engine> {
-        let all: [Option<&dyn Engine>; 5] = [
+        let all: [Option<&dyn Engine>; 6] = [
             self.monitors.as_ref().map(|e| e as &dyn Engine),
             self.heap_dump.as_ref().map(|e| e as &dyn Engine),
             self.allocation_sites.as_ref().map(|e| e as &dyn Engine),
             self.cpu_samples.as_ref().map(|e| e as &dyn Engine),
             self.method_times.as_ref().map(|e| e as &dyn Engine),
+            self.lock_waits.as_ref().map(|e| e as &dyn Engine),
         ];
         all.into_iter().flatten()
     }

@@ -9,7 +9,8 @@
 use super::scan::{Line, Lines, columns, dec, hex, percent, scan};
 use super::sections::*;
 use super::writer::{
-    CPU_TITLES, MONITOR_HOLDERS_TITLES, MONITOR_TIME_TITLES, OLD_PROF_TITLES, SITES_TITLES,
+    CPU_TITLES, LOCK_TIME_TITLES, MONITOR_HOLDERS_TITLES, MONITOR_TIME_TITLES, OLD_PROF_TITLES,
+    SITES_TITLES,
 };
 use crate::format::ParseError;
 
@@ -63,7 +64,7 @@ fn is_header_line(text: &str) -> bool {
 type SectionParser = fn(&Line, &mut Lines) -> Result<Section, ParseError>;
 
 /// Which parser handles a section, by the start of its first line.
-const PARSERS: [(&str, SectionParser); 13] = [
+const PARSERS: [(&str, SectionParser); 14] = [
     ("JAVA PROFILE ", parse_header),
     ("THREAD START ", parse_thread_start),
     ("THREAD END ", parse_thread_end),
@@ -71,6 +72,7 @@ const PARSERS: [(&str, SectionParser); 13] = [
     ("SITES BEGIN ", parse_sites),
     ("CPU SAMPLES BEGIN ", parse_cpu),
     ("CPU TIME (ms) BEGIN ", parse_cpu),
+    ("LOCK TIME BEGIN ", parse_lock_time),
     (OLD_PROF_TITLES, parse_old_prof),
     ("WAIT: ", parse_wait),
     ("WAITED: ", parse_waited),
@@ -492,20 +494,44 @@ fn waiters(text: &str, label: &str) -> Option<Vec<u32>> {
 }
 
 fn parse_monitor_time(begin: &Line, lines: &mut Lines) -> Result<Section, ParseError> {
-    let [total, created] = scan(&begin.text, "MONITOR TIME BEGIN (total = {} ms) {}")
-        .or_malformed(begin, "MONITOR TIME BEGIN line")?;
-    let total_ms = dec(total).or_malformed(begin, "MONITOR TIME BEGIN line")?;
-    let body = block_body(begin, lines, "MONITOR TIME END")?;
-    let rows = parse_rows(
-        without_titles(&body, MONITOR_TIME_TITLES),
-        "MONITOR TIME row",
-        monitor_time_row,
-    )?;
+    let (total_ms, created, rows) =
+        parse_contention_time(begin, lines, "MONITOR TIME", MONITOR_TIME_TITLES)?;
     Ok(Section::MonitorTime {
         total_ms,
-        created: created.to_string(),
+        created,
         rows,
     })
+}
+
+fn parse_lock_time(begin: &Line, lines: &mut Lines) -> Result<Section, ParseError> {
+    let (total_ms, created, rows) =
+        parse_contention_time(begin, lines, "LOCK TIME", LOCK_TIME_TITLES)?;
+    Ok(Section::LockTime {
+        total_ms,
+        created,
+        rows,
+    })
+}
+
+/// A block of MONITOR TIME's layout named `name` (MONITOR TIME or LOCK
+/// TIME): its total, its time stamp and its rows.
+fn parse_contention_time(
+    begin: &Line,
+    lines: &mut Lines,
+    name: &str,
+    titles: &str,
+) -> Result<(u64, String, Vec<MonitorTimeRow>), ParseError> {
+    let begin_line = format!("{name} BEGIN line");
+    let [total, created] = scan(&begin.text, &format!("{name} BEGIN (total = {{}} ms) {{}}"))
+        .or_malformed(begin, &begin_line)?;
+    let total_ms = dec(total).or_malformed(begin, &begin_line)?;
+    let body = block_body(begin, lines, &format!("{name} END"))?;
+    let rows = parse_rows(
+        without_titles(&body, titles),
+        &format!("{name} row"),
+        monitor_time_row,
+    )?;
+    Ok((total_ms, created.to_string(), rows))
 }
 
 fn monitor_time_row(text: &str) -> Option<MonitorTimeRow> {

@@ -403,4 +403,13 @@ pub enum Section {
     /// addition, after MONITOR TIME).
     MonitorHolders(Vec<MonitorHolderRow>),
     HeapDump(HeapDumpSection),
+    /// `LOCK TIME BEGIN (total = %u ms) <ctime>` ... `LOCK TIME END`
+    /// (hprof-rs's addition, after MONITOR TIME): time threads spent blocked
+    /// acquiring java.util.concurrent locks, rows laid out as MONITOR
+    /// TIME's, each naming the lock's class.
+    LockTime {
+        total_ms: u64,
+        created: String,
+        rows: Vec<MonitorTimeRow>,
+    },
 }

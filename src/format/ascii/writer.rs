@@ -27,6 +27,8 @@ pub const MONITOR_TIME_TITLES: &str = "rank   self  accum   count trace monitor"
 pub const MONITOR_HOLDERS_TITLES: &str = "rank trace holder   seen monitor";
 /// First line of a `cpu=old` table.
 pub const OLD_PROF_TITLES: &str = "count callee caller time";
+/// Column title of LOCK TIME (always printed).
+pub const LOCK_TIME_TITLES: &str = "rank   self  accum   count trace lock";
 
 /// A percentage as C `%5.2f` prints it, including glibc's `nan`/`-nan`.
 #[derive(Debug, Clone, Copy)]
@@ -113,7 +115,17 @@ pub fn write_section(section: &Section, out: &mut Vec<u8>) {
             total_ms,
             created,
             rows,
-        } => write_monitor_time(*total_ms, created, rows, out),
+        } => write_contention_time(
+            &ContentionBlock {
+                name: "MONITOR TIME",
+                titles: MONITOR_TIME_TITLES,
+                titles_always: false,
+            },
+            *total_ms,
+            created,
+            rows,
+            out,
+        ),
         Section::MonitorHolders(rows) => write_monitor_holders(rows, out),
         Section::HeapDump(dump) => {
             write_heap_dump_begin(dump.objects, dump.bytes, &dump.created, out);
@@ -122,6 +134,21 @@ pub fn write_section(section: &Section, out: &mut Vec<u8>) {
                 .for_each(|entry| write_heap_entry(entry, out));
             write_heap_dump_end(out);
         }
+        Section::LockTime {
+            total_ms,
+            created,
+            rows,
+        } => write_contention_time(
+            &ContentionBlock {
+                name: "LOCK TIME",
+                titles: LOCK_TIME_TITLES,
+                titles_always: true,
+            },
+            *total_ms,
+            created,
+            rows,
+            out,
+        ),
     }
 }
 
@@ -296,19 +323,33 @@ fn write_waiters(label: &str, waiters: &[u32], out: &mut Vec<u8>) {
     out.push(b'\n');
 }
 
-fn write_monitor_time(total_ms: u64, created: &str, rows: &[MonitorTimeRow], out: &mut Vec<u8>) {
-    put!(
-        out,
-        "MONITOR TIME BEGIN (total = {total_ms} ms) {created}\n"
-    );
-    if total_ms > 0 {
-        put!(out, "{MONITOR_TIME_TITLES}\n");
+/// A block of MONITOR TIME's layout: MONITOR TIME itself, or LOCK TIME.
+struct ContentionBlock {
+    /// `MONITOR TIME`: the block is `<name> BEGIN ...` ... `<name> END`.
+    name: &'static str,
+    titles: &'static str,
+    /// Titles even when the total is 0 ms (MONITOR TIME prints them only
+    /// when it is positive, as HPROF did).
+    titles_always: bool,
+}
+
+fn write_contention_time(
+    block: &ContentionBlock,
+    total_ms: u64,
+    created: &str,
+    rows: &[MonitorTimeRow],
+    out: &mut Vec<u8>,
+) {
+    let name = block.name;
+    put!(out, "{name} BEGIN (total = {total_ms} ms) {created}\n");
+    if total_ms > 0 || block.titles_always {
+        put!(out, "{}\n", block.titles);
     }
     for row in rows {
         write_rank_columns(&row.columns(), out);
         put!(out, " {} (Java)\n", row.monitor);
     }
-    out.extend_from_slice(b"MONITOR TIME END\n");
+    put!(out, "{name} END\n");
 }
 
 /// MONITOR HOLDERS: `%4u %5u %6u %3u/%-3u %s (Java)` rows under their titles.
