@@ -6,7 +6,8 @@
 //! whenever a thread blocked on such a lock since the last dump.
 
 use super::Emitter;
-use crate::format::ascii::{MonitorTimeRow, RankColumns, Section, writer};
+use super::contention::{Waited, rank_by_time};
+use crate::format::ascii::{MonitorTimeRow, Section, writer};
 use crate::model::Model;
 
 /// One (trace of the blocked thread, lock class) pair at dump time.
@@ -23,46 +24,27 @@ pub struct LockContention {
     pub count: u64,
 }
 
-/// Milliseconds of `ns`, to the nearest.
-fn millis(ns: u64) -> u64 {
-    (ns + 500_000) / 1_000_000
-}
-
 /// The LOCK TIME section for `rows` (any order), cut at `cutoff`, stamped
 /// `created`; None when no thread blocked since the last dump.
 pub fn lock_time_section(
-    mut rows: Vec<LockContention>,
+    rows: Vec<LockContention>,
     cutoff: f64,
     created: String,
 ) -> Option<Section> {
-    let total_ns: u64 = rows.iter().map(|r| r.time_ns).sum();
-    if total_ns == 0 {
-        return None;
-    }
-    rows.sort_by(|a, b| {
-        (b.time_ns, b.count, a.trace_serial).cmp(&(a.time_ns, a.count, b.trace_serial))
-    });
-    let mut accum = 0.0;
-    let mut listed = Vec::new();
-    for (i, row) in rows.into_iter().enumerate() {
-        let ratio = row.time_ns as f64 / total_ns as f64;
-        if ratio < cutoff {
-            break;
-        }
-        accum += ratio;
-        let columns = RankColumns {
-            rank: i as u64 + 1,
-            self_percent: ratio * 100.0,
-            accum_percent: accum * 100.0,
-            count: row.count,
-            trace_serial: row.trace_serial,
-        };
-        listed.push(MonitorTimeRow::from_columns(columns, row.lock));
-    }
+    let waited = |r: &LockContention| Waited {
+        time_ns: r.time_ns,
+        count: r.count,
+        trace_serial: r.trace_serial,
+    };
+    let (total_ms, ranked) = rank_by_time(rows, waited, cutoff)?;
+    let rows = ranked
+        .into_iter()
+        .map(|(columns, row)| MonitorTimeRow::from_columns(columns, row.lock))
+        .collect();
     Some(Section::LockTime {
-        total_ms: millis(total_ns),
+        total_ms,
         created,
-        rows: listed,
+        rows,
     })
 }
 

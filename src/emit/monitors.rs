@@ -9,6 +9,7 @@
 //! section almost never appeared. Here it is printed whenever threads
 //! waited to enter a monitor since the last dump, with the total in ms.
 
+use super::contention::{Waited, rank_by_time};
 use crate::format::ascii::{MonitorHolderRow, MonitorTimeRow, Section};
 use crate::format::names::signature_to_name;
 
@@ -42,41 +43,24 @@ pub struct MonitorTime {
     pub traces: Vec<u32>,
 }
 
-/// Milliseconds of `ns`, to the nearest.
-fn millis(ns: u64) -> u64 {
-    (ns + 500_000) / 1_000_000
-}
-
 /// MONITOR TIME for `rows` (any order), cut at `cutoff`, stamped `created`.
-pub fn monitor_time(
-    mut rows: Vec<Contention>,
-    cutoff: f64,
-    created: String,
-) -> Option<MonitorTime> {
-    let total_ns: u64 = rows.iter().map(|r| r.time_ns).sum();
-    if total_ns == 0 {
-        return None;
-    }
-    rows.sort_by(|a, b| {
-        (b.time_ns, b.count, a.trace_serial).cmp(&(a.time_ns, a.count, b.trace_serial))
-    });
-    let mut accum = 0.0;
+pub fn monitor_time(rows: Vec<Contention>, cutoff: f64, created: String) -> Option<MonitorTime> {
+    let waited = |r: &Contention| Waited {
+        time_ns: r.time_ns,
+        count: r.count,
+        trace_serial: r.trace_serial,
+    };
+    let (total_ms, ranked) = rank_by_time(rows, waited, cutoff)?;
     let mut time_rows = Vec::new();
     let mut holder_rows = Vec::new();
     let mut traces = Vec::new();
-    for (i, row) in rows.iter().enumerate() {
-        let ratio = row.time_ns as f64 / total_ns as f64;
-        if ratio < cutoff {
-            break;
-        }
-        accum += ratio;
-        let rank = i as u64 + 1;
+    for (columns, row) in ranked {
         let monitor = signature_to_name(&row.signature);
         traces.push(row.trace_serial);
         if let Some(holder) = row.holder {
             traces.push(holder.trace_serial);
             holder_rows.push(MonitorHolderRow {
-                rank,
+                rank: columns.rank,
                 trace_serial: row.trace_serial,
                 holder_trace_serial: holder.trace_serial,
                 seen: holder.seen,
@@ -84,17 +68,10 @@ pub fn monitor_time(
                 monitor: monitor.clone(),
             });
         }
-        time_rows.push(MonitorTimeRow {
-            rank,
-            self_percent: ratio * 100.0,
-            accum_percent: accum * 100.0,
-            count: row.count,
-            trace_serial: row.trace_serial,
-            monitor,
-        });
+        time_rows.push(MonitorTimeRow::from_columns(columns, monitor));
     }
     let mut sections = vec![Section::MonitorTime {
-        total_ms: millis(total_ns),
+        total_ms,
         created,
         rows: time_rows,
     }];
@@ -166,7 +143,7 @@ mod tests {
         );
         assert_eq!(made.traces, [300002, 300009, 300004, 300003, 300001]);
 
-        // A cutoff of 5% keeps the two largest.
+        // A cutoff of 5% keeps only the row above it.
         let rows = vec![
             row(1, "LA;", 95, 1),
             row(2, "LB;", 4, 1),
