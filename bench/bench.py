@@ -37,10 +37,12 @@ JDK_COMPILER_SRC = CACHE / "jdk.compiler"
 
 RHINO_JAR = Path("/usr/share/java/rhino.jar")
 H2_JAR = Path("/usr/share/java/h2.jar")
+LOG4J_JAR = Path("/usr/share/java/log4j-1.2.jar")
 ESPRIMA_JS = Path("/usr/share/javascript/esprima/esprima.js")
 MARKED_JS = Path("/usr/share/javascript/marked/marked.umd.js")
 JQUERY_JS = Path("/usr/share/javascript/jquery/jquery.js")
 DEBIAN_PACKAGES = ["openjdk-17-jdk-headless", "openjdk-17-source", "rhino", "libh2-java",
+                   "liblog4j1.2-java",
                    "node-esprima", "libjs-jquery", "libjs-marked", "hyperfine", "time"]
 
 HEAP = "-Xmx2g"  # the same heap limit for every run, so RSS is comparable between machines
@@ -57,7 +59,7 @@ class Mode:
     agent: Optional[str] = None      # agent options (file= is added)
     markers: tuple = ()  # ASCII: one of these lines must be in the output
     binary_tags: frozenset = frozenset()  # binary: one of these record tags must be there
-    jfr: bool = False
+    jfr: Optional[str] = None   # JFR settings (a name or a .jfc path): run with JFR instead
     jcmd: bool = False
     baseline: bool = False  # run with --baseline's agent library instead of --lib's
 
@@ -73,7 +75,10 @@ MODES = {m.key: m for m in [
     Mode("dump", "heap=dump", "heap=dump", ("HEAP DUMP BEGIN",)),
     Mode("dump-b", "heap=dump,format=b", "heap=dump,format=b",
          binary_tags=frozenset(HPROF_HEAP_DUMP_TAGS)),
-    Mode("jfr", "JFR settings=profile", jfr=True),
+    Mode("jfr", "JFR settings=profile", jfr="profile"),
+    # What monitor=y records, recorded by JFR: every monitor enter, wait and park, however short.
+    Mode("jfr-monitor", "JFR monitor events, threshold 0",
+         jfr=str(BENCH / "locks" / "monitor-events.jfc")),
     Mode("jcmd", "jcmd GC.heap_dump (no agent)", jcmd=True),
 ]}
 
@@ -108,7 +113,8 @@ def baseline_first(order: List[Mode]) -> List[Mode]:
     return out
 
 
-PROFILING_MODES = ["none", "samples", "sites", "sites-sampled", "times", "monitor", "jfr"]
+PROFILING_MODES = ["none", "samples", "sites", "sites-sampled", "times", "monitor", "jfr",
+                   "jfr-monitor"]
 STARTUP_MODES = ["none", "samples", "sites", "sites-sampled", "times", "monitor", "dump", "jfr"]
 HEAPDUMP_MODES = ["none", "dump-b", "dump", "jcmd"]
 
@@ -137,6 +143,8 @@ def workloads(work: Path) -> List[Workload]:
                  PROFILING_MODES),
         Workload("h2", "h2", "H2 serves 4 JDBC client threads (in-memory database)",
                  ["-cp", f"{cp}:{H2_JAR}", "H2Load"], PROFILING_MODES),
+        Workload("log4j", "log4j", "Log4j 1.2: 4 threads log into one file, contending on one "
+                 "logger's monitor", ["-cp", f"{cp}:{LOG4J_JAR}", "Log4jLoad"], PROFILING_MODES),
         Workload("version", "startup: java -version", "`java -version`", ["-version"],
                  STARTUP_MODES, startup=True),
         Workload("hello", "startup: Hello World", "a Hello World class",
@@ -188,12 +196,12 @@ def java_command(java_home: Path, lib: Path, wl: Workload, mode: Mode, out_file:
     if mode.agent:
         opts.append(f"-agentpath:{lib}={mode.agent},file={out_file}")
     if mode.jfr:
-        opts.append(f"-XX:StartFlightRecording=settings=profile,filename={out_file}")
+        opts.append(f"-XX:StartFlightRecording=settings={mode.jfr},filename={out_file}")
     return [java] + opts + wl.argv
 
 
 def output_name(wl: Workload, mode: Mode, rnd: int) -> str:
-    ext = {"none": "none", "jfr": "jfr", "jcmd": "hprof", "dump-b": "hprof"}.get(mode.key, "txt")
+    ext = "jfr" if mode.jfr else {"none": "none", "jcmd": "hprof", "dump-b": "hprof"}.get(mode.key, "txt")
     return f"{wl.key}.{mode.key}.r{rnd}.{ext}"
 
 
@@ -708,6 +716,11 @@ WORKLOAD_NOTES = [
     "database, 4 JDBC threads × 16,000 transactions (inserts, updates, index lookups, joins, "
     "deletes) each over its own accounts, seeded, plus additions to 4 shared counter rows "
     "(row-lock waits) | every query result, then the final tables |",
+    "| log4j | Apache Log4j 1.2 (`liblog4j1.2-java`) | `bench/workloads/Log4jLoad.java`: 4 "
+    "threads × 600,000 lines through one logger into one file (FileAppender, immediate flush, "
+    "Log4j's defaults); Log4j 1.2 delivers each event inside `synchronized (logger)`, so the "
+    "threads contend on that monitor thousands of times per second | line count and the sum of "
+    "the lines' hashes, read back from the file |",
     "| startup | the JVM | `java -version`; `bench/workloads/Hello.java` | the printed line |",
     "| heapdump | the JVM's heap | `bench/heapdump/HeapHolder.java` | counts and hashes of "
     "what it built |",
@@ -735,7 +748,7 @@ def parse_args(argv):
                    help="smoke run: 2 runs, no warmup, 3 startup runs, 150 s limit; "
                    "report to .cache/bench/report-quick.md")
     p.add_argument("--workloads", default="javac,rhino,h2,version,hello,heapdump",
-                   help="comma-separated subset of: javac,rhino,h2,version,hello,heapdump")
+                   help="comma-separated subset of: javac,rhino,h2,log4j,version,hello,heapdump")
     p.add_argument("--modes", default=None,
                    help="comma-separated modes (no agent is always run): "
                    + ",".join(k for k in MODES if k != "none"))

@@ -11,16 +11,17 @@
 #   rhino  Rhino (rhino) running esprima (node-esprima) and marked (libjs-marked) on jQuery
 #          (libjs-jquery) and on generated input
 #   h2     the H2 database (libh2-java) under a multi-threaded JDBC load
+#   log4j  Log4j 1.2 (liblog4j1.2-java) logging from 4 threads into one file (lock-heavy)
 # Tools: hyperfine, GNU time (/usr/bin/time -v), unzip, python3.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="$ROOT/.cache/bench"
 JAVA_HOME="${BENCH_JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}"
-PACKAGES=(openjdk-17-jdk-headless openjdk-17-source rhino libh2-java node-esprima libjs-jquery
+PACKAGES=(openjdk-17-jdk-headless openjdk-17-source rhino libh2-java liblog4j1.2-java node-esprima libjs-jquery
     libjs-marked hyperfine time unzip python3 coreutils)
 SRC_ZIPS=(/usr/lib/jvm/openjdk-17/lib/src.zip "$JAVA_HOME/lib/src.zip")
-NEEDED_FILES=(/usr/share/java/rhino.jar /usr/share/java/h2.jar
+NEEDED_FILES=(/usr/share/java/rhino.jar /usr/share/java/h2.jar /usr/share/java/log4j-1.2.jar
     /usr/share/javascript/esprima/esprima.js /usr/share/javascript/marked/marked.umd.js
     /usr/share/javascript/jquery/jquery.js /usr/bin/time "$JAVA_HOME/bin/java"
     "$JAVA_HOME/bin/javac" "$JAVA_HOME/bin/jcmd")
@@ -87,7 +88,8 @@ compile_drivers() {
     say "compiling ${#sources[@]} workload drivers into $CACHE/classes"
     rm -rf "$CACHE/classes"
     mkdir -p "$CACHE/classes"
-    "$JAVA_HOME/bin/javac" --release 11 -nowarn -d "$CACHE/classes" "${sources[@]}"
+    "$JAVA_HOME/bin/javac" --release 11 -nowarn -cp /usr/share/java/log4j-1.2.jar \
+        -d "$CACHE/classes" "${sources[@]}"
     echo "$want" >"$stamp"
 }
 
