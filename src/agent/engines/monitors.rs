@@ -57,6 +57,60 @@ pub struct Monitors {
     rows: Mutex<Rows>,
 }
 
+/// How many times MONITOR DUMP looks at the threads and monitors to get a
+/// snapshot where both agree.
+const SNAPSHOT_ATTEMPTS: u32 = 3;
+
+/// Each monitor some thread owns, with its class signature and usage.
+fn owned_monitors<'j>(
+    jni: &'j JniEnv,
+    env: &Jvmti,
+    threads: &[LocalThread<'_>],
+) -> Vec<(String, jvm::MonitorUsage<'j>)> {
+    threads
+        .iter()
+        .flat_map(|&thread| jvm::owned_monitors(jni, env, thread))
+        .filter_map(|monitor| {
+            let signature = class_signature_of(jni, env, monitor.get())?;
+            let usage = jvm::monitor_usage(jni, env, monitor.get())?;
+            Some((signature, usage))
+        })
+        .collect()
+}
+
+/// Whether every thread the monitors list as waiting to enter (and not in
+/// `Object.wait`) was still blocked entering a monitor when the states
+/// were taken.
+fn agrees(
+    jni: &JniEnv,
+    threads: &[LocalThread<'_>],
+    stacks: &[jvm::ThreadStack],
+    owned: &[(String, jvm::MonitorUsage<'_>)],
+) -> bool {
+    let blocked = |waiter: LocalThread<'_>| {
+        threads
+            .iter()
+            .zip(stacks)
+            .find(|(t, _)| jvm::same_object(jni, **t, waiter))
+            .is_none_or(|(_, stack)| {
+                stack.state & jvmti::JVMTI_THREAD_STATE_BLOCKED_ON_MONITOR_ENTER as i32 != 0
+            })
+    };
+    owned.iter().all(|(_, usage)| {
+        usage
+            .waiting_to_enter
+            .iter()
+            .map(OwnedLocal::get)
+            .filter(|&t| {
+                !usage
+                    .waiting_to_be_notified
+                    .iter()
+                    .any(|n| jvm::same_object(jni, t, n.get()))
+            })
+            .all(blocked)
+    })
+}
+
 /// The index of a thread serial in [`Monitors::threads`].
 fn thread_index(serial: u32) -> Option<usize> {
     serial
@@ -297,17 +351,20 @@ impl Monitors {
             })
             .collect();
         let locals: Vec<LocalThread<'_>> = live.iter().map(OwnedLocal::get).collect();
-        // What pauses threads comes before the model lock.
-        let stacks = jvm::stacks_of(env, &locals, run.traces.depth);
-        let owned: Vec<_> = locals
-            .iter()
-            .flat_map(|&thread| jvm::owned_monitors(jni, env, thread))
-            .filter_map(|monitor| {
-                let signature = class_signature_of(jni, env, monitor.get())?;
-                let usage = jvm::monitor_usage(jni, env, monitor.get())?;
-                Some((signature, usage))
-            })
-            .collect();
+        // What pauses threads comes before the model lock. The monitors and
+        // the threads' states are looked at in separate JVM pauses, so a
+        // monitor handed over between them would show a waiter that is
+        // already running; such a snapshot is taken again, a bounded number
+        // of times (the last one is written as it is).
+        let mut attempt = 1;
+        let (stacks, owned) = loop {
+            let owned = owned_monitors(jni, env, &locals);
+            let stacks = jvm::stacks_of(env, &locals, run.traces.depth);
+            if attempt == SNAPSHOT_ATTEMPTS || agrees(jni, &locals, &stacks, &owned) {
+                break (stacks, owned);
+            }
+            attempt += 1;
+        };
 
         let mut guard = run.model.lock();
         let model = &mut *guard;
