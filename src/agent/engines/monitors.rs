@@ -93,7 +93,7 @@ fn agrees(
             .zip(stacks)
             .find(|(t, _)| jvm::same_object(jni, **t, waiter))
             .is_none_or(|(_, stack)| {
-                stack.state & jvmti::JVMTI_THREAD_STATE_BLOCKED_ON_MONITOR_ENTER as i32 != 0
+                stack.state & jvmti::JVMTI_THREAD_STATE_BLOCKED_ON_MONITOR_ENTER != 0
             })
     };
     owned.iter().all(|(_, usage)| {
