@@ -10,6 +10,8 @@
 //! Allocation sites and CPU times are exact counts: a stack is reported when
 //! it changed by at least 0.5% of the base total.
 
+pub use super::change::Change;
+use super::change::change;
 use super::collapse::folded;
 use super::profile::{Profile, What};
 use super::threshold::{Subject, Threshold};
@@ -21,21 +23,6 @@ use std::fmt::Write as _;
 pub const Z_SIGNIFICANT: f64 = 3.0;
 /// For exact counts, changes below this share of the base total are not listed.
 pub const EXACT_FLOOR: f64 = 0.005;
-
-/// One compared quantity.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Change {
-    /// The folded stack, method or threshold expression.
-    pub name: String,
-    pub base: u64,
-    pub new: u64,
-    /// new - base.
-    pub change: i64,
-    /// Relative change in percent; null when the base is 0.
-    pub relative_percent: Option<f64>,
-    /// For CPU samples: the z statistic of the change; null for exact counts.
-    pub z: Option<f64>,
-}
 
 /// One `--fail-if` and whether it failed.
 #[derive(Debug, Clone, Serialize)]
@@ -61,17 +48,6 @@ pub struct Report {
     pub thresholds: Vec<Verdict>,
     /// True when any threshold failed (the exit code is then 1).
     pub failed: bool,
-}
-
-fn change(name: String, base: u64, new: u64, z: Option<f64>) -> Change {
-    Change {
-        name,
-        base,
-        new,
-        change: (i128::from(new) - i128::from(base)).clamp(i64::MIN.into(), i64::MAX.into()) as i64,
-        relative_percent: (base > 0).then(|| (new as f64 - base as f64) * 100.0 / base as f64),
-        z,
-    }
 }
 
 /// z of the difference of two Poisson counts.

@@ -1,6 +1,7 @@
 //! The `hprof-rs` command-line tool: runs programs under the agent and reads
 //! the files it writes.
 
+mod change;
 pub mod collapse;
 mod command_text;
 mod commands;

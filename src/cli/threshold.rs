@@ -8,7 +8,7 @@
 //! - `class NAME bytes` or `class NAME objects` (allocated);
 //! - `site CLASS at METHOD` (what CLASS allocations made directly in METHOD cost).
 
-use super::diff::Change;
+use super::change::Change;
 use super::profile::What;
 
 /// What a threshold measures.
@@ -123,14 +123,7 @@ mod tests {
     use super::*;
 
     fn value(base: u64, new: u64) -> Change {
-        Change {
-            name: String::new(),
-            base,
-            new,
-            change: new as i64 - base as i64,
-            relative_percent: (base > 0).then(|| (new as f64 - base as f64) * 100.0 / base as f64),
-            z: None,
-        }
+        crate::cli::change::change(String::new(), base, new, None)
     }
 
     #[test]
