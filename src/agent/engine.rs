@@ -1,14 +1,13 @@
 //! The interface every collector ("engine") implements, and the run state
 //! they share. An engine owns its JVMTI capabilities, the events it needs
 //! once the VM is live, its threads and state, and the dump section it
-//! writes; the lifecycle (profiler.rs) and the dump sequence (dump.rs)
+//! writes; the lifecycle (profiler.rs, with the `Lifecycle` flags kept here in `Run`) and the dump sequence (dump.rs)
 //! call every engine through this trait, once per event of the run or per
 //! dump. An engine's per-event callbacks (allocations, samples, class
 //! loads) are plain methods of its own type, reached from the JVMTI entry
 //! points (mod.rs) without dynamic dispatch.
 
 use super::jvm::{JvmtiHandle, LocalThread, VmHandle};
-use super::profiler::Lifecycle;
 use super::traces::TracePolicy;
 use crate::emit::Emitter;
 use crate::model::Model;
@@ -16,6 +15,7 @@ use crate::options::Options;
 use crate::output::OutputWriter;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What every engine of a run shares: the options, the JVM, the model of
 /// what was seen, and the output.
@@ -28,6 +28,38 @@ pub struct Run {
     pub model: Mutex<Model>,
     pub writer: OutputWriter,
     pub lifecycle: Lifecycle,
+}
+
+/// Where the run is in the JVM's life: events before VM init and after VM
+/// death are ignored.
+#[derive(Default)]
+pub struct Lifecycle {
+    /// Set at VM init.
+    live: AtomicBool,
+    /// Set at VM death.
+    dead: AtomicBool,
+}
+
+impl Lifecycle {
+    /// At VM init.
+    pub fn begin(&self) {
+        self.live.store(true, Ordering::Release);
+    }
+
+    /// Whether VM init has come (VM death may have too).
+    pub fn began(&self) -> bool {
+        self.live.load(Ordering::Acquire)
+    }
+
+    /// At VM death; whether it had already ended.
+    pub fn end(&self) -> bool {
+        self.dead.swap(true, Ordering::AcqRel)
+    }
+
+    /// Between VM init and VM death.
+    pub fn accepting_events(&self) -> bool {
+        self.live.load(Ordering::Acquire) && !self.dead.load(Ordering::Acquire)
+    }
 }
 
 /// One collector. Every method has a default that does nothing, so an

@@ -7,7 +7,7 @@
 //! init and stopped at VM death carries out the front end's commands.
 
 use super::classes::intern_class;
-use super::engine::Run;
+use super::engine::{Lifecycle, Run};
 use super::engines::Engines;
 use super::header;
 use super::jvm::{self, JvmtiHandle, LocalClass, LocalThread, VmHandle};
@@ -22,23 +22,6 @@ use crate::output::OutputWriter;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Where the run is in the JVM's life: events before VM init and after VM
-/// death are ignored.
-#[derive(Default)]
-pub struct Lifecycle {
-    /// Set at VM init.
-    live: AtomicBool,
-    /// Set at VM death.
-    dead: AtomicBool,
-}
-
-impl Lifecycle {
-    /// Between VM init and VM death.
-    pub fn accepting_events(&self) -> bool {
-        self.live.load(Ordering::Acquire) && !self.dead.load(Ordering::Acquire)
-    }
-}
 
 /// Capabilities and callbacks at load time, for the lifecycle and for each
 /// engine. Only what the engines need is requested: merely holding some
@@ -157,7 +140,7 @@ impl Profiler {
         for engine in self.engines.all() {
             engine.vm_init(run, jni);
         }
-        run.lifecycle.live.store(true, Ordering::Release);
+        run.lifecycle.begin();
         self.thread_started(jni, main_thread);
         run.writer.flush();
         self.enable_live_events(&env);
@@ -292,7 +275,7 @@ impl Profiler {
     /// everything is flushed and closed.
     pub fn vm_death(&self, jni: Option<&JniEnv>) {
         let run = &self.run;
-        if run.lifecycle.dead.swap(true, Ordering::AcqRel) {
+        if run.lifecycle.end() {
             return;
         }
         self.listener.stop();
@@ -302,7 +285,7 @@ impl Profiler {
         // A SIGQUIT dump still being written is waited for, then the exit
         // dump follows it: what happened since that dump is not lost.
         let _guard = self.dumping.lock();
-        if run.options.doe && run.lifecycle.live.load(Ordering::Acquire) {
+        if run.options.doe && run.lifecycle.began() {
             super::dump::dump(run, &self.engines, jni);
         }
         run.writer.close();
