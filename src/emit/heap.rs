@@ -22,8 +22,9 @@ use crate::model::traces::EMPTY_TRACE_SERIAL;
 use std::collections::{HashMap, HashSet};
 use std::io::{BufReader, Read, Seek};
 
-/// Bytes handed to the output at a time while copying heap records.
-const CHUNK: usize = 4 << 20;
+/// Bytes handed to the output at a time while copying heap records (three
+/// buffers of up to twice this cycle through the writer thread).
+const CHUNK: usize = 1 << 20;
 
 /// Frame identifiers of JVM-made dumps live above this (no address and no
 /// identifier of ours reaches it); each dump gets its own 2^32 block.

@@ -32,7 +32,7 @@ use std::os::unix::fs::FileExt;
 #[derive(Default)]
 pub struct OnePassRefs {
     present: PresentObjects,
-    forward: PresentObjects,
+    forward: ForwardObjects,
     /// Address blocks pointed into by forward references, numbered densely.
     block_index: HashMap<u64, u32, BlockHashing>,
     /// The last address block looked up and its number (references cluster).
@@ -59,6 +59,7 @@ impl OnePassRefs {
     /// Object `id` is in the dump.
     pub fn object(&mut self, id: u64) {
         self.present.insert(id);
+        self.forward.remove(id);
     }
 
     /// A reference to `id` was copied into the current output block.
@@ -100,17 +101,14 @@ impl OnePassRefs {
     /// The output blocks to read back and patch, or None when no
     /// reference dangles.
     pub fn finish(self, id_size: u32) -> Option<DanglingPatch> {
-        let mut missing = Vec::new();
-        for (block, forward) in self.forward.blocks() {
-            let present = self.present.block_bits(block);
-            let lacks = forward
-                .iter()
-                .enumerate()
-                .any(|(w, bits)| bits & !present.map_or(0, |p| p[w]) != 0);
-            if lacks && let Some(&index) = self.block_index.get(&block) {
-                missing.push(index as usize);
-            }
-        }
+        // What is left of the forward references was never dumped.
+        let missing: Vec<usize> = self
+            .forward
+            .blocks
+            .keys()
+            .filter_map(|block| self.block_index.get(block))
+            .map(|&index| index as usize)
+            .collect();
         if missing.is_empty() {
             return None;
         }
@@ -131,6 +129,52 @@ impl OnePassRefs {
             regions,
             id_size,
         })
+    }
+}
+
+/// Objects referenced before they were dumped and not dumped since: the
+/// bitmap of [`PresentObjects`] (one bit per 16 bytes, per 2 MiB block of
+/// address space), with a count of bits set per block so that a block is
+/// freed once every object it noted has been dumped. In a dump in address
+/// order (G1's), only the blocks ahead of the copy stay.
+#[derive(Default)]
+struct ForwardObjects {
+    blocks: HashMap<u64, (u32, Box<[u64; 2048]>), BlockHashing>,
+}
+
+impl ForwardObjects {
+    fn place(id: u64) -> (u64, usize, u64) {
+        let bit = (id >> 4) & ((1 << 17) - 1);
+        (
+            PresentObjects::block_of(id),
+            (bit >> 6) as usize,
+            1 << (bit & 63),
+        )
+    }
+
+    fn insert(&mut self, id: u64) {
+        let (block, word, mask) = Self::place(id);
+        let (count, bits) = self
+            .blocks
+            .entry(block)
+            .or_insert_with(|| (0, Box::new([0; 2048])));
+        if bits[word] & mask == 0 {
+            bits[word] |= mask;
+            *count += 1;
+        }
+    }
+
+    fn remove(&mut self, id: u64) {
+        let (block, word, mask) = Self::place(id);
+        if let Some((count, bits)) = self.blocks.get_mut(&block)
+            && bits[word] & mask != 0
+        {
+            bits[word] &= !mask;
+            *count -= 1;
+            if *count == 0 {
+                self.blocks.remove(&block);
+            }
+        }
     }
 }
 

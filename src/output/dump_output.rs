@@ -19,7 +19,7 @@ pub struct DumpOutput<'a> {
     progress: Option<Progress>,
 }
 
-/// Buffers cycled through the writer thread (each up to 8 MiB).
+/// Buffers cycled through the writer thread (each up to 2 MiB for a heap dump copy).
 const BUFFERS: usize = 3;
 
 /// How often a long dump reports progress.
