@@ -56,10 +56,14 @@ fn dump_on_a_small_disk(jdk: &Jdk) {
     );
     let dir = common::scratch_dir(&format!("heap-dump-small-disk-{}", jdk.label));
     let disk = dir.join("disk");
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
     let Some(_mounted) = Mounted::tmpfs(&disk, DISK_MB) else {
-        eprintln!("{what}: skipped, cannot mount a tmpfs (not root?)");
+        assert!(!root, "{what}: cannot mount a tmpfs at {}", disk.display());
+        eprintln!("{what}: skipped, mounting a tmpfs needs root");
         return;
     };
+    eprintln!("{what}: tmpfs mounted at {}", disk.display());
     let output = disk.join("out.hprof");
     let mut cmd = common::java_command(jdk, &dir);
     cmd.arg("-Xmx1g")

@@ -193,8 +193,15 @@ impl DanglingPatch {
 
     /// Nulls the references to missing objects in the output blocks, read
     /// through `read` and written through `write` (the output file, where
-    /// the carried dump starts at `base`). Returns the references nulled.
-    pub fn apply(&self, read: &File, write: &File, base: u64) -> std::io::Result<u64> {
+    /// the carried dump starts at `base`), calling `progress` after each
+    /// block. Returns the references nulled.
+    pub fn apply(
+        &self,
+        read: &File,
+        write: &File,
+        base: u64,
+        progress: &dyn Fn(),
+    ) -> std::io::Result<u64> {
         let mut bytes = Vec::new();
         let mut dropped = 0;
         for &(offset, len, start) in &self.regions {
@@ -217,6 +224,7 @@ impl DanglingPatch {
                 write.write_all_at(&bytes, base + offset)?;
                 dropped += nuller.dropped;
             }
+            progress();
         }
         Ok(dropped)
     }

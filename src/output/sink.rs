@@ -48,9 +48,9 @@ pub struct FileSink {
 
 /// Work done on the output file in place (a heap dump's references
 /// patched), given a handle to read it back, the one it is written
-/// through, and the file offset where a marked point (see
-/// [`Sink::position`]) is.
-pub type FileWork = Box<dyn FnOnce(&File, &File) -> io::Result<u64> + Send>;
+/// through, and a function to call as the work progresses (the writer's
+/// waiters then know it is not stalled).
+pub type FileWork = Box<dyn FnOnce(&File, &File, &dyn Fn()) -> io::Result<u64> + Send>;
 
 /// Why the destination could not be opened; the message is HPROF's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,7 +180,7 @@ impl Sink {
 
     /// Flushes, then runs `work` on the output file (a regular file only),
     /// read back through a second handle on the same open file.
-    pub fn work_on_file(&mut self, work: FileWork) -> io::Result<u64> {
+    pub fn work_on_file(&mut self, work: FileWork, progress: &dyn Fn()) -> io::Result<u64> {
         let Sink::File(file) = self else {
             return Err(io::Error::other("the output is not a file"));
         };
@@ -192,7 +192,7 @@ impl Sink {
         // The output is open for writing only (a FIFO must not be opened
         // for reading too); /proc/self/fd opens the same file again.
         let read = File::open(format!("/proc/self/fd/{}", written.as_raw_fd()))?;
-        work(&read, written)
+        work(&read, written, progress)
     }
 
     /// Flushes and closes: the file is synced, the socket shut down.

@@ -351,7 +351,9 @@ fn run(mut sink: Sink, inbox: Receiver<Message>, shared: &Shared) -> Sink {
                 let result = if failed_before {
                     Err(std::io::Error::other("the output has stopped"))
                 } else {
-                    sink.work_on_file(work)
+                    sink.work_on_file(work, &|| {
+                        shared.progress.fetch_add(1, Ordering::AcqRel);
+                    })
                 };
                 let _ = back.send(result);
                 (Ok(()), None, false)

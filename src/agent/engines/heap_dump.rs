@@ -195,10 +195,10 @@ impl HeapDump {
             return Ok(());
         }
         let blocks = patch.as_ref().map_or(0, |d| d.blocks());
-        let work: FileWork = Box::new(move |read, write| {
+        let work: FileWork = Box::new(move |read, write, progress| {
             let mut dropped = 0;
             if let Some(patch) = &patch {
-                dropped = patch.apply(read, write, base)?;
+                dropped = patch.apply(read, write, base, progress)?;
             }
             for (at, bytes) in &fixes {
                 write.write_all_at(bytes, base + at)?;
