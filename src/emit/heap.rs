@@ -482,16 +482,20 @@ pub(super) fn stream_heap_body(
     let mut array_rest: ArrayRest = None;
     loop {
         if left > 0 {
-            let want = (CHUNK as u64).min(left) as usize;
-            let had = block.len();
-            block.resize(had + want, 0);
-            if let Err(e) = input.read_exact(&mut block[had..]) {
+            let want = (CHUNK as u64).min(left);
+            // Appended without zeroing the block first (that memset showed
+            // in profiles of the copy).
+            let got = input.by_ref().take(want).read_to_end(&mut block);
+            if got.as_ref().map_or(true, |&n| n as u64 != want) {
                 *unfinished = array_rest.map_or(0, |(n, _)| n);
+                let why = got
+                    .err()
+                    .map_or("end of file".to_string(), |e| e.to_string());
                 return Err(fail(format!(
-                    "heap dump record runs past the end of the file ({e})"
+                    "heap dump record runs past the end of the file ({why})"
                 )));
             }
-            left -= want as u64;
+            left -= want;
         }
         // Every complete sub-record or array piece is handled; a partial
         // one waits for more bytes.
