@@ -731,6 +731,7 @@ pub fn drop_dangling(record: &mut [u8], id_size: u32, present: &PresentObjects) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::emit::heap_refs::OnePassOutcome;
     use crate::format::binary::records::{HeapRecord, PrimitiveArray};
     use crate::format::binary::writer::encode_heap_record;
 
@@ -843,6 +844,128 @@ mod tests {
                 "no piece larger than two blocks: {largest}"
             );
         }
+    }
+
+    /// A 1.0.2 file header with 8-byte identifiers.
+    fn file_header() -> Vec<u8> {
+        use crate::format::binary::writer::encode_header;
+        use crate::format::binary::{FileHeader, Version};
+        let header = FileHeader {
+            version: Version::V102,
+            id_size: 8,
+            timestamp_ms: 0,
+        };
+        let mut bytes = Vec::new();
+        encode_header(&header, &mut bytes);
+        bytes
+    }
+
+    /// A JVM-like dump: file header, one segment of `body`, HEAP DUMP END.
+    fn jvm_dump(body: &[u8]) -> Vec<u8> {
+        let mut dump = file_header();
+        encode_record_header(tags::HEAP_DUMP_SEGMENT, 0, body.len() as u32, &mut dump);
+        dump.extend_from_slice(body);
+        encode_record_header(tags::HEAP_DUMP_END, 0, 0, &mut dump);
+        dump
+    }
+
+    /// Copies `input` in one pass behind a file header, applies the
+    /// outcome's patch and fixes to the file, and parses it back.
+    fn one_pass_and_patch(
+        input: &[u8],
+        name: &str,
+    ) -> (OnePassOutcome, crate::format::binary::reader::BinaryFile) {
+        use std::os::unix::fs::FileExt;
+        let model = parking_lot::Mutex::new(crate::model::Model::default());
+        let emitter = Emitter::new(crate::options::Format::Binary, 8);
+        let mut file = file_header();
+        let base = file.len() as u64;
+        let mut outcome = emitter.carry_heap_dump_one_pass(
+            input,
+            &model,
+            &mut DumpMemory::default(),
+            &mut |mut block| {
+                file.extend_from_slice(&block);
+                block.clear();
+                block
+            },
+        );
+        let path =
+            std::env::temp_dir().join(format!("hprof-rs-one-pass-{name}-{}", std::process::id()));
+        std::fs::write(&path, &file).unwrap();
+        let handle = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        if let Some(patch) = outcome.dangling.take() {
+            patch.apply(&handle, &handle, base, &|| {}).unwrap();
+        }
+        for (at, bytes) in &outcome.fixes {
+            handle.write_all_at(bytes, base + at).unwrap();
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let parsed = crate::format::binary::reader::parse(&bytes)
+            .unwrap_or_else(|e| panic!("{name}: the copy does not parse: {e}"));
+        (outcome, parsed)
+    }
+
+    /// Every object array element of `file` that is not null, as ids.
+    fn referenced(file: &crate::format::binary::reader::BinaryFile) -> Vec<u64> {
+        file.records
+            .iter()
+            .filter_map(|r| match &r.body {
+                RecordBody::HeapDumpSegment(records) => Some(records),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|r| match r {
+                HeapRecord::ObjectArrayDump { elements, .. } => Some(elements),
+                _ => None,
+            })
+            .flatten()
+            .copied()
+            .filter(|&id| id != 0)
+            .collect()
+    }
+
+    #[test]
+    fn one_pass_nulls_references_to_missing_objects_afterwards() {
+        let dump = jvm_dump(&body_with_large_arrays(8));
+        let (outcome, file) = one_pass_and_patch(&dump, "whole");
+        assert!(outcome.error.is_none() && !outcome.incomplete);
+        let refs = referenced(&file);
+        assert!(!refs.is_empty());
+        assert!(
+            refs.iter().all(|id| [0x100, 0x200, 0x300].contains(id)),
+            "only references to dumped objects are left"
+        );
+        let ends = file
+            .records
+            .iter()
+            .filter(|r| matches!(r.body, RecordBody::HeapDumpEnd));
+        assert_eq!(ends.count(), 1);
+    }
+
+    #[test]
+    fn a_dump_that_stops_inside_an_array_is_closed_into_valid_records() {
+        let dump = jvm_dump(&body_with_large_arrays(8));
+        // Inside the large object array, past its first block.
+        let cut = &dump[..2 * CHUNK + 1000];
+        let (outcome, file) = one_pass_and_patch(cut, "cut");
+        assert!(outcome.error.is_some() && outcome.incomplete);
+        assert_eq!(outcome.fixes.len(), 1, "the segment's length is set");
+        let ends = file
+            .records
+            .iter()
+            .filter(|r| matches!(r.body, RecordBody::HeapDumpEnd));
+        assert_eq!(ends.count(), 1, "the dump is closed");
+        let refs = referenced(&file);
+        assert!(
+            !refs.is_empty() && refs.iter().all(|&id| id == 0x100),
+            "only 0x100 is dumped before the cut"
+        );
     }
 
     #[test]
