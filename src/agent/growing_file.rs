@@ -65,7 +65,14 @@ pub struct GrowingFile<'a> {
 
 impl<'a> GrowingFile<'a> {
     /// Waits for the JVM to create `path`, then opens it; None if the dump
-    /// ended (or failed) without it, or it is not a regular file.
+    /// ended (or failed) without it, or it is not the JVM's file.
+    ///
+    /// The file must be the one the JVM's dumper made (holes are punched in
+    /// it): the dumper creates it with `O_EXCL` and keeps it open while it
+    /// writes, so while the dump runs this process holds a second descriptor
+    /// on the same file. Without one, the file is taken only once the JVM
+    /// says its dump succeeded (then the file at the path is the one it
+    /// wrote); a file someone else put there makes the JVM fail instead.
     pub fn open_when_created(path: &Path, state: &'a DumpState) -> Option<GrowingFile<'a>> {
         loop {
             let finished = state.get() != RUNNING;
@@ -73,6 +80,14 @@ impl<'a> GrowingFile<'a> {
             // (The file is ours: the JVM made it for this dump, mode 0600.)
             match OpenOptions::new().read(true).write(true).open(path) {
                 Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => {
+                    if !held_elsewhere_in_this_process(&file) {
+                        while state.get() == RUNNING {
+                            std::thread::sleep(WAIT);
+                        }
+                        if state.get() != DONE {
+                            return None;
+                        }
+                    }
                     return Some(GrowingFile {
                         file,
                         state,
@@ -112,6 +127,24 @@ impl<'a> GrowingFile<'a> {
             self.can_punch = false;
         }
     }
+}
+
+/// Whether another descriptor of this process is open on `file`'s file
+/// (found through /proc/self/fd).
+fn held_elsewhere_in_this_process(file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(ours) = file.metadata() else {
+        return false;
+    };
+    let own_fd = file.as_raw_fd().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        entry.file_name().to_str() != Some(own_fd.as_str())
+            && std::fs::metadata(entry.path())
+                .is_ok_and(|m| m.dev() == ours.dev() && m.ino() == ours.ino())
+    })
 }
 
 impl Read for GrowingFile<'_> {
