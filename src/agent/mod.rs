@@ -9,6 +9,7 @@ mod cpu_timers;
 mod dump;
 mod engine;
 mod engines;
+mod growing_file;
 mod header;
 mod heapdump;
 mod jmm;

@@ -11,18 +11,20 @@
 //! stack traces. The JVM's empty trace becomes 300000.
 
 use super::Emitter;
+use super::heap_refs::{OnePassOutcome, OnePassRefs};
 use crate::format::ParseError;
 use crate::format::binary::RecordBody;
 use crate::format::binary::heap_walk::{self, PresentObjects};
-use crate::format::binary::reader::{RecordStream, parse_body};
+use crate::format::binary::reader::{RecordHeader, RecordStream, parse_body};
 use crate::format::binary::writer::{encode_record_header, tags};
 use crate::model::DumpSerials;
 use crate::model::traces::EMPTY_TRACE_SERIAL;
 use std::collections::{HashMap, HashSet};
 use std::io::{BufReader, Read, Seek};
 
-/// Bytes handed to the output at a time while copying heap records.
-const CHUNK: usize = 4 << 20;
+/// Bytes handed to the output at a time while copying heap records (three
+/// buffers of up to twice this cycle through the writer thread).
+const CHUNK: usize = 1 << 20;
 
 /// Frame identifiers of JVM-made dumps live above this (no address and no
 /// identifier of ours reaches it); each dump gets its own 2^32 block.
@@ -51,6 +53,35 @@ impl Renumbering {
             .get(&jvm_serial)
             .copied()
             .unwrap_or(EMPTY_TRACE_SERIAL)
+    }
+}
+
+/// What carrying the non-heap records of one dump needs.
+struct NonHeap<'a> {
+    serials: &'a dyn DumpSerials,
+    memory: &'a mut DumpMemory,
+    renumber: Renumbering,
+    /// The dump's UTF8 records by identifier (class names are looked up).
+    names: HashMap<u64, String>,
+    /// The current record's body.
+    body: Vec<u8>,
+}
+
+impl<'a> NonHeap<'a> {
+    /// Starts a dump: its frames get their own block of identifiers.
+    fn new(serials: &'a dyn DumpSerials, memory: &'a mut DumpMemory) -> Self {
+        memory.dumps += 1;
+        let renumber = Renumbering {
+            frame_base: FRAME_BASE + (memory.dumps << 32),
+            ..Renumbering::default()
+        };
+        Self {
+            serials,
+            memory,
+            renumber,
+            names: HashMap::new(),
+            body: Vec::new(),
+        }
     }
 }
 
@@ -123,14 +154,8 @@ impl Emitter {
         let present = present_objects(input, self.id_size)?;
         let mut stream = open_dump(input, self.id_size)?;
         let mut dropped = 0;
-        memory.dumps += 1;
-        let mut renumber = Renumbering {
-            frame_base: FRAME_BASE + (memory.dumps << 32),
-            ..Renumbering::default()
-        };
-        let mut names: HashMap<u64, String> = HashMap::new();
+        let mut carry = NonHeap::new(serials, memory);
         let mut pending = Vec::with_capacity(CHUNK);
-        let mut body = Vec::new();
         let mut sub_records = 0u64;
         while let Some(record) = stream.next_header()? {
             match record.tag {
@@ -139,7 +164,7 @@ impl Emitter {
                     let length = record.length;
                     encode_record_header(tags::HEAP_DUMP_SEGMENT, self.now(), length, &mut pending);
                     pending = out(pending);
-                    let mut patch = PatchForCopy::new(&renumber, &present, self.id_size);
+                    let mut patch = PatchForCopy::new(&carry.renumber, &present, self.id_size);
                     sub_records += stream_heap_body(
                         stream.body(),
                         length,
@@ -147,26 +172,143 @@ impl Emitter {
                         self.id_size,
                         &mut patch,
                         out,
+                        &mut 0,
                     )?;
                     dropped += patch.dropped;
                 }
                 tags::HEAP_DUMP_END => self.record(RecordBody::HeapDumpEnd, &mut pending),
-                tag => {
-                    read_body(&mut stream, &mut body, record.offset)?;
-                    let parsed = parse_body(tag, &body, self.id_size, record.offset)?;
-                    self.carry_record(
-                        parsed,
-                        serials,
-                        memory,
-                        &mut renumber,
-                        &mut names,
-                        &mut pending,
-                    );
-                }
+                _ => self.carry_non_heap(&mut stream, &record, &mut carry, &mut pending)?,
             }
         }
         out(pending);
         Ok((sub_records, dropped))
+    }
+
+    /// Carries the JVM heap dump read from `input` into this file's binary
+    /// output in one pass, as the JVM writes it (`input` may be a file that
+    /// is still growing): like [`carry_heap_dump`](Self::carry_heap_dump),
+    /// except that references to objects the dump lacks cannot be known
+    /// until its end; they are nulled afterwards in the output file by the
+    /// outcome's patch (see `OnePassRefs`). When `input` fails before the
+    /// dump's end (the JVM's dump stopped), what was carried is closed into
+    /// valid records: the array being copied is completed with zeros (null
+    /// references), the patch sets the open segment's length to what it
+    /// holds, and HEAP DUMP END follows.
+    pub fn carry_heap_dump_one_pass<R: Read>(
+        &self,
+        input: R,
+        serials: &dyn DumpSerials,
+        memory: &mut DumpMemory,
+        out: &mut dyn FnMut(Vec<u8>) -> Vec<u8>,
+    ) -> OnePassOutcome {
+        let handed = std::cell::Cell::new(0u64);
+        let mut send = |bytes: Vec<u8>| {
+            handed.set(handed.get() + bytes.len() as u64);
+            out(bytes)
+        };
+        let mut refs = OnePassRefs::default();
+        let mut outcome = OnePassOutcome::default();
+        let mut pending = Vec::with_capacity(CHUNK);
+        let mut in_heap = false;
+        let result = (|| -> Result<(), ParseError> {
+            let mut stream = RecordStream::new(BufReader::with_capacity(READ_BUFFER, input))?;
+            if stream.header().id_size != self.id_size {
+                return Err(ParseError {
+                    offset: 0,
+                    message: format!(
+                        "the JVM's dump has {}-byte identifiers, this file {}",
+                        stream.header().id_size,
+                        self.id_size
+                    ),
+                });
+            }
+            let mut carry = NonHeap::new(serials, memory);
+            while let Some(record) = stream.next_header()? {
+                match record.tag {
+                    tags::HEAP_DUMP | tags::HEAP_DUMP_SEGMENT => {
+                        let length = record.length;
+                        encode_record_header(
+                            tags::HEAP_DUMP_SEGMENT,
+                            self.now(),
+                            length,
+                            &mut pending,
+                        );
+                        pending = send(std::mem::take(&mut pending));
+                        in_heap = true;
+                        let header_at = handed.get() - 9;
+                        let mut visit = CopyOnePass {
+                            traces: TraceRenumberer::new(&carry.renumber),
+                            refs: &mut refs,
+                            id_size: self.id_size,
+                            offset: handed.get(),
+                        };
+                        let mut unfinished = 0;
+                        match stream_heap_body(
+                            stream.body(),
+                            length,
+                            record.body_offset(),
+                            self.id_size,
+                            &mut visit,
+                            &mut send,
+                            &mut unfinished,
+                        ) {
+                            Ok(n) => outcome.sub_records += n,
+                            Err(error) => {
+                                while unfinished > 0 {
+                                    let n = unfinished.min(CHUNK as u64);
+                                    pending.resize(n as usize, 0);
+                                    pending = send(std::mem::take(&mut pending));
+                                    pending.clear();
+                                    unfinished -= n;
+                                }
+                                let held = handed.get() - (header_at + 9);
+                                outcome
+                                    .fixes
+                                    .push((header_at + 5, (held as u32).to_be_bytes()));
+                                return Err(error);
+                            }
+                        }
+                    }
+                    tags::HEAP_DUMP_END => {
+                        in_heap = false;
+                        self.record(RecordBody::HeapDumpEnd, &mut pending);
+                    }
+                    _ => self.carry_non_heap(&mut stream, &record, &mut carry, &mut pending)?,
+                }
+            }
+            Ok(())
+        })();
+        if let Err(error) = result {
+            outcome.error = Some(error);
+            if in_heap {
+                outcome.incomplete = true;
+                self.record(RecordBody::HeapDumpEnd, &mut pending);
+            }
+        }
+        send(pending);
+        outcome.dangling = refs.finish(self.id_size);
+        outcome
+    }
+
+    /// Reads the body of the non-heap record `record` and carries it over.
+    fn carry_non_heap<R: Read>(
+        &self,
+        stream: &mut RecordStream<R>,
+        record: &RecordHeader,
+        carry: &mut NonHeap,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ParseError> {
+        read_body(stream, &mut carry.body, record.offset)?;
+        let parsed = parse_body(record.tag, &carry.body, self.id_size, record.offset)?;
+        self.carry_record(
+            parsed,
+            carry.serials,
+            carry.memory,
+            &mut carry.renumber,
+            &mut carry.names,
+            out,
+        );
+        Ok(())
     }
 
     /// Carries one non-heap record of the JVM's dump over, renumbered.
@@ -257,7 +399,7 @@ impl Emitter {
 /// not fit in the current block come in pieces (their head, then their
 /// elements), so no array is ever held whole: a 6-million-element object
 /// array is 48 MB.
-trait SubRecordVisitor {
+pub(super) trait SubRecordVisitor {
     /// A whole sub-record, which may be patched in place (lengths unchanged).
     fn record(&mut self, record: &mut [u8]);
     /// The head of an array whose elements follow in pieces: the sub-record
@@ -265,70 +407,103 @@ trait SubRecordVisitor {
     fn array_head(&mut self, head: &mut [u8]);
     /// Whole elements of the object array whose head came last.
     fn object_ids(&mut self, _ids: &mut [u8]) {}
+    /// The block of `len` bytes just visited goes out next; its walk began
+    /// in state `start`.
+    fn block_done(&mut self, _start: ArrayRest, _len: usize) {}
+}
+
+/// Where a walk of a heap dump body stands between blocks: the element
+/// bytes still to come of an array being streamed, and whether they are
+/// object identifiers.
+pub(super) type ArrayRest = Option<(u64, bool)>;
+
+/// Visits every complete sub-record or array piece at the start of `block`
+/// (an array's elements continue from `array_rest`, which is updated).
+/// Returns the number of bytes visited; a partial sub-record at the end is
+/// left for the next block.
+pub(super) fn scan_block(
+    block: &mut [u8],
+    array_rest: &mut ArrayRest,
+    id_size: u32,
+    visit: &mut dyn SubRecordVisitor,
+    count: &mut u64,
+) -> Result<usize, String> {
+    let id = id_size as usize;
+    let mut scanned = 0;
+    loop {
+        let rest = &mut block[scanned..];
+        if let Some((bytes_left, ids)) = *array_rest {
+            let mut take = bytes_left.min(rest.len() as u64) as usize;
+            if ids {
+                take -= take % id;
+                visit.object_ids(&mut rest[..take]);
+            }
+            scanned += take;
+            let bytes_left = bytes_left - take as u64;
+            *array_rest = (bytes_left > 0).then_some((bytes_left, ids));
+            if bytes_left > 0 {
+                return Ok(scanned);
+            }
+        } else if let Some(n) = heap_walk::sub_record_len(rest, id_size)? {
+            visit.record(&mut rest[..n]);
+            scanned += n;
+            *count += 1;
+        } else if let Some((head, whole, ids)) = heap_walk::array_head_len(rest, id_size) {
+            visit.array_head(&mut rest[..head]);
+            scanned += head;
+            *count += 1;
+            *array_rest = Some((whole - head as u64, ids)).filter(|&(n, _)| n > 0);
+        } else {
+            return Ok(scanned);
+        }
+    }
 }
 
 /// Streams one heap dump body of `length` bytes in blocks of about
 /// [`CHUNK`]: hands every sub-record to `visit` (whole, or an array in
 /// pieces), then the patched bytes to `out`. Returns the number of
-/// sub-records.
-fn stream_heap_body(
+/// sub-records. When the input ends too soon, `unfinished` is set to the
+/// element bytes missing from the array being streamed (0 if none), so
+/// that a caller can complete it.
+pub(super) fn stream_heap_body(
     input: &mut impl Read,
     length: u32,
     offset: u64,
     id_size: u32,
     visit: &mut dyn SubRecordVisitor,
     out: &mut dyn FnMut(Vec<u8>) -> Vec<u8>,
+    unfinished: &mut u64,
 ) -> Result<u64, ParseError> {
     let fail = |message: String| ParseError { offset, message };
-    let id = id_size as usize;
     let mut left = u64::from(length);
     let mut block: Vec<u8> = Vec::with_capacity(2 * CHUNK);
     let mut tail = Vec::new();
     let mut count = 0;
-    // The element bytes still to come of an array being streamed, and
-    // whether they are object identifiers.
-    let mut array_rest: Option<(u64, bool)> = None;
+    let mut array_rest: ArrayRest = None;
     loop {
         if left > 0 {
-            let want = (CHUNK as u64).min(left) as usize;
-            let had = block.len();
-            block.resize(had + want, 0);
-            input
-                .read_exact(&mut block[had..])
-                .map_err(|_| fail("heap dump record runs past the end of the file".into()))?;
-            left -= want as u64;
+            let want = (CHUNK as u64).min(left);
+            // Appended without zeroing the block first (that memset showed
+            // in profiles of the copy).
+            let got = input.by_ref().take(want).read_to_end(&mut block);
+            if got.as_ref().map_or(true, |&n| n as u64 != want) {
+                *unfinished = array_rest.map_or(0, |(n, _)| n);
+                let why = got
+                    .err()
+                    .map_or("end of file".to_string(), |e| e.to_string());
+                return Err(fail(format!(
+                    "heap dump record runs past the end of the file ({why})"
+                )));
+            }
+            left -= want;
         }
         // Every complete sub-record or array piece is handled; a partial
         // one waits for more bytes.
-        let mut scanned = 0;
-        loop {
-            let rest = &mut block[scanned..];
-            if let Some((bytes_left, ids)) = array_rest {
-                let mut take = bytes_left.min(rest.len() as u64) as usize;
-                if ids {
-                    take -= take % id;
-                    visit.object_ids(&mut rest[..take]);
-                }
-                scanned += take;
-                let bytes_left = bytes_left - take as u64;
-                array_rest = (bytes_left > 0).then_some((bytes_left, ids));
-                if bytes_left > 0 {
-                    break;
-                }
-            } else if let Some(n) = heap_walk::sub_record_len(rest, id_size).map_err(fail)? {
-                visit.record(&mut rest[..n]);
-                scanned += n;
-                count += 1;
-            } else if let Some((head, whole, ids)) = heap_walk::array_head_len(rest, id_size) {
-                visit.array_head(&mut rest[..head]);
-                scanned += head;
-                count += 1;
-                array_rest = Some((whole - head as u64, ids)).filter(|&(n, _)| n > 0);
-            } else {
-                break;
-            }
-        }
+        let start = array_rest;
+        let scanned =
+            scan_block(&mut block, &mut array_rest, id_size, visit, &mut count).map_err(fail)?;
         if scanned > 0 {
+            visit.block_done(start, scanned);
             // The unfinished sub-record at the end (a few bytes: arrays
             // come in pieces) moves to the front of the next block.
             tail.clear();
@@ -371,6 +546,7 @@ pub fn present_objects<R: Read + Seek>(
                 id_size,
                 &mut note,
                 &mut |block| block,
+                &mut 0,
             )?;
         } else {
             read_body(&mut stream, &mut body, record.offset)?;
@@ -397,31 +573,24 @@ impl SubRecordVisitor for NotePresent<'_> {
     }
 }
 
-/// The copy's visitor: gives trace serials this file's numbers and nulls
-/// references to objects the dump lacks, counting them.
-struct PatchForCopy<'a> {
+/// Gives the trace serials of sub-records this file's numbers.
+struct TraceRenumberer<'a> {
     renumber: &'a Renumbering,
-    present: &'a PresentObjects,
-    id_size: u32,
-    dropped: u64,
     /// The last trace renumbered, (JVM's serial, ours): nearly every
     /// object of a JVM dump carries the same trace.
     last_trace: Option<(u32, u32)>,
 }
 
-impl<'a> PatchForCopy<'a> {
-    fn new(renumber: &'a Renumbering, present: &'a PresentObjects, id_size: u32) -> Self {
+impl<'a> TraceRenumberer<'a> {
+    fn new(renumber: &'a Renumbering) -> Self {
         Self {
             renumber,
-            present,
-            id_size,
-            dropped: 0,
             last_trace: None,
         }
     }
 
-    fn renumber_trace(&mut self, record: &mut [u8]) {
-        if let Some(at) = heap_walk::trace_field_offset(record[0], self.id_size) {
+    fn apply(&mut self, record: &mut [u8], id_size: u32) {
+        if let Some(at) = heap_walk::trace_field_offset(record[0], id_size) {
             let jvm_serial = heap_walk::get_u4(record, at);
             let serial = match self.last_trace {
                 Some((jvm, ours)) if jvm == jvm_serial => ours,
@@ -436,15 +605,103 @@ impl<'a> PatchForCopy<'a> {
     }
 }
 
+/// The copy's visitor: gives trace serials this file's numbers and nulls
+/// references to objects the dump lacks, counting them.
+struct PatchForCopy<'a> {
+    traces: TraceRenumberer<'a>,
+    present: &'a PresentObjects,
+    id_size: u32,
+    dropped: u64,
+}
+
+impl<'a> PatchForCopy<'a> {
+    fn new(renumber: &'a Renumbering, present: &'a PresentObjects, id_size: u32) -> Self {
+        Self {
+            traces: TraceRenumberer::new(renumber),
+            present,
+            id_size,
+            dropped: 0,
+        }
+    }
+}
+
 impl SubRecordVisitor for PatchForCopy<'_> {
     fn record(&mut self, record: &mut [u8]) {
-        self.renumber_trace(record);
+        self.traces.apply(record, self.id_size);
         self.dropped += drop_dangling(record, self.id_size, self.present);
     }
 
     fn array_head(&mut self, head: &mut [u8]) {
-        self.renumber_trace(head);
+        self.traces.apply(head, self.id_size);
     }
+
+    fn object_ids(&mut self, ids: &mut [u8]) {
+        let size = self.id_size as usize;
+        for at in (0..ids.len()).step_by(size) {
+            self.dropped += u64::from(null_if_absent(ids, at, self.id_size, self.present));
+        }
+    }
+}
+
+/// The one-pass copy's visitor: gives trace serials this file's numbers
+/// and notes every object dumped and every reference to an object not yet
+/// seen, by output block (see `OnePassRefs`).
+struct CopyOnePass<'a> {
+    traces: TraceRenumberer<'a>,
+    refs: &'a mut OnePassRefs,
+    id_size: u32,
+    /// Output offset (from the start of the carried dump) of the block
+    /// being visited.
+    offset: u64,
+}
+
+impl SubRecordVisitor for CopyOnePass<'_> {
+    fn record(&mut self, record: &mut [u8]) {
+        self.traces.apply(record, self.id_size);
+        if let Some(id) = heap_walk::dumped_object(record, self.id_size) {
+            self.refs.object(id);
+        }
+        for slot in heap_walk::reference_slots(record, self.id_size) {
+            self.refs
+                .reference(heap_walk::get_id(record, slot, self.id_size));
+        }
+    }
+
+    fn array_head(&mut self, head: &mut [u8]) {
+        self.traces.apply(head, self.id_size);
+        if let Some(id) = heap_walk::dumped_object(head, self.id_size) {
+            self.refs.object(id);
+        }
+    }
+
+    fn object_ids(&mut self, ids: &mut [u8]) {
+        let size = self.id_size as usize;
+        for at in (0..ids.len()).step_by(size) {
+            self.refs
+                .reference(heap_walk::get_id(ids, at, self.id_size));
+        }
+    }
+
+    fn block_done(&mut self, start: ArrayRest, len: usize) {
+        self.refs.block_done(self.offset, len, start);
+        self.offset += len as u64;
+    }
+}
+
+/// The patch pass's visitor: nulls references to objects the dump lacks
+/// in bytes already copied (trace serials are already this file's).
+pub(super) struct NullAbsent<'a> {
+    pub present: &'a PresentObjects,
+    pub id_size: u32,
+    pub dropped: u64,
+}
+
+impl SubRecordVisitor for NullAbsent<'_> {
+    fn record(&mut self, record: &mut [u8]) {
+        self.dropped += drop_dangling(record, self.id_size, self.present);
+    }
+
+    fn array_head(&mut self, _head: &mut [u8]) {}
 
     fn object_ids(&mut self, ids: &mut [u8]) {
         let size = self.id_size as usize;
@@ -474,6 +731,7 @@ pub fn drop_dangling(record: &mut [u8], id_size: u32, present: &PresentObjects) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::emit::heap_refs::OnePassOutcome;
     use crate::format::binary::records::{HeapRecord, PrimitiveArray};
     use crate::format::binary::writer::encode_heap_record;
 
@@ -526,8 +784,16 @@ mod tests {
                 present: &mut present,
                 id_size,
             };
-            let count = stream_heap_body(&mut &body[..], length, 0, id_size, &mut note, &mut |b| b)
-                .unwrap();
+            let count = stream_heap_body(
+                &mut &body[..],
+                length,
+                0,
+                id_size,
+                &mut note,
+                &mut |b| b,
+                &mut 0,
+            )
+            .unwrap();
             assert_eq!(count, 4);
             for id in [0x100, 0x200, 0x300, 0x400] {
                 assert!(present.contains(id), "{id:#x} noted");
@@ -553,11 +819,19 @@ mod tests {
             let mut patch = PatchForCopy::new(&renumber, &present, id_size);
             let mut copied = Vec::new();
             let mut largest = 0;
-            stream_heap_body(&mut &body[..], length, 0, id_size, &mut patch, &mut |b| {
-                largest = largest.max(b.len());
-                copied.extend_from_slice(&b);
-                b
-            })
+            stream_heap_body(
+                &mut &body[..],
+                length,
+                0,
+                id_size,
+                &mut patch,
+                &mut |b| {
+                    largest = largest.max(b.len());
+                    copied.extend_from_slice(&b);
+                    b
+                },
+                &mut 0,
+            )
             .unwrap();
             assert_eq!(patch.dropped, whole.dropped);
             assert!(patch.dropped > (3 * CHUNK / id_size as usize / 4) as u64);
@@ -570,6 +844,128 @@ mod tests {
                 "no piece larger than two blocks: {largest}"
             );
         }
+    }
+
+    /// A 1.0.2 file header with 8-byte identifiers.
+    fn file_header() -> Vec<u8> {
+        use crate::format::binary::writer::encode_header;
+        use crate::format::binary::{FileHeader, Version};
+        let header = FileHeader {
+            version: Version::V102,
+            id_size: 8,
+            timestamp_ms: 0,
+        };
+        let mut bytes = Vec::new();
+        encode_header(&header, &mut bytes);
+        bytes
+    }
+
+    /// A JVM-like dump: file header, one segment of `body`, HEAP DUMP END.
+    fn jvm_dump(body: &[u8]) -> Vec<u8> {
+        let mut dump = file_header();
+        encode_record_header(tags::HEAP_DUMP_SEGMENT, 0, body.len() as u32, &mut dump);
+        dump.extend_from_slice(body);
+        encode_record_header(tags::HEAP_DUMP_END, 0, 0, &mut dump);
+        dump
+    }
+
+    /// Copies `input` in one pass behind a file header, applies the
+    /// outcome's patch and fixes to the file, and parses it back.
+    fn one_pass_and_patch(
+        input: &[u8],
+        name: &str,
+    ) -> (OnePassOutcome, crate::format::binary::reader::BinaryFile) {
+        use std::os::unix::fs::FileExt;
+        let model = parking_lot::Mutex::new(crate::model::Model::default());
+        let emitter = Emitter::new(crate::options::Format::Binary, 8);
+        let mut file = file_header();
+        let base = file.len() as u64;
+        let mut outcome = emitter.carry_heap_dump_one_pass(
+            input,
+            &model,
+            &mut DumpMemory::default(),
+            &mut |mut block| {
+                file.extend_from_slice(&block);
+                block.clear();
+                block
+            },
+        );
+        let path =
+            std::env::temp_dir().join(format!("hprof-rs-one-pass-{name}-{}", std::process::id()));
+        std::fs::write(&path, &file).unwrap();
+        let handle = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        if let Some(patch) = outcome.dangling.take() {
+            patch.apply(&handle, &handle, base, &|| {}).unwrap();
+        }
+        for (at, bytes) in &outcome.fixes {
+            handle.write_all_at(bytes, base + at).unwrap();
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let parsed = crate::format::binary::reader::parse(&bytes)
+            .unwrap_or_else(|e| panic!("{name}: the copy does not parse: {e}"));
+        (outcome, parsed)
+    }
+
+    /// Every object array element of `file` that is not null, as ids.
+    fn referenced(file: &crate::format::binary::reader::BinaryFile) -> Vec<u64> {
+        file.records
+            .iter()
+            .filter_map(|r| match &r.body {
+                RecordBody::HeapDumpSegment(records) => Some(records),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|r| match r {
+                HeapRecord::ObjectArrayDump { elements, .. } => Some(elements),
+                _ => None,
+            })
+            .flatten()
+            .copied()
+            .filter(|&id| id != 0)
+            .collect()
+    }
+
+    #[test]
+    fn one_pass_nulls_references_to_missing_objects_afterwards() {
+        let dump = jvm_dump(&body_with_large_arrays(8));
+        let (outcome, file) = one_pass_and_patch(&dump, "whole");
+        assert!(outcome.error.is_none() && !outcome.incomplete);
+        let refs = referenced(&file);
+        assert!(!refs.is_empty());
+        assert!(
+            refs.iter().all(|id| [0x100, 0x200, 0x300].contains(id)),
+            "only references to dumped objects are left"
+        );
+        let ends = file
+            .records
+            .iter()
+            .filter(|r| matches!(r.body, RecordBody::HeapDumpEnd));
+        assert_eq!(ends.count(), 1);
+    }
+
+    #[test]
+    fn a_dump_that_stops_inside_an_array_is_closed_into_valid_records() {
+        let dump = jvm_dump(&body_with_large_arrays(8));
+        // Inside the large object array, past its first block.
+        let cut = &dump[..2 * CHUNK + 1000];
+        let (outcome, file) = one_pass_and_patch(cut, "cut");
+        assert!(outcome.error.is_some() && outcome.incomplete);
+        assert_eq!(outcome.fixes.len(), 1, "the segment's length is set");
+        let ends = file
+            .records
+            .iter()
+            .filter(|r| matches!(r.body, RecordBody::HeapDumpEnd));
+        assert_eq!(ends.count(), 1, "the dump is closed");
+        let refs = referenced(&file);
+        assert!(
+            !refs.is_empty() && refs.iter().all(|&id| id == 0x100),
+            "only 0x100 is dumped before the cut"
+        );
     }
 
     #[test]
@@ -586,6 +982,7 @@ mod tests {
                 id_size: 8,
             },
             &mut |b| b,
+            &mut 0,
         );
         assert!(result.is_err());
     }

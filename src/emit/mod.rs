@@ -9,6 +9,7 @@ mod contention;
 pub mod cpu;
 pub mod heap;
 pub mod heap_ascii;
+pub mod heap_refs;
 pub mod lock_time;
 pub mod monitors;
 pub mod sites;

@@ -19,7 +19,7 @@ pub struct DumpOutput<'a> {
     progress: Option<Progress>,
 }
 
-/// Buffers cycled through the writer thread (each up to 8 MiB).
+/// Buffers cycled through the writer thread (each up to 2 MiB for a heap dump copy).
 const BUFFERS: usize = 3;
 
 /// How often a long dump reports progress.
@@ -63,6 +63,37 @@ impl<'a> DumpOutput<'a> {
         });
     }
 
+    /// The output file's offset of the next byte handed over, when the
+    /// output is a regular file (see [`OutputWriter::position`]).
+    pub fn position(&self) -> Option<u64> {
+        self.writer.position()
+    }
+
+    /// Starts progress reports for a copy that follows the JVM's dump as
+    /// it is written (its size is not known yet).
+    pub fn report_progress_as_written(&mut self) {
+        let now = Instant::now();
+        self.progress = Some(Progress {
+            started: now,
+            last_report: now,
+            total: 0,
+            copied: 0,
+        });
+    }
+
+    /// Says how long a followed dump took, once it is copied.
+    pub fn report_done(&self, took: Duration) {
+        if let Some(progress) = &self.progress
+            && took >= PROGRESS_EVERY
+        {
+            eprintln!(
+                "\nHPROF: the JVM's heap dump ({} MB) copied as it was written, in {:.1} s",
+                progress.copied >> 20,
+                took.as_secs_f64()
+            );
+        }
+    }
+
     /// Hands `bytes` to the writer and gives back an empty buffer to fill.
     pub fn hand_over(&mut self, bytes: Vec<u8>) -> Vec<u8> {
         if let Some(progress) = &mut self.progress {
@@ -85,13 +116,20 @@ impl Progress {
         let now = Instant::now();
         if now.duration_since(self.last_report) >= PROGRESS_EVERY {
             self.last_report = now;
-            eprintln!(
-                "HPROF: heap dump: {} of {} MB copied ({:.0}%, {:.1} s)",
-                self.copied >> 20,
-                self.total >> 20,
-                100.0 * self.copied as f64 / self.total.max(1) as f64,
-                now.duration_since(self.started).as_secs_f64()
-            );
+            let seconds = now.duration_since(self.started).as_secs_f64();
+            if self.total == 0 {
+                eprintln!(
+                    "HPROF: heap dump: {} MB copied as the JVM writes it ({seconds:.1} s)",
+                    self.copied >> 20
+                );
+            } else {
+                eprintln!(
+                    "HPROF: heap dump: {} of {} MB copied ({:.0}%, {seconds:.1} s)",
+                    self.copied >> 20,
+                    self.total >> 20,
+                    100.0 * self.copied as f64 / self.total.max(1) as f64,
+                );
+            }
         }
     }
 }

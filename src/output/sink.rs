@@ -40,7 +40,17 @@ pub struct FileSink {
     created: bool,
     /// Some bytes were written.
     written: bool,
+    /// Bytes accepted so far: the file offset of the next byte.
+    position: u64,
+    /// A regular file, which can be read back and patched in place.
+    regular: bool,
 }
+
+/// Work done on the output file in place (a heap dump's references
+/// patched), given a handle to read it back, the one it is written
+/// through, and a function to call as the work progresses (the writer's
+/// waiters then know it is not stalled).
+pub type FileWork = Box<dyn FnOnce(&File, &File, &dyn Fn()) -> io::Result<u64> + Send>;
 
 /// Why the destination could not be opened; the message is HPROF's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,6 +118,8 @@ impl Sink {
             truncate_first: existed && metadata.is_file(),
             created: !existed,
             written: false,
+            position: 0,
+            regular: metadata.is_file(),
         })
     }
 
@@ -157,6 +169,32 @@ impl Sink {
         }
     }
 
+    /// The file offset of the next byte, when the output is a regular file
+    /// (which can be patched in place later); None for anything else.
+    pub fn position(&self) -> Option<u64> {
+        match self {
+            Sink::File(file) if file.regular => Some(file.position),
+            _ => None,
+        }
+    }
+
+    /// Flushes, then runs `work` on the output file (a regular file only),
+    /// read back through a second handle on the same open file.
+    pub fn work_on_file(&mut self, work: FileWork, progress: &dyn Fn()) -> io::Result<u64> {
+        let Sink::File(file) = self else {
+            return Err(io::Error::other("the output is not a file"));
+        };
+        if !file.regular {
+            return Err(io::Error::other("the output is not a regular file"));
+        }
+        file.out.flush()?;
+        let written = file.out.get_ref();
+        // The output is open for writing only (a FIFO must not be opened
+        // for reading too); /proc/self/fd opens the same file again.
+        let read = File::open(format!("/proc/self/fd/{}", written.as_raw_fd()))?;
+        work(&read, written, progress)
+    }
+
     /// Flushes and closes: the file is synced, the socket shut down.
     pub fn finish(&mut self) -> io::Result<()> {
         self.flush()?;
@@ -198,7 +236,9 @@ impl FileSink {
             }
             self.written = true;
         }
-        self.out.write(buf)
+        let n = self.out.write(buf)?;
+        self.position += n as u64;
+        Ok(n)
     }
 }
 

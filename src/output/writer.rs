@@ -9,7 +9,7 @@
 //! reported once. A peer that accepts the connection but never reads can
 //! therefore delay the JVM's exit by [`STALL_LIMIT`] at most.
 
-use super::sink::Sink;
+use super::sink::{FileWork, Sink};
 use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender, bounded};
 use parking_lot::Mutex;
 use std::io::Write;
@@ -34,6 +34,11 @@ enum Message {
     Close(Sender<()>),
     /// Nothing was profiled: undo the file's creation, acknowledge and stop.
     Abandon(Sender<()>),
+    /// Send back the file offset of the next byte (None if the output is
+    /// not a regular file).
+    Position(Sender<Option<u64>>),
+    /// Flush, run the work on the output file, send back its result.
+    WorkOnFile(FileWork, Sender<std::io::Result<u64>>),
 }
 
 /// Messages queued before a sender waits for the writer to catch up.
@@ -127,6 +132,30 @@ impl OutputWriter {
         let (done, wait) = bounded(1);
         if self.send(Message::Flush(done)) {
             self.wait_for(&wait);
+        }
+    }
+
+    /// The output file's offset of the next byte queued (everything queued
+    /// before is counted), when the output is a regular file; None for a
+    /// socket, a FIFO or a device, or when the output has stopped.
+    pub fn position(&self) -> Option<u64> {
+        let (done, wait) = bounded(1);
+        if self.send(Message::Position(done)) {
+            self.receive(&wait).flatten()
+        } else {
+            None
+        }
+    }
+
+    /// Runs `work` on the output file once everything queued before is
+    /// written (see [`Sink::work_on_file`]). None when the output has
+    /// stopped or stalled.
+    pub fn work_on_file(&self, work: FileWork) -> Option<std::io::Result<u64>> {
+        let (done, wait) = bounded(1);
+        if self.send(Message::WorkOnFile(work, done)) {
+            self.receive(&wait)
+        } else {
+            None
         }
     }
 
@@ -310,6 +339,24 @@ fn run(mut sink: Sink, inbox: Receiver<Message>, shared: &Shared) -> Sink {
             Message::Abandon(done) => {
                 sink.abandon();
                 (Ok(()), Some(done), true)
+            }
+            Message::Position(back) => {
+                let position = if failed_before { None } else { sink.position() };
+                let _ = back.send(position);
+                (Ok(()), None, false)
+            }
+            Message::WorkOnFile(work, back) => {
+                // A failure of the work is its caller's to report; the
+                // output itself goes on.
+                let result = if failed_before {
+                    Err(std::io::Error::other("the output has stopped"))
+                } else {
+                    sink.work_on_file(work, &|| {
+                        shared.progress.fetch_add(1, Ordering::AcqRel);
+                    })
+                };
+                let _ = back.send(result);
+                (Ok(()), None, false)
             }
         };
         shared.progress.fetch_add(1, Ordering::AcqRel);

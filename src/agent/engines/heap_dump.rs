@@ -3,14 +3,18 @@
 //! (binary) or converted to HPROF's text (ASCII), then removed.
 
 use crate::agent::engine::{Engine, Run};
+use crate::agent::growing_file::{DumpState, GrowingFile};
 use crate::agent::heapdump;
 use crate::agent::jvm::{self, GlobalRef, kind};
 use crate::emit::heap::DumpMemory;
+use crate::emit::heap_refs::OnePassOutcome;
 use crate::format::ascii::time::ctime_now;
 use crate::options::{Format, experiment};
 use crate::output::DumpOutput;
+use crate::output::sink::FileWork;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
+use std::os::unix::fs::FileExt;
 
 /// State of heap=dump.
 pub struct HeapDump {
@@ -43,16 +47,19 @@ impl HeapDump {
         let path = &self.path;
         let _ = std::fs::remove_file(path);
         let mut output = DumpOutput::new(&run.writer);
+        // A binary dump into a regular output file is copied as the JVM
+        // writes it (JDK 17+; see `growing_file.rs`); the rest is copied
+        // once the JVM is done.
+        let follow = run.options.format == Format::Binary
+            && jvm::java_feature_version(&run.jvmti.env()).is_some_and(|v| v >= 17)
+            && std::fs::symlink_metadata(path).is_err();
+        if follow && let Some(base) = output.position() {
+            let result = self.dump_following(run, jni, &mut output, base);
+            let _ = std::fs::remove_file(path);
+            return result;
+        }
         let started = std::time::Instant::now();
-        let prepared = *self.path_string.lock();
-        let result = heapdump::dump_heap(
-            jni,
-            path,
-            prepared.as_ref().map(GlobalRef::local),
-            run.options.verbose,
-            run.options.experiment & experiment::HEAP_DUMP_THROUGH_BEAN != 0,
-        )
-        .and_then(|()| {
+        let result = self.ask_the_jvm(run, jni).and_then(|()| {
             let malformed = |e| format!("the JVM's heap dump {path} is malformed: {e}");
             let mut dump = std::fs::File::open(path)
                 .map_err(|e| crate::format::ParseError {
@@ -92,6 +99,128 @@ impl HeapDump {
         });
         let _ = std::fs::remove_file(path);
         result
+    }
+
+    /// Asks the JVM to write its heap dump to the temporary file.
+    fn ask_the_jvm(&self, run: &Run, jni: &JniEnv) -> Result<(), String> {
+        let prepared = *self.path_string.lock();
+        heapdump::dump_heap(
+            jni,
+            &self.path,
+            prepared.as_ref().map(GlobalRef::local),
+            run.options.verbose,
+            run.options.experiment & experiment::HEAP_DUMP_THROUGH_BEAN != 0,
+        )
+    }
+
+    /// The JVM writes its dump on this thread while another copies it into
+    /// the output as it grows, in one pass; references to objects the dump
+    /// lacks are then nulled in the output file, whose carried dump starts
+    /// at `base`.
+    fn dump_following(
+        &self,
+        run: &Run,
+        jni: &JniEnv,
+        output: &mut DumpOutput,
+        base: u64,
+    ) -> Result<(), String> {
+        let path = std::path::Path::new(&self.path);
+        let state = DumpState::default();
+        let started = std::time::Instant::now();
+        let (asked, copied) = std::thread::scope(|scope| {
+            let copy = std::thread::Builder::new()
+                .name("hprof-rs heap dump copy".into())
+                .spawn_scoped(scope, || {
+                    let input = GrowingFile::open_when_created(path, &state)?;
+                    if run.options.verbose {
+                        output.report_progress_as_written();
+                    }
+                    let mut memory = self.memory.lock();
+                    let mut out = |bytes: Vec<u8>| output.hand_over(bytes);
+                    Some(run.emitter.carry_heap_dump_one_pass(
+                        input,
+                        &run.model,
+                        &mut memory,
+                        &mut out,
+                    ))
+                });
+            let asked = self.ask_the_jvm(run, jni);
+            state.finish(asked.is_ok());
+            let copied = match copy {
+                Ok(handle) => handle.join().unwrap_or(None),
+                Err(_) => None,
+            };
+            (asked, copied)
+        });
+        if run.options.verbose {
+            output.report_done(started.elapsed());
+        }
+        let Some(outcome) = copied else {
+            // Nothing was copied: the JVM made no file, or the copy could
+            // not run (then the dump, if any, is left out).
+            return asked.and(Err(format!(
+                "cannot copy the JVM's heap dump {}; no heap dump in this output",
+                self.path
+            )));
+        };
+        let mut outcome = outcome;
+        let patched = self.patch_output(run, &mut outcome, base);
+        match (asked, outcome.error) {
+            (Err(message), _) if outcome.incomplete => Err(message.replace(
+                "; no heap dump in this output",
+                "; the heap dump in this output is cut short",
+            )),
+            (Err(message), _) => Err(message),
+            (Ok(()), Some(e)) => Err(format!(
+                "the JVM's heap dump {} is malformed: {e}",
+                self.path
+            )),
+            (Ok(()), None) => patched,
+        }
+    }
+
+    /// Nulls the dangling references and fixes a cut segment's length in
+    /// the output file.
+    fn patch_output(
+        &self,
+        run: &Run,
+        outcome: &mut OnePassOutcome,
+        base: u64,
+    ) -> Result<(), String> {
+        let fixes = outcome.fixes.clone();
+        // The patch runs on the writer thread, which owns the file; it
+        // takes what it needs.
+        let patch = outcome.dangling.take();
+        if fixes.is_empty() && patch.is_none() {
+            return Ok(());
+        }
+        let blocks = patch.as_ref().map_or(0, |d| d.blocks());
+        let work: FileWork = Box::new(move |read, write, progress| {
+            let mut dropped = 0;
+            if let Some(patch) = &patch {
+                dropped = patch.apply(read, write, base, progress)?;
+            }
+            for (at, bytes) in &fixes {
+                write.write_all_at(bytes, base + at)?;
+            }
+            Ok(dropped)
+        });
+        match run.writer.work_on_file(work) {
+            Some(Ok(dropped)) => {
+                if run.options.verbose {
+                    eprintln!(
+                        "HPROF: {dropped} references to objects the JVM's dump lacks set to null \
+                         ({blocks} blocks of the output read back)"
+                    );
+                }
+                Ok(())
+            }
+            Some(Err(e)) => Err(format!(
+                "cannot patch the heap dump in the output: {e}; some references in it may dangle"
+            )),
+            // The output stopped: its own line says so.
+            None => Ok(()),
+        }
     }
 }
 

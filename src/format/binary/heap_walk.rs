@@ -164,7 +164,7 @@ pub struct PresentObjects {
 /// instead of SipHash, which took a fifth of a 2 GB dump's copy. The keys
 /// are addresses from the dump, not input an attacker picks per lookup.
 #[derive(Default, Clone, Copy)]
-struct BlockHashing;
+pub struct BlockHashing;
 
 impl std::hash::BuildHasher for BlockHashing {
     type Hasher = BlockHasher;
@@ -173,7 +173,7 @@ impl std::hash::BuildHasher for BlockHashing {
     }
 }
 
-struct BlockHasher(u64);
+pub struct BlockHasher(u64);
 
 impl std::hash::Hasher for BlockHasher {
     fn finish(&self) -> u64 {
@@ -204,6 +204,21 @@ impl PresentObjects {
         self.blocks
             .entry(block)
             .or_insert_with(|| Box::new([0; 2048]))[word] |= mask;
+    }
+
+    /// The 2 MiB block of address space that holds `id`.
+    pub fn block_of(id: u64) -> u64 {
+        id >> 21
+    }
+
+    /// Every block with an object, and its bits (one per 16 bytes).
+    pub fn blocks(&self) -> impl Iterator<Item = (u64, &[u64; 2048])> {
+        self.blocks.iter().map(|(block, bits)| (*block, &**bits))
+    }
+
+    /// The bits of one block, if it has an object.
+    pub fn block_bits(&self, block: u64) -> Option<&[u64; 2048]> {
+        self.blocks.get(&block).map(|bits| &**bits)
     }
 
     /// Whether the dump holds object `id` (identifiers that are not

@@ -1,0 +1,247 @@
+//! References to objects a JVM heap dump lacks, resolved in one pass.
+//!
+//! With class data sharing on, JDK 17+ dumps refer to archived objects they
+//! do not contain (hundreds of references; none with sharing off). Whether a
+//! referenced object is in the dump is known only at the dump's end, and
+//! the dump is copied as the JVM writes it, so the copy cannot null those
+//! references as it goes. Instead it notes, in bounded memory:
+//!
+//! - every object dumped (`present`, one bit per 16 bytes of heap);
+//! - every object referenced before it was dumped (`forward`, the same
+//!   bitmap shape): the only references that can turn out to dangle;
+//! - for each output block (up to 8 MiB of copied sub-records) that holds
+//!   such a reference, which 2 MiB blocks of address space those references
+//!   point into (a bitset over the address blocks seen, one bit each).
+//!
+//! At the end, an address block whose `forward` bits are not all `present`
+//! holds a missing object; only the output blocks that point into such an
+//! address block are read back from the output file and their references
+//! to missing objects set to null. With sharing off nothing is read back;
+//! with it on, the few blocks that point into the archived objects' address
+//! blocks are. Memory: two bitmaps of heap/128 bytes each (about 20 MB for
+//! a 2.4 GB heap) and, per output block with a forward reference, one bit
+//! per address block of the heap (150 bytes for a 2.4 GB heap).
+
+use super::heap::{ArrayRest, NullAbsent, scan_block};
+use crate::format::binary::heap_walk::{BlockHashing, PresentObjects};
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+/// What the one-pass copy notes about references (see the module).
+#[derive(Default)]
+pub struct OnePassRefs {
+    present: PresentObjects,
+    forward: ForwardObjects,
+    /// Address blocks pointed into by forward references, numbered densely.
+    block_index: HashMap<u64, u32, BlockHashing>,
+    /// The last address block looked up and its number (references cluster).
+    last_block: Option<(u64, u32)>,
+    /// The address blocks the current output block's forward references
+    /// point into, one bit per dense number.
+    current: Vec<u64>,
+    /// Output blocks with forward references.
+    regions: Vec<Region>,
+}
+
+/// One output block that holds references to objects not yet dumped.
+struct Region {
+    /// Offset from the start of the carried dump.
+    offset: u64,
+    len: u32,
+    /// Where the walk of the heap body stood at the block's start.
+    start: ArrayRest,
+    /// The address blocks (dense numbers) its forward references point into.
+    blocks: Box<[u64]>,
+}
+
+impl OnePassRefs {
+    /// Object `id` is in the dump.
+    pub fn object(&mut self, id: u64) {
+        self.present.insert(id);
+        self.forward.remove(id);
+    }
+
+    /// A reference to `id` was copied into the current output block.
+    pub fn reference(&mut self, id: u64) {
+        if id == 0 || self.present.contains(id) {
+            return;
+        }
+        self.forward.insert(id);
+        let block = PresentObjects::block_of(id);
+        let index = match self.last_block {
+            Some((b, i)) if b == block => i,
+            _ => {
+                let next = self.block_index.len() as u32;
+                let i = *self.block_index.entry(block).or_insert(next);
+                self.last_block = Some((block, i));
+                i
+            }
+        };
+        let word = index as usize / 64;
+        if self.current.len() <= word {
+            self.current.resize(word + 1, 0);
+        }
+        self.current[word] |= 1 << (index % 64);
+    }
+
+    /// The current output block, `len` bytes at `offset`, goes out.
+    pub fn block_done(&mut self, offset: u64, len: usize, start: ArrayRest) {
+        if self.current.iter().any(|w| *w != 0) {
+            self.regions.push(Region {
+                offset,
+                len: len as u32,
+                start,
+                blocks: self.current.clone().into_boxed_slice(),
+            });
+            self.current.iter_mut().for_each(|w| *w = 0);
+        }
+    }
+
+    /// The output blocks to read back and patch, or None when no
+    /// reference dangles.
+    pub fn finish(self, id_size: u32) -> Option<DanglingPatch> {
+        // What is left of the forward references was never dumped.
+        let missing: Vec<usize> = self
+            .forward
+            .blocks
+            .keys()
+            .filter_map(|block| self.block_index.get(block))
+            .map(|&index| index as usize)
+            .collect();
+        if missing.is_empty() {
+            return None;
+        }
+        let regions = self
+            .regions
+            .into_iter()
+            .filter(|r| {
+                missing.iter().any(|&i| {
+                    r.blocks
+                        .get(i / 64)
+                        .is_some_and(|w| w & (1 << (i % 64)) != 0)
+                })
+            })
+            .map(|r| (r.offset, r.len, r.start))
+            .collect();
+        Some(DanglingPatch {
+            present: self.present,
+            regions,
+            id_size,
+        })
+    }
+}
+
+/// Objects referenced before they were dumped and not dumped since: the
+/// bitmap of [`PresentObjects`] (one bit per 16 bytes, per 2 MiB block of
+/// address space), with a count of bits set per block so that a block is
+/// freed once every object it noted has been dumped. In a dump in address
+/// order (G1's), only the blocks ahead of the copy stay.
+#[derive(Default)]
+struct ForwardObjects {
+    blocks: HashMap<u64, (u32, Box<[u64; 2048]>), BlockHashing>,
+}
+
+impl ForwardObjects {
+    fn place(id: u64) -> (u64, usize, u64) {
+        let bit = (id >> 4) & ((1 << 17) - 1);
+        (
+            PresentObjects::block_of(id),
+            (bit >> 6) as usize,
+            1 << (bit & 63),
+        )
+    }
+
+    fn insert(&mut self, id: u64) {
+        let (block, word, mask) = Self::place(id);
+        let (count, bits) = self
+            .blocks
+            .entry(block)
+            .or_insert_with(|| (0, Box::new([0; 2048])));
+        if bits[word] & mask == 0 {
+            bits[word] |= mask;
+            *count += 1;
+        }
+    }
+
+    fn remove(&mut self, id: u64) {
+        let (block, word, mask) = Self::place(id);
+        if let Some((count, bits)) = self.blocks.get_mut(&block)
+            && bits[word] & mask != 0
+        {
+            bits[word] &= !mask;
+            *count -= 1;
+            if *count == 0 {
+                self.blocks.remove(&block);
+            }
+        }
+    }
+}
+
+/// The output blocks to read back, and what the dump holds.
+pub struct DanglingPatch {
+    present: PresentObjects,
+    regions: Vec<(u64, u32, ArrayRest)>,
+    id_size: u32,
+}
+
+impl DanglingPatch {
+    /// How many output blocks are read back.
+    pub fn blocks(&self) -> usize {
+        self.regions.len()
+    }
+
+    /// Nulls the references to missing objects in the output blocks, read
+    /// through `read` and written through `write` (the output file, where
+    /// the carried dump starts at `base`), calling `progress` after each
+    /// block. Returns the references nulled.
+    pub fn apply(
+        &self,
+        read: &File,
+        write: &File,
+        base: u64,
+        progress: &dyn Fn(),
+    ) -> std::io::Result<u64> {
+        let mut bytes = Vec::new();
+        let mut dropped = 0;
+        for &(offset, len, start) in &self.regions {
+            bytes.resize(len as usize, 0);
+            read.read_exact_at(&mut bytes, base + offset)?;
+            let mut nuller = NullAbsent {
+                present: &self.present,
+                id_size: self.id_size,
+                dropped: 0,
+            };
+            let mut state = start;
+            let walked = scan_block(&mut bytes, &mut state, self.id_size, &mut nuller, &mut 0)
+                .map_err(std::io::Error::other)?;
+            if walked != bytes.len() {
+                return Err(std::io::Error::other(
+                    "a copied heap dump block does not end where it did",
+                ));
+            }
+            if nuller.dropped > 0 {
+                write.write_all_at(&bytes, base + offset)?;
+                dropped += nuller.dropped;
+            }
+            progress();
+        }
+        Ok(dropped)
+    }
+}
+
+/// What the one-pass copy leaves to do and to tell.
+#[derive(Default)]
+pub struct OnePassOutcome {
+    /// Heap sub-records copied.
+    pub sub_records: u64,
+    /// The references to null afterwards, if any dangle.
+    pub dangling: Option<DanglingPatch>,
+    /// Bytes to overwrite afterwards (offset from the start of the carried
+    /// dump): the length of a segment cut short.
+    pub fixes: Vec<(u64, [u8; 4])>,
+    /// Why the copy stopped before the dump's end, if it did.
+    pub error: Option<crate::format::ParseError>,
+    /// The copy stopped inside the heap dump: the output holds part of it.
+    pub incomplete: bool,
+}
