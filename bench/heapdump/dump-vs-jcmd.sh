@@ -100,7 +100,7 @@ done
 for who in jcmd agent; do
     time_ms=$(awk -v w="$who" '$1 == w {print $2}' "$work/results" | median)
     rss_mb=$(awk -v w="$who" '$1 == w {print $6}' "$work/results" | median)
-    range() { awk -v w="$who" -v c="$1" '$1 == w {v = $c; if (n++ == 0 || v < lo) lo = v; if (v > hi) hi = v} END {print lo "-" hi}' "$work/results"; }
+    range() { awk -v w="$who" -v c="$1" '$1 == w {v = $c + 0; if (n++ == 0) lo = hi = v; if (v < lo) lo = v; if (v > hi) hi = v} END {print lo "-" hi}' "$work/results"; }
     echo "median $who: ${time_ms} ms (min-max $(range 2) ms), extra RSS ${rss_mb} MB (min-max $(range 6) MB)"
 done
 jcmd_ms=$(awk '$1 == "jcmd" {print $2}' "$work/results" | median)
