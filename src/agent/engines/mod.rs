@@ -47,7 +47,7 @@ impl Engines {
                 .then(|| AllocationSites::new(options.alloc_interval)),
             cpu_samples: options
                 .cpu_samples
-                .then(|| CpuSamples::new(options.interval_ms, options.depth)),
+                .then(|| CpuSamples::new(options.interval_ms, options.depth, options.verbose)),
             method_times,
             lock_waits: options.monitor.then(|| LockWaits::new(options.depth)),
         }
