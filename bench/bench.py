@@ -67,6 +67,13 @@ class Mode:
 MODES = {m.key: m for m in [
     Mode("none", "no agent"),
     Mode("samples", "cpu=samples", "cpu=samples", ("CPU SAMPLES BEGIN",)),
+    Mode("samples-1", "cpu=samples,interval=1", "cpu=samples,interval=1", ("CPU SAMPLES BEGIN",)),
+    # The stacks taken through JVMTI at safepoints (the path before AsyncGetCallTrace, and its
+    # fallback), for the comparison.
+    Mode("samples-jvmti", "cpu=samples,X=0x10000 (JVMTI stacks)", "cpu=samples,X=0x10000",
+         ("CPU SAMPLES BEGIN",)),
+    Mode("samples-jvmti-1", "cpu=samples,interval=1,X=0x10000 (JVMTI stacks)",
+         "cpu=samples,interval=1,X=0x10000", ("CPU SAMPLES BEGIN",)),
     Mode("sites", "heap=sites", "heap=sites", ("SITES BEGIN",)),
     Mode("sites-sampled", f"heap=sites,alloc_interval={SAMPLED_INTERVAL}",
          f"heap=sites,alloc_interval={SAMPLED_INTERVAL}", ("SITES BEGIN",)),

@@ -48,7 +48,7 @@ type Walk = unsafe extern "C" fn(*mut c_void, c_int, *mut c_void);
 
 unsafe extern "C" {
     fn hprof_fault_guard_install() -> c_int;
-    fn hprof_guarded_walk(
+    fn hprof_walk_stack(
         walk: Walk,
         trace: *mut c_void,
         depth: c_int,
@@ -56,6 +56,16 @@ unsafe extern "C" {
     ) -> c_int;
     #[cfg(test)]
     fn hprof_guarded_read(address: *mut c_void) -> c_int;
+    fn hprof_faulting_walk(trace: *mut c_void, depth: c_int, ucontext: *mut c_void);
+}
+
+/// How the signal handler walks stacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Walker {
+    /// AsyncGetCallTrace, if libjvm exports it.
+    AsyncGetCallTrace,
+    /// A walk that always faults (a test of the guard).
+    Faulting,
 }
 
 /// Why a stack could not be walked: AGCT's codes (`prims/forte.cpp`, the
@@ -174,9 +184,12 @@ static OWNER_SERIAL: [AtomicU32; MAX_SLOTS] = [const { AtomicU32::new(0) }; MAX_
 /// At load time: finds AsyncGetCallTrace and allocates the ring for stacks
 /// `depth` frames deep. An error says why stacks will be taken through
 /// JVMTI instead.
-pub fn prepare(depth: u32) -> Result<(), String> {
-    let walker = find_async_get_call_trace()
-        .ok_or("libjvm does not export AsyncGetCallTrace (not HotSpot?)")?;
+pub fn prepare(depth: u32, walker: Walker) -> Result<(), String> {
+    let walker = match walker {
+        Walker::AsyncGetCallTrace => find_async_get_call_trace()
+            .ok_or("libjvm does not export AsyncGetCallTrace (not HotSpot?)")?,
+        Walker::Faulting => hprof_faulting_walk as Walk as usize,
+    };
     let depth = (depth.max(1) as usize).min(i32::MAX as usize);
     let records = (RING_FRAMES / depth).clamp(256, 4096);
     let ring = Ring {
@@ -300,10 +313,11 @@ pub fn capture(slot: usize, weight: u32, ucontext: *mut c_void) -> bool {
     // untyped. `trace.frames` points at this record's `depth` frames,
     // which this thread alone may write while it holds the record; the
     // ucontext is the one the kernel gave this handler. The guard catches
-    // a fault inside the walk.
+    // a fault inside the walk (and inside the step out of a stub, see
+    // fault_guard.c).
     let outcome = unsafe {
         let walk: Walk = std::mem::transmute::<usize, Walk>(walker);
-        hprof_guarded_walk(walk, (&raw mut trace).cast(), ring.depth as c_int, ucontext)
+        hprof_walk_stack(walk, (&raw mut trace).cast(), ring.depth as c_int, ucontext)
     };
     let num_frames = match outcome {
         0 => trace.num_frames,

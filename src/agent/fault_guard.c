@@ -20,6 +20,8 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <ucontext.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -38,8 +40,6 @@ static atomic_int walking;
 static atomic_int installed;
 static struct sigaction previous_segv;
 static struct sigaction previous_bus;
-
-typedef void (*hprof_walk_fn)(void *trace, int depth, void *ucontext);
 
 static long current_tid(void) { return (long)syscall(SYS_gettid); }
 
@@ -121,11 +121,10 @@ int hprof_fault_guard_install(void) {
     return 0;
 }
 
-/* Calls walk(trace, depth, ucontext) under the guard. Returns 0 when the
- * walk returned, 1 when it faulted (trace's contents are then garbage),
- * 2 when it could not be guarded (not installed, or GUARDS walks under
- * way) and did not run. */
-int hprof_guarded_walk(hprof_walk_fn walk, void *trace, int depth, void *ucontext) {
+/* Calls body(arg) under the guard. Returns 0 when it returned, 1 when it
+ * faulted, 2 when it could not be guarded (not installed, or GUARDS walks
+ * under way) and did not run. */
+static int guarded(void (*body)(void *), void *arg) {
     if (!atomic_load_explicit(&installed, memory_order_acquire)) {
         return 2;
     }
@@ -146,7 +145,7 @@ int hprof_guarded_walk(hprof_walk_fn walk, void *trace, int depth, void *ucontex
     atomic_store_explicit(&guards[index].jump, &jump, memory_order_release);
     atomic_fetch_add_explicit(&walking, 1, memory_order_acq_rel);
     if (sigsetjmp(jump, 0) == 0) {
-        walk(trace, depth, ucontext);
+        body(arg);
     } else {
         result = 1;
     }
@@ -156,14 +155,114 @@ int hprof_guarded_walk(hprof_walk_fn walk, void *trace, int depth, void *ucontex
     return result;
 }
 
+/* ASGCT_CallTrace's layout (prims/forte.cpp). */
+struct call_trace {
+    void *env;
+    int num_frames;
+    void *frames;
+};
+
+typedef void (*hprof_walk_fn)(struct call_trace *trace, int depth, void *ucontext);
+
+struct walk {
+    hprof_walk_fn walk;
+    struct call_trace *trace;
+    int depth;
+    void *ucontext;
+};
+
+/* AsyncGetCallTrace's codes for a thread in Java code at a point it
+ * cannot decipher (ticks_unknown_Java, ticks_not_walkable_Java). */
+#define UNKNOWN_JAVA (-5)
+#define NOT_WALKABLE_JAVA (-6)
+
+/* How far above the stack pointer a stub's frame pointer may be. */
+#define STUB_FRAME_MAX (64 * 1024)
+
+/* The interrupted thread's registers one frame out of a stub, into `out`:
+ * AsyncGetCallTrace cannot walk from a pc inside one of HotSpot's stubs
+ * (System.arraycopy's copy loops, for one), where a CPU-heavy intrinsic
+ * spends its time, so the stub's frame is stepped over as a profiler's
+ * unwinder would: through its frame pointer when the stub made a frame
+ * (HotSpot's stubs begin with `enter`: push the frame pointer, point it
+ * at the stack pointer), else as a leaf (the return address on top of
+ * the stack). The walk from there names the Java caller at the call.
+ * Reads the stack, so it runs under the guard. Returns 0 if it cannot. */
+static int step_out_of_stub(const ucontext_t *in, ucontext_t *out) {
+    *out = *in;
+#if defined(__x86_64__)
+    greg_t *regs = out->uc_mcontext.gregs;
+    uintptr_t sp = (uintptr_t)regs[REG_RSP];
+    uintptr_t fp = (uintptr_t)regs[REG_RBP];
+    if (fp >= sp && fp - sp < STUB_FRAME_MAX && fp % sizeof(uintptr_t) == 0) {
+        regs[REG_RIP] = (greg_t) * (uintptr_t *)(fp + sizeof(uintptr_t));
+        regs[REG_RSP] = (greg_t)(fp + 2 * sizeof(uintptr_t));
+        regs[REG_RBP] = (greg_t) * (uintptr_t *)fp;
+    } else {
+        regs[REG_RIP] = (greg_t) * (uintptr_t *)sp;
+        regs[REG_RSP] = (greg_t)(sp + sizeof(uintptr_t));
+    }
+    return 1;
+#elif defined(__aarch64__)
+    uintptr_t sp = (uintptr_t)out->uc_mcontext.sp;
+    uintptr_t fp = (uintptr_t)out->uc_mcontext.regs[29];
+    if (fp >= sp && fp - sp < STUB_FRAME_MAX && fp % sizeof(uintptr_t) == 0) {
+        out->uc_mcontext.pc = *(uintptr_t *)(fp + sizeof(uintptr_t));
+        out->uc_mcontext.sp = fp + 2 * sizeof(uintptr_t);
+        out->uc_mcontext.regs[29] = *(uintptr_t *)fp;
+    } else {
+        out->uc_mcontext.pc = out->uc_mcontext.regs[30];
+    }
+    return 1;
+#else
+    (void)in;
+    return 0;
+#endif
+}
+
+static void walk_with_recovery(void *arg) {
+    struct walk *w = arg;
+    w->walk(w->trace, w->depth, w->ucontext);
+    int n = w->trace->num_frames;
+    if ((n == UNKNOWN_JAVA || n == NOT_WALKABLE_JAVA) && w->ucontext != NULL) {
+        ucontext_t outside;
+        if (step_out_of_stub((const ucontext_t *)w->ucontext, &outside)) {
+            w->walk(w->trace, w->depth, &outside);
+            if (w->trace->num_frames <= 0) {
+                /* The first answer says more than a failed second try. */
+                w->trace->num_frames = n;
+            }
+        }
+    }
+}
+
+/* Walks the interrupted thread's stack with `walk` (AsyncGetCallTrace),
+ * under the guard, stepping out of a stub when the walk cannot start
+ * inside one. Returns 0 when the walk returned (trace->num_frames says
+ * how it went), 1 when it faulted (trace's contents are then garbage), 2
+ * when it could not be guarded and did not run. */
+int hprof_walk_stack(hprof_walk_fn walk, struct call_trace *trace, int depth, void *ucontext) {
+    struct walk w = {walk, trace, depth, ucontext};
+    return guarded(walk_with_recovery, &w);
+}
+
 /* For the tests: reads `address` under the guard (1 if it faulted). */
-static void read_word(void *address, int depth, void *unused) {
-    (void)depth;
-    (void)unused;
+static void read_word(void *address) {
     volatile long *p = (volatile long *)address;
     (void)*p;
 }
 
 int hprof_guarded_read(void *address) {
-    return hprof_guarded_walk(read_word, address, 0, NULL);
+    return guarded(read_word, address);
+}
+
+static void *volatile unmapped = (void *)8;
+
+/* A stack walk that always faults, with AsyncGetCallTrace's signature
+ * (the agent's X=0x20000, a test of the guard inside a real JVM). */
+void hprof_faulting_walk(struct call_trace *trace, int depth, void *ucontext) {
+    (void)trace;
+    (void)depth;
+    (void)ucontext;
+    read_word(unmapped);
 }

@@ -7,7 +7,7 @@
 //! handler only counts, and the agent thread takes the stacks of the
 //! threads that ran through JVMTI (at their next safepoint).
 
-use super::async_trace::{self, Taken, Unwalkable};
+use super::async_trace::{self, Taken, Unwalkable, Walker};
 use super::cpu_timers::{self, CpuTimer};
 use super::jvm::{self, GlobalRef, LocalThread, RawFrame, VmHandle, kind};
 use super::threads::{is_agent_thread, mark_agent_thread};
@@ -85,11 +85,20 @@ pub struct CpuSampling {
 }
 
 impl CpuSampling {
-    /// Sampling every `interval_ms` of CPU, `depth` frames deep. Installs
-    /// the signal handler; an error says why sampling cannot run.
-    pub fn new(interval_ms: u32, depth: u32, verbose: bool) -> Result<Self, String> {
+    /// Sampling every `interval_ms` of CPU, `depth` frames deep, the
+    /// stacks walked by `walker` (None: through JVMTI). Installs the signal
+    /// handler; an error says why sampling cannot run.
+    pub fn new(
+        interval_ms: u32,
+        depth: u32,
+        walker: Option<Walker>,
+        verbose: bool,
+    ) -> Result<Self, String> {
         cpu_timers::install_handler()?;
-        let async_error = async_trace::prepare(depth).err();
+        let async_error = match walker {
+            Some(walker) => async_trace::prepare(depth, walker).err(),
+            None => Some("asked for by X=0x10000".to_owned()),
+        };
         Ok(Self {
             interval_ms: interval_ms.max(1),
             depth,

@@ -3,11 +3,13 @@
 //! each tick is counted here per trace, and a dump writes the CPU SAMPLES
 //! section (counts start over after each dump, as HPROF's did).
 
+use crate::agent::async_trace::Walker;
 use crate::agent::engine::{Engine, Run};
 use crate::agent::jvm::{self, LocalClass, LocalThread};
 use crate::agent::sampler::{CpuSampling, Stack};
 use crate::format::ascii::time::ctime_now;
 use crate::model::Model;
+use crate::options::{Options, experiment};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
@@ -61,12 +63,18 @@ impl SampledThreads {
 }
 
 impl CpuSamples {
-    /// Sampling every `interval_ms` of CPU, `depth` frames deep; installs
+    /// Sampling every `interval` of CPU, `depth` frames deep; installs
     /// the signal handler, or says why sampling cannot run.
-    pub fn new(interval_ms: u32, depth: u32, verbose: bool) -> Self {
-        let sampling = CpuSampling::new(interval_ms, depth, verbose)
-            .map_err(|why| eprintln!("HPROF ERROR: cpu=samples cannot run: {why}"))
-            .ok();
+    pub fn new(options: &Options) -> Self {
+        let walker = match options.experiment {
+            x if x & experiment::SAMPLES_THROUGH_JVMTI != 0 => None,
+            x if x & experiment::FAULTING_STACK_WALK != 0 => Some(Walker::Faulting),
+            _ => Some(Walker::AsyncGetCallTrace),
+        };
+        let sampling =
+            CpuSampling::new(options.interval_ms, options.depth, walker, options.verbose)
+                .map_err(|why| eprintln!("HPROF ERROR: cpu=samples cannot run: {why}"))
+                .ok();
         Self {
             sampling,
             counts: Mutex::default(),
