@@ -475,3 +475,42 @@ fn program_done(stdout: &str, expected: &str) -> bool {
         .lines()
         .all(|line| stdout.lines().any(|l| l == line))
 }
+
+/// cpu=samples beside heap=sites: the allocation engine takes its stacks
+/// through JVMTI on the allocating thread while the signal handler walks
+/// stacks; neither disturbs the other's answer.
+#[test]
+fn samples_and_allocation_sites_together() {
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("cpu-samples-with-sites-{label}"));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg(common::agentpath_arg("heap=sites,cpu=samples,cutoff=0"))
+            .args(["CpuHot", "10"]);
+        let out = common::run(&mut cmd);
+        common::assert_success(
+            &out,
+            &format!("CpuHot under heap=sites,cpu=samples on {label}"),
+        );
+        let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+        assert!(
+            profile.sites_blocks().next().is_some(),
+            "{label}: no SITES block"
+        );
+        let section = samples_block(&profile);
+        let (a, b) = (
+            cpu_count_in(section, "CpuHot.hotA"),
+            cpu_count_in(section, "CpuHot.hotB"),
+        );
+        assert!(
+            (a + b) * 100 >= section.total * 90,
+            "{label}: hotA {a} + hotB {b} is under 90% of {}",
+            section.total
+        );
+        let share = a as f64 / (a + b).max(1) as f64;
+        assert!(
+            (0.65..=0.85).contains(&share),
+            "{label}: hotA's share is {share:.3}, true share 0.75"
+        );
+    });
+}
