@@ -184,7 +184,11 @@ impl CpuSampling {
         let mut pending = Vec::new();
         for sample in async_trace::drain() {
             let stack = match sample.taken {
-                Taken::Frames(frames) => Stack::Frames(self.cut_carrier_frames(env, frames)),
+                Taken::Frames(frames) => match self.cut_carrier_frames(env, frames) {
+                    // (A carrier caught entering a virtual thread.)
+                    frames if frames.is_empty() => Stack::Unwalkable(Unwalkable::NoJavaFrames),
+                    frames => Stack::Frames(frames),
+                },
                 Taken::Unwalkable(why) => Stack::Unwalkable(why),
                 Taken::Refused => {
                     self.say_refused();

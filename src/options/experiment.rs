@@ -29,3 +29,8 @@ pub const SAMPLES_THROUGH_JVMTI: i64 = 0x10000;
 /// fault inside the walk (the sample is counted under `<fault in stack
 /// walk>`) and the program goes on.
 pub const FAULTING_STACK_WALK: i64 = 0x20000;
+
+/// Makes cpu=samples leave CompiledMethodLoad events off (so HotSpot keeps
+/// `DebugNonSafepoints` off): what recording debug information at every
+/// compiled instruction costs, measured.
+pub const SAMPLES_WITHOUT_COMPILED_METHOD_LOAD: i64 = 0x40000;

@@ -24,6 +24,9 @@ pub struct CpuSamples {
     counts: Mutex<HashMap<u32, u64>>,
     /// Which threads are sampled (a `net=` front end's CONTROL).
     sampled: SampledThreads,
+    /// CompiledMethodLoad events on, for HotSpot's `DebugNonSafepoints`
+    /// (off only for a measurement, X=0x40000).
+    debug_non_safepoints: bool,
 }
 
 /// Which threads' samples count: every thread unless a front end turned
@@ -79,6 +82,9 @@ impl CpuSamples {
             sampling,
             counts: Mutex::default(),
             sampled: SampledThreads::default(),
+            debug_non_safepoints: options.experiment
+                & experiment::SAMPLES_WITHOUT_COMPILED_METHOD_LOAD
+                == 0,
         }
     }
 
@@ -139,7 +145,7 @@ impl Engine for CpuSamples {
     /// CompiledMethodLoad on from the start, before anything is compiled
     /// (its callback does nothing).
     fn on_load(&self, jvmti: &Jvmti) -> Result<(), String> {
-        if self.walks_in_handler() {
+        if self.walks_in_handler() && self.debug_non_safepoints {
             let _ = jvmti.enable_events_global(&[jvmti::JVMTI_EVENT_COMPILED_METHOD_LOAD]);
         }
         Ok(())
