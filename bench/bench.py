@@ -67,6 +67,13 @@ class Mode:
 MODES = {m.key: m for m in [
     Mode("none", "no agent"),
     Mode("samples", "cpu=samples", "cpu=samples", ("CPU SAMPLES BEGIN",)),
+    Mode("samples-1", "cpu=samples,interval=1", "cpu=samples,interval=1", ("CPU SAMPLES BEGIN",)),
+    # The stacks taken through JVMTI at safepoints (the path before AsyncGetCallTrace, and its
+    # fallback), for the comparison.
+    Mode("samples-jvmti", "cpu=samples,X=0x10000 (JVMTI stacks)", "cpu=samples,X=0x10000",
+         ("CPU SAMPLES BEGIN",)),
+    Mode("samples-jvmti-1", "cpu=samples,interval=1,X=0x10000 (JVMTI stacks)",
+         "cpu=samples,interval=1,X=0x10000", ("CPU SAMPLES BEGIN",)),
     Mode("sites", "heap=sites", "heap=sites", ("SITES BEGIN",)),
     Mode("sites-sampled", f"heap=sites,alloc_interval={SAMPLED_INTERVAL}",
          f"heap=sites,alloc_interval={SAMPLED_INTERVAL}", ("SITES BEGIN",)),
@@ -113,6 +120,9 @@ def baseline_first(order: List[Mode]) -> List[Mode]:
     return out
 
 
+# Extra modes a profiling workload runs only when --modes names them (cpu=samples at
+# interval=1, and the JVMTI stack path beside the signal handler's).
+SAMPLES_COMPARISON_MODES = ["samples-1", "samples-jvmti", "samples-jvmti-1"]
 PROFILING_MODES = ["none", "samples", "sites", "sites-sampled", "times", "monitor", "jfr",
                    "jfr-monitor"]
 STARTUP_MODES = ["none", "samples", "sites", "sites-sampled", "times", "monitor", "dump", "jfr"]
@@ -421,10 +431,17 @@ class Row:
     timed_out: bool = False   # every measured run hit --timeout: the figures are lower bounds
 
 
+def offered_modes(workload) -> List[str]:
+    """The modes a workload can run: its own, and for a profiling workload the comparison
+    modes of cpu=samples (run only when --modes names them)."""
+    extra = SAMPLES_COMPARISON_MODES if workload.modes is PROFILING_MODES else []
+    return workload.modes + extra
+
+
 def summarize(result: Result) -> Dict[str, Row]:
     rows = {}
     # In the order the workload lists its modes, each followed by its baseline run.
-    for key in with_baselines(result.workload.modes):
+    for key in with_baselines(offered_modes(result.workload)):
         all_runs = [r for r in result.runs if r.mode == key]
         if not all_runs:
             continue
@@ -890,7 +907,7 @@ def main(argv) -> int:
     results = []
     for key in chosen:
         wl = all_wl[key]
-        mode_keys = [m for m in wl.modes if modes_wanted is None or m in modes_wanted]
+        mode_keys = [m for m in offered_modes(wl) if modes_wanted is None or m in modes_wanted]
         if args.baseline:
             mode_keys = with_baselines(mode_keys)
         if mode_keys == ["none"] and modes_wanted is not None:

@@ -16,6 +16,14 @@ import java.util.List;
  *                 calls it, drops them and collects: prints the sum and
  *                 whether most were unloaded
  *   exit8         8 threads call System.exit(7) at once
+ *   deopt [n]     a deoptimization storm: StressDeoptPlugin in n fresh class
+ *                 loaders (default 100), each copy's loop compiled while it
+ *                 sees only Integer, then fed Long, then a mix (its compiled
+ *                 code that inlined Integer.longValue is thrown away); prints
+ *                 the sum
+ *   gc [n]        n MB (default 4000) of short-lived arrays and lists, a
+ *                 rolling window of them kept, System.gc() every 1000 MB;
+ *                 prints the checksum
  *   ready [s]     prints READY, then keeps allocating and summing for s
  *                 seconds (default 30), prints DONE
  */
@@ -38,6 +46,12 @@ public class Stress {
                 break;
             case "exit8":
                 exit8();
+                break;
+            case "deopt":
+                System.out.println("deopt sum=" + deopt(n < 0 ? 100 : n));
+                break;
+            case "gc":
+                System.out.println("gc checksum=" + gc(n < 0 ? 4000 : n));
                 break;
             case "ready":
                 ready(n < 0 ? 30 : n);
@@ -167,5 +181,65 @@ public class Stress {
         }
         sink = sum;
         System.out.println("DONE");
+    }
+
+    /** A fresh class loader that defines the class `name` from `bytes`. */
+    static ClassLoader loaderOf(String name, byte[] bytes) {
+        return new ClassLoader(null) {
+            @Override
+            protected Class<?> findClass(String wanted) throws ClassNotFoundException {
+                if (!wanted.equals(name)) {
+                    throw new ClassNotFoundException(wanted);
+                }
+                return defineClass(wanted, bytes, 0, bytes.length);
+            }
+        };
+    }
+
+    static long deopt(int n) throws Exception {
+        byte[] bytes;
+        try (InputStream in = Stress.class.getResourceAsStream("StressDeoptPlugin.class")) {
+            bytes = in.readAllBytes();
+        }
+        Number[] ints = new Number[1000];
+        Number[] longs = new Number[1000];
+        Number[] mixed = new Number[1000];
+        for (int i = 0; i < 1000; i++) {
+            ints[i] = i;
+            longs[i] = (long) i;
+            mixed[i] = (i % 3 == 0) ? (Number) (short) i : (i % 3 == 1) ? (Number) (double) i : (Number) i;
+        }
+        long sum = 0;
+        for (int i = 0; i < n; i++) {
+            Class<?> plugin = loaderOf("StressDeoptPlugin", bytes).loadClass("StressDeoptPlugin");
+            java.lang.reflect.Method total = plugin.getMethod("total", Number[].class, int.class);
+            sum += (Long) total.invoke(null, ints, 3000);
+            sum += (Long) total.invoke(null, longs, 10);
+            sum += (Long) total.invoke(null, mixed, 10);
+        }
+        return sum;
+    }
+
+    static long gc(int megabytes) {
+        Object[] window = new Object[4096];
+        long checksum = 0;
+        long allocated = 0;
+        int next = 0;
+        while (allocated < megabytes * 1_000_000L) {
+            int[] a = new int[256];
+            a[next % 256] = next;
+            List<Integer> list = new ArrayList<>();
+            for (int i = 0; i < 16; i++) {
+                list.add(i + next);
+            }
+            window[next % window.length] = (next % 3 == 0) ? a : list;
+            checksum += a[next % 256] + list.get(next % 16);
+            allocated += 1024 + 16 * 16 + 64;
+            next++;
+            if (allocated / 1_000_000_000L != (allocated - 1344) / 1_000_000_000L) {
+                System.gc();
+            }
+        }
+        return checksum;
     }
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{AsciiProfile, cpu_count_in};
-use hprof_rs::format::ascii::{CpuSection, CpuTitle};
+use hprof_rs::format::ascii::{CpuSection, CpuTitle, LineInfo};
 use hprof_rs::format::binary::{self, RecordBody};
 use std::collections::HashSet;
 use std::fs;
@@ -201,4 +201,316 @@ fn depth_0_collects_nothing_and_counts_reset_after_a_dump() {
         "the exit dump repeated earlier samples: {}",
         blocks[1].total
     );
+}
+
+/// Frames that belong to a virtual thread's carrier, not to the virtual
+/// thread: none may be charged a sample of the virtual thread's work.
+fn is_carrier_frame(frame: &str) -> bool {
+    [
+        "java.util.concurrent.ForkJoin",
+        "jdk.internal.misc.CarrierThread",
+        "java.lang.VirtualThread.runContinuation",
+        "jdk.internal.vm.Continuation.run",
+        "jdk.internal.vm.Continuation.enterSpecial",
+    ]
+    .iter()
+    .any(|carrier| frame.starts_with(carrier))
+}
+
+#[test]
+fn virtual_threads_cpu_is_charged_to_their_own_frames() {
+    common::on_each(&common::jdks_of(&[21, 25]), |jdk| {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("cpu-samples-virtual-{label}"));
+        let mut cmd = common::java_command(jdk, &dir);
+        // Deep enough that carrier frames would show below the virtual
+        // thread's own.
+        cmd.arg(common::agentpath_arg("cpu=samples,depth=64,cutoff=0"))
+            .args(["VirtualSpin", "8", "400"]);
+        let out = common::run(&mut cmd);
+        common::assert_success(&out, &format!("VirtualSpin on {label}"));
+        let stdout = common::stdout_text(&out);
+        let carrier_ms = common::printed::<f64>(&stdout, "carrier_cpu_ms");
+        let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+        let section = samples_block(&profile);
+        let mut in_spin = 0;
+        for row in &section.rows {
+            let frames = profile.frames(row.trace_serial);
+            if frames.first().is_some_and(|f| f == "VirtualSpin.spin") {
+                in_spin += row.count;
+                assert!(
+                    frames.iter().any(|f| f == "java.lang.VirtualThread.run"),
+                    "{label}: not a virtual thread's stack: {frames:?}"
+                );
+            }
+            // (A platform thread's stack may hold ForkJoinPool frames of its
+            // own: the main thread's first virtual thread initialises it.)
+            let virtual_thread = frames
+                .iter()
+                .any(|f| f == "VirtualSpin.spin" || f.starts_with("java.lang.VirtualThread.run"));
+            let carrier: Vec<&String> = frames.iter().filter(|f| is_carrier_frame(f)).collect();
+            assert!(
+                !virtual_thread || carrier.is_empty(),
+                "{label}: carrier frames {carrier:?} in a virtual thread's stack {frames:?}"
+            );
+        }
+        // One sample per 10 ms of CPU: the carriers' CPU while the virtual
+        // threads spun (the scheduler's own work included) in samples.
+        let expected = carrier_ms / 10.0;
+        eprintln!("{label}: spin() got {in_spin} samples, the carriers used {carrier_ms} ms");
+        assert!(
+            in_spin as f64 >= 0.9 * expected,
+            "{label}: spin() got {in_spin} samples for {carrier_ms} ms of carrier CPU"
+        );
+        assert!(
+            in_spin as f64 <= 1.1 * expected + 2.0,
+            "{label}: spin() got {in_spin} samples, more than {carrier_ms} ms of carrier CPU"
+        );
+    });
+}
+
+#[test]
+fn a_hundred_thousand_virtual_threads_under_cpu_samples() {
+    common::on_each(&common::jdks_of(&[21, 25]), |jdk| {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("cpu-samples-many-virtual-{label}"));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg(common::agentpath_arg("cpu=samples,interval=1,thread=y"))
+            .args(["VirtualSpin", "many", "100000"]);
+        let out = common::run(&mut cmd);
+        common::assert_success(&out, &format!("100,000 virtual threads on {label}"));
+        assert!(
+            common::stdout_text(&out).contains("tasks=100000"),
+            "{label}"
+        );
+        let path = dir.join("java.hprof.txt");
+        common::assert_print_accepts(&path, label);
+        let profile = AsciiProfile::read(&path);
+        samples_block(&profile);
+        // Virtual threads have no THREAD START or END of their own: the
+        // file lists the platform threads only.
+        let threads = profile.threads().len();
+        assert!(
+            threads < 100,
+            "{label}: {threads} THREAD START lines for 100,000 virtual threads"
+        );
+    });
+}
+
+/// The line of java-fixtures/SafepointBias.java that ends in `marker`.
+fn line_of(marker: &str) -> u32 {
+    let source = fs::read_to_string(common::repo_root().join("java-fixtures/SafepointBias.java"))
+        .expect("SafepointBias.java");
+    let index = source
+        .lines()
+        .position(|l| l.trim_end().ends_with(marker))
+        .unwrap_or_else(|| panic!("no line ends in {marker}"));
+    index as u32 + 1
+}
+
+/// The share (in percent) of mixed()'s samples on the copy's line, and
+/// the number of those samples, in a SafepointBias profile.
+fn copy_line_share(profile: &AsciiProfile, copy_line: u32) -> (f64, u64) {
+    let section = samples_block(profile);
+    let (mut copy, mut all) = (0, 0);
+    for row in &section.rows {
+        let trace = profile.trace(row.trace_serial);
+        let Some(top) = trace.frames.first() else {
+            continue;
+        };
+        if top.class_name != "SafepointBias" || top.method_name != "mixed" {
+            continue;
+        }
+        all += row.count;
+        if top.line == LineInfo::Line(copy_line) {
+            copy += row.count;
+        }
+    }
+    (100.0 * copy as f64 / all.max(1) as f64, all)
+}
+
+/// Safepoint bias, measured: the old path (stacks through JVMTI, at the
+/// next safepoint poll) against the new (AsyncGetCallTrace in the signal
+/// handler), line by line, against the time the fixture measures itself.
+/// On JDK 21 and 25 the new path is within 10 points of the truth; on 11
+/// and 17 HotSpot's debug information at non-safepoint instructions names
+/// the next line (JDK-8201516, fixed in JDK 21), which is printed, not
+/// asserted.
+#[test]
+fn lines_are_named_where_the_cpu_goes_not_at_the_next_safepoint() {
+    let copy_line = line_of("// COPY-LINE");
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        let mut shares = Vec::new();
+        for (path, experiment) in [("new", "0"), ("old", "0x10000")] {
+            let dir = common::scratch_dir(&format!("cpu-samples-bias-{path}-{label}"));
+            let mut cmd = common::java_command(jdk, &dir);
+            cmd.arg(common::agentpath_arg(&format!(
+                "cpu=samples,interval=2,lineno=y,cutoff=0,X={experiment}"
+            )))
+            .args(["SafepointBias", "3"]);
+            let out = common::run(&mut cmd);
+            common::assert_success(&out, &format!("SafepointBias on {label}"));
+            let truth = common::printed::<f64>(&common::stdout_text(&out), "truth_copy_pct");
+            let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+            let (share, samples) = copy_line_share(&profile, copy_line);
+            assert!(
+                samples >= 100,
+                "{label} {path}: {samples} samples in mixed()"
+            );
+            shares.push((path, share, truth, samples));
+        }
+        for (path, share, truth, samples) in &shares {
+            eprintln!(
+                "{label}: {path} path: {share:.1}% of {samples} samples on the copy's line, truth {truth:.1}%"
+            );
+        }
+        let (_, old, truth, _) = shares[1];
+        assert!(
+            (old - truth).abs() > 10.0,
+            "{label}: the safepoint path was within 10 points ({old:.1}% vs {truth:.1}%)"
+        );
+        if jdk.major >= 21 {
+            let (_, new, truth, _) = shares[0];
+            assert!(
+                (new - truth).abs() <= 10.0,
+                "{label}: {new:.1}% of the samples on the copy's line, truth {truth:.1}%"
+            );
+        }
+    });
+}
+
+/// A stack walk that faults (X=0x20000 makes every walk read an unmapped
+/// address) is caught by the guard: the program runs on, unchanged, and
+/// the samples are counted under a pseudo-frame.
+#[test]
+fn a_walk_that_faults_is_caught_and_counted() {
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("cpu-samples-fault-{label}"));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg(common::agentpath_arg("cpu=samples,cutoff=0,X=0x20000"))
+            .args(["CpuHot", "5"]);
+        let out = common::run(&mut cmd);
+        common::assert_success(&out, &format!("CpuHot with faulting walks on {label}"));
+        let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+        let section = samples_block(&profile);
+        let faulted = cpu_count_in(section, "<fault in stack walk>.<unknown>");
+        assert!(section.total >= 20, "{label}: {} samples", section.total);
+        assert!(
+            faulted * 10 >= section.total * 9,
+            "{label}: {faulted} of {} samples under the fault pseudo-frame",
+            section.total
+        );
+    });
+}
+
+/// The workloads that stress a stack walk, under cpu=samples at interval=1
+/// with SIGQUIT dumps every 150 ms while they run: no crash, no hang, the
+/// program's results unchanged, every dump complete.
+#[test]
+fn stress_workloads_with_sigquit_dumps() {
+    let workloads: [(&str, &[&str], &[&str]); 5] = [
+        ("churn", &[], &["churn", "1000"]),
+        ("deep", &["-Xss16m"], &["deep", "10000"]),
+        ("unload", &[], &["unload", "500"]),
+        ("deopt", &[], &["deopt", "100"]),
+        ("gc", &["-Xmx256m"], &["gc", "2000"]),
+    ];
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        for (name, jvm, args) in workloads {
+            let dir = common::scratch_dir(&format!("cpu-samples-stress-{name}-{label}"));
+            let mut alone = common::java_command(jdk, &dir);
+            alone.args(jvm).arg("Stress").args(args);
+            let expected = common::stdout_text(&common::run(&mut alone));
+            let file = dir.join("profile.txt");
+            let mut cmd = common::java_command(jdk, &dir);
+            cmd.args(jvm)
+                .arg(common::agentpath_arg(&format!(
+                    "cpu=samples,interval=1,depth=1024,file={}",
+                    file.display()
+                )))
+                .arg("Stress")
+                .args(args);
+            let run = common::Spawned::spawn(&mut cmd);
+            // SIGQUIT only once the JVM handles it (its header is written
+            // at VM init, after the JVM's signal handling is set up).
+            let start = std::time::Instant::now();
+            while fs::metadata(&file).map_or(true, |m| m.len() == 0)
+                && start.elapsed() < std::time::Duration::from_secs(60)
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let mut dumps = 0;
+            while !program_done(&run.output_so_far().0, &expected)
+                && dumps < 40
+                && start.elapsed() < std::time::Duration::from_secs(100)
+            {
+                run.signal(libc::SIGQUIT);
+                dumps += 1;
+                std::thread::sleep(std::time::Duration::from_millis(150));
+            }
+            let out = run.wait_timeout(std::time::Duration::from_secs(120));
+            let what = format!("Stress {name} with {dumps} SIGQUITs on {label}");
+            common::assert_success(&out, &what);
+            let stdout = common::stdout_text(&out);
+            assert!(program_done(&stdout, &expected), "{what}: {stdout:.2000}");
+            common::assert_print_accepts(&file, &what);
+            assert!(
+                !fs::read_dir(&dir)
+                    .unwrap()
+                    .flatten()
+                    .any(|e| e.file_name().to_string_lossy().starts_with("hs_err")),
+                "{what}: the JVM crashed"
+            );
+        }
+    });
+}
+
+/// True when every line the program printed alone is in `stdout` (among
+/// the thread dumps each SIGQUIT adds).
+fn program_done(stdout: &str, expected: &str) -> bool {
+    expected
+        .lines()
+        .all(|line| stdout.lines().any(|l| l == line))
+}
+
+/// cpu=samples beside heap=sites: the allocation engine takes its stacks
+/// through JVMTI on the allocating thread while the signal handler walks
+/// stacks; neither disturbs the other's answer.
+#[test]
+fn samples_and_allocation_sites_together() {
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("cpu-samples-with-sites-{label}"));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg(common::agentpath_arg("heap=sites,cpu=samples,cutoff=0"))
+            .args(["CpuHot", "10"]);
+        let out = common::run(&mut cmd);
+        common::assert_success(
+            &out,
+            &format!("CpuHot under heap=sites,cpu=samples on {label}"),
+        );
+        let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+        assert!(
+            profile.sites_blocks().next().is_some(),
+            "{label}: no SITES block"
+        );
+        let section = samples_block(&profile);
+        let (a, b) = (
+            cpu_count_in(section, "CpuHot.hotA"),
+            cpu_count_in(section, "CpuHot.hotB"),
+        );
+        assert!(
+            (a + b) * 100 >= section.total * 90,
+            "{label}: hotA {a} + hotB {b} is under 90% of {}",
+            section.total
+        );
+        let share = a as f64 / (a + b).max(1) as f64;
+        assert!(
+            (0.65..=0.85).contains(&share),
+            "{label}: hotA's share is {share:.3}, true share 0.75"
+        );
+    });
 }

@@ -18,16 +18,6 @@ const LOCK_CLASS: &str = "Contention";
 /// The JDKs of the matrix.
 const MATRIX: [u32; 4] = [11, 17, 21, 25];
 
-/// `name=<number>` from the fixture's stdout.
-fn printed(stdout: &str, name: &str) -> u64 {
-    let prefix = format!("{name}=");
-    stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name}= line in the fixture's output:\n{stdout}"))
-}
-
 /// Runs `Contention <args>` under `options` on `jdk` (with `jvm_args`
 /// before the class); returns the profile and the fixture's stdout.
 fn run_contention(
@@ -101,9 +91,9 @@ fn contention_time_count_holder_and_waits_match_what_the_program_measured() {
         let label = &jdk.label;
         let (profile, stdout) =
             run_contention(jdk, "monitor", "monitor=y,depth=8,cutoff=0", &[], &[]);
-        let waited_ms = printed(&stdout, "waited_ns") as f64 / 1e6;
-        let blocked = printed(&stdout, "blocked");
-        assert_eq!(printed(&stdout, "entries"), 200, "{label}");
+        let waited_ms = common::printed::<u64>(&stdout, "waited_ns") as f64 / 1e6;
+        let blocked = common::printed::<u64>(&stdout, "blocked");
+        assert_eq!(common::printed::<u64>(&stdout, "entries"), 200, "{label}");
 
         let times = monitor_times(&profile);
         assert_eq!(times.len(), 1, "{label}: one dump, one MONITOR TIME");
@@ -285,7 +275,7 @@ fn a_sigquit_dump_shows_the_owner_and_the_waiting_threads_and_times_start_over()
 
         // Times start over after a dump, counts do not.
         let times = monitor_times(&profile);
-        let waited_ms = printed(&stdout, "waited_ns") as f64 / 1e6;
+        let waited_ms = common::printed::<u64>(&stdout, "waited_ns") as f64 / 1e6;
         let total: u64 = times.iter().map(|(ms, _)| ms).sum();
         assert!(
             within_20_percent(total, waited_ms),
@@ -298,7 +288,11 @@ fn a_sigquit_dump_shows_the_owner_and_the_waiting_threads_and_times_start_over()
             first > 0 && last > first,
             "{label}: counts {first} then {last}"
         );
-        assert_eq!(last, printed(&stdout, "blocked"), "{label}: counts run on");
+        assert_eq!(
+            last,
+            common::printed::<u64>(&stdout, "blocked"),
+            "{label}: counts run on"
+        );
     });
 }
 
@@ -346,7 +340,7 @@ fn virtual_threads_contention_is_charged_to_their_own_frames() {
             &["-Djdk.virtualThreadScheduler.parallelism=4"],
             &["50", "virtual"],
         );
-        let waited_ms = printed(&stdout, "waited_ns") as f64 / 1e6;
+        let waited_ms = common::printed::<u64>(&stdout, "waited_ns") as f64 / 1e6;
         let times = monitor_times(&profile);
         let (total_ms, rows) = *times
             .last()

@@ -8,6 +8,7 @@
 //! Linux only (timer_create with SIGEV_THREAD_ID). The agent's unsafe calls
 //! to the operating system (signals, timers, the monotonic clock) are here.
 
+use super::async_trace;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
@@ -38,11 +39,14 @@ struct TimerSignalInfo {
     value: usize,
 }
 
-/// SIGPROF handler: async-signal-safe, it only adds to one atomic.
+/// SIGPROF handler: async-signal-safe. The interrupted thread's stack is
+/// walked into a preallocated record (`async_trace.rs`); when it cannot be,
+/// the handler only adds to the slot's atomic count, and the sampler takes
+/// the stack through JVMTI.
 extern "C" fn on_cpu_tick(
     _signal: libc::c_int,
     info: *mut libc::siginfo_t,
-    _context: *mut libc::c_void,
+    context: *mut libc::c_void,
 ) {
     if info.is_null() {
         return;
@@ -54,8 +58,12 @@ extern "C" fn on_cpu_tick(
         return;
     }
     let slot = info.value;
+    let weight = 1 + info.overrun.max(0) as u32;
+    if async_trace::capture(slot, weight, context) {
+        return;
+    }
     if let Some(pending) = PENDING.get(slot) {
-        pending.fetch_add(1 + info.overrun.max(0) as u32, Ordering::Relaxed);
+        pending.fetch_add(weight, Ordering::Relaxed);
     }
 }
 
@@ -111,13 +119,19 @@ fn take_slot() -> Option<usize> {
 }
 
 /// Starts a timer on the calling thread's CPU clock that signals this thread
-/// every `interval_ms` of CPU it consumes. Must run on the thread itself.
-pub fn start_for_current_thread(interval_ms: u32) -> Option<CpuTimer> {
+/// every `interval_ms` of CPU it consumes. Must run on the thread itself,
+/// whose JNIEnv (for the stack walk in the handler) and serial are given.
+pub fn start_for_current_thread(
+    interval_ms: u32,
+    jni_env: *mut libc::c_void,
+    serial: u32,
+) -> Option<CpuTimer> {
     if !HANDLER_INSTALLED.load(Ordering::Acquire) {
         return None;
     }
     let slot = take_slot()?;
     PENDING[slot].store(0, Ordering::Relaxed);
+    async_trace::own_slot(slot, jni_env, serial);
     // SAFETY: plain libc calls with valid out-pointers; the timer targets the
     // calling thread (gettid) and measures its own CPU clock.
     unsafe {
@@ -130,6 +144,7 @@ pub fn start_for_current_thread(interval_ms: u32) -> Option<CpuTimer> {
         event.sigev_notify_thread_id = libc::gettid();
         let mut timer: libc::timer_t = std::ptr::null_mut();
         if libc::timer_create(libc::CLOCK_THREAD_CPUTIME_ID, &mut event, &mut timer) != 0 {
+            async_trace::disown_slot(slot);
             FREE_SLOTS.lock().push(slot);
             return None;
         }
@@ -145,6 +160,7 @@ pub fn start_for_current_thread(interval_ms: u32) -> Option<CpuTimer> {
         };
         if libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) != 0 {
             libc::timer_delete(timer);
+            async_trace::disown_slot(slot);
             FREE_SLOTS.lock().push(slot);
             return None;
         }
@@ -171,6 +187,7 @@ impl CpuTimer {
         let overdue = unsafe {
             let read = libc::timer_gettime(self.timer, &mut state) == 0;
             libc::timer_delete(self.timer);
+            async_trace::disown_slot(self.slot);
             read && state.it_value.tv_sec == 0 && state.it_value.tv_nsec == 1
         };
         let pending = PENDING[self.slot].swap(0, Ordering::Relaxed) + u32::from(overdue);
@@ -241,7 +258,7 @@ mod tests {
     fn a_busy_thread_collects_intervals_and_an_idle_one_does_not() {
         install_handler().expect("SIGPROF is free in tests");
         let busy = std::thread::spawn(|| {
-            let timer = start_for_current_thread(1).expect("timer");
+            let timer = start_for_current_thread(1, std::ptr::null_mut(), 0).expect("timer");
             // Spin until 20 ticks of 1 ms CPU arrive (or give up after 10 s
             // of wall time, on a machine too busy to give this thread CPU).
             let start = std::time::Instant::now();
@@ -257,7 +274,7 @@ mod tests {
             pending
         });
         let idle = std::thread::spawn(|| {
-            let timer = start_for_current_thread(1).expect("timer");
+            let timer = start_for_current_thread(1, std::ptr::null_mut(), 0).expect("timer");
             std::thread::sleep(std::time::Duration::from_millis(60));
             let pending = PENDING[timer.slot].load(Ordering::Relaxed);
             timer.stop();

@@ -408,6 +408,16 @@ pub fn loaded_classes<'e>(
         .collect()
 }
 
+/// Gives every method of `class` its jmethodID now (JVMTI's
+/// GetClassMethods creates them), so that a stack walked in a signal
+/// handler, where none can be created, can name them. A class not yet
+/// prepared is an error JVMTI reports, ignored: its ClassPrepare comes.
+pub fn create_method_ids(env: &Jvmti, class: LocalClass<'_>) {
+    // SAFETY: `class` is live (a `Local`) or null, which JVMTI reports as
+    // an invalid class; the returned array is freed by the wrapper.
+    let _ = unsafe { env.get_class_methods(class.raw()) };
+}
+
 /// A new `byte[length]`; its local reference is deleted when the result is
 /// dropped. None if the JVM could not make it (an exception is pending).
 pub fn new_byte_array(jni: &JniEnv, length: i32) -> Option<OwnedLocal<'_, kind::Object>> {

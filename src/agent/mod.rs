@@ -4,6 +4,7 @@
 //! from here directly.
 
 mod alloc;
+mod async_trace;
 mod classes;
 mod cpu_timers;
 mod dump;
@@ -163,6 +164,15 @@ impl Agent for HprofAgent {
                 )
             };
             profiler.class_loaded(thread, class);
+        }
+    }
+
+    fn class_prepare(&self, context: CallbackContext<'_>, event: ClassEvent) {
+        if let Some(samples) = PROFILER.get().and_then(|p| p.engines.cpu_samples.as_ref()) {
+            // SAFETY: JVMTI guarantees an event's references are live for
+            // the duration of the callback.
+            let class = unsafe { event_ref(&context, event.class()) };
+            samples.class_prepared(context.jvmti(), class);
         }
     }
 

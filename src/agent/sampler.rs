@@ -1,8 +1,13 @@
-//! The cpu=samples collector: every `interval` ms an agent thread looks at
-//! which threads consumed CPU since the last tick (their CPU timers, see
-//! `cpu_timers.rs`), takes the stacks of just those threads, and counts one
-//! sample per CPU interval each consumed at its stack trace.
+//! The cpu=samples collector. Each profiled thread has a CPU timer
+//! (`cpu_timers.rs`): every `interval` ms of CPU it burns, SIGPROF comes to
+//! the thread itself, whose handler takes the stack that was executing
+//! (`async_trace.rs`, HotSpot's AsyncGetCallTrace). An agent thread drains
+//! those stacks every quarter interval and counts one sample per CPU
+//! interval at each. Where AsyncGetCallTrace is absent or refuses, the
+//! handler only counts, and the agent thread takes the stacks of the
+//! threads that ran through JVMTI (at their next safepoint).
 
+use super::async_trace::{self, Taken, Unwalkable, Walker};
 use super::cpu_timers::{self, CpuTimer};
 use super::jvm::{self, GlobalRef, LocalThread, RawFrame, VmHandle, kind};
 use super::threads::{is_agent_thread, mark_agent_thread};
@@ -30,18 +35,47 @@ struct Timed {
     serial: u32,
 }
 
-/// One thread's CPU since the last tick.
+/// Where a sample's CPU went.
+pub enum Stack {
+    /// Innermost first.
+    Frames(Vec<RawFrame>),
+    /// A stack that could not be walked, counted under a pseudo-frame.
+    Unwalkable(Unwalkable),
+}
+
+/// One thread's CPU since the last tick, at one stack.
 pub struct Ran {
     pub serial: u32,
     /// CPU intervals consumed.
     pub intervals: u32,
-    pub frames: Vec<RawFrame>,
+    pub stack: Stack,
+}
+
+impl Stack {
+    /// A JVMTI stack: none taken is a thread with no Java frames (or one
+    /// that blocked or ended before it was looked at).
+    fn from_jvmti(frames: Vec<RawFrame>) -> Self {
+        if frames.is_empty() {
+            Self::Unwalkable(Unwalkable::NoJavaFrames)
+        } else {
+            Self::Frames(frames)
+        }
+    }
 }
 
 /// State of cpu=samples.
 pub struct CpuSampling {
     interval_ms: u32,
     depth: u32,
+    verbose: bool,
+    /// Why AsyncGetCallTrace cannot be used (said once, with `verbose=y`).
+    async_error: Mutex<Option<String>>,
+    /// Set once AsyncGetCallTrace refused a sample (said once).
+    refused: AtomicBool,
+    /// Whether each method seen in a walked stack is the carrier's entry
+    /// into a virtual thread (see [`cut_carrier_frames`]); one entry per
+    /// distinct method sampled, so bounded by the methods loaded.
+    carrier_entry: Mutex<HashMap<u64, bool>>,
     /// Timed threads by timer slot.
     timed: Mutex<HashMap<usize, Timed>>,
     /// Set once sampling stops; the sender half wakes the sampler at once.
@@ -51,13 +85,27 @@ pub struct CpuSampling {
 }
 
 impl CpuSampling {
-    /// Sampling every `interval_ms` of CPU, `depth` frames deep. Installs
-    /// the signal handler; an error says why sampling cannot run.
-    pub fn new(interval_ms: u32, depth: u32) -> Result<Self, String> {
+    /// Sampling every `interval_ms` of CPU, `depth` frames deep, the
+    /// stacks walked by `walker` (None: through JVMTI). Installs the signal
+    /// handler; an error says why sampling cannot run.
+    pub fn new(
+        interval_ms: u32,
+        depth: u32,
+        walker: Option<Walker>,
+        verbose: bool,
+    ) -> Result<Self, String> {
         cpu_timers::install_handler()?;
+        let async_error = match walker {
+            Some(walker) => async_trace::prepare(depth, walker).err(),
+            None => Some("asked for by X=0x10000".to_owned()),
+        };
         Ok(Self {
             interval_ms: interval_ms.max(1),
             depth,
+            verbose,
+            async_error: Mutex::new(async_error),
+            refused: AtomicBool::new(false),
+            carrier_entry: Mutex::default(),
             timed: Mutex::default(),
             stop: AtomicBool::new(false),
             wake: bounded(1),
@@ -71,7 +119,9 @@ impl CpuSampling {
         if is_agent_thread() || self.depth == 0 {
             return;
         }
-        let Some(timer) = cpu_timers::start_for_current_thread(self.interval_ms) else {
+        let Some(timer) =
+            cpu_timers::start_for_current_thread(self.interval_ms, jni.raw().cast(), serial)
+        else {
             return;
         };
         let thread = GlobalRef::new(jni, thread);
@@ -105,14 +155,96 @@ impl CpuSampling {
         timed.map(|t| (t.serial, pending)).filter(|&(_, n)| n > 0)
     }
 
-    /// The threads that ran since the last call, with their stacks. A
-    /// thread whose stack cannot be had (it blocked or ended since its
-    /// sample was due) still counts, with no frames: no sample is dropped.
+    /// True when AsyncGetCallTrace was found (at load time).
+    pub fn can_walk_in_handler(&self) -> bool {
+        self.async_error.lock().is_none()
+    }
+
+    /// At VM init: stacks are taken in the signal handler from now on, or
+    /// (saying why once, with `verbose=y`) through JVMTI.
+    pub fn activate(&self) {
+        let mut error = self.async_error.lock();
+        if error.is_none()
+            && let Err(why) = async_trace::activate()
+        {
+            *error = Some(why);
+        }
+        if let (Some(why), true) = (error.as_ref(), self.verbose) {
+            eprintln!("HPROF: cpu=samples takes stacks through JVMTI, at safepoints ({why})");
+        }
+    }
+
+    /// The samples since the last call with their stacks: those taken in
+    /// the signal handler, then those counted only, whose stacks are taken
+    /// now through JVMTI. A thread whose stack cannot be had (it blocked or
+    /// ended since its sample was due) still counts, under a pseudo-frame:
+    /// no sample is dropped.
     pub fn collect(&self, env: &Jvmti) -> Vec<Ran> {
+        let mut ran = Vec::new();
+        let mut pending = Vec::new();
+        for sample in async_trace::drain() {
+            let stack = match sample.taken {
+                Taken::Frames(frames) => match self.cut_carrier_frames(env, frames) {
+                    // (A carrier caught entering a virtual thread.)
+                    frames if frames.is_empty() => Stack::Unwalkable(Unwalkable::NoJavaFrames),
+                    frames => Stack::Frames(frames),
+                },
+                Taken::Unwalkable(why) => Stack::Unwalkable(why),
+                Taken::Refused => {
+                    self.say_refused();
+                    pending.push((sample.slot, sample.weight));
+                    continue;
+                }
+            };
+            ran.push(Ran {
+                serial: sample.serial,
+                intervals: sample.weight,
+                stack,
+            });
+        }
+        ran.extend(self.collect_through_jvmti(env, pending));
+        ran
+    }
+
+    /// A virtual thread's frames, when it is mounted, are on its carrier's
+    /// stack, above the carrier's own: the walk goes on through
+    /// `jdk.internal.vm.Continuation.enterSpecial` (HotSpot's entry frame of
+    /// a continuation, `runtime/continuationEntry.hpp`) into the carrier's
+    /// `Continuation.run`, `VirtualThread.runContinuation` and the
+    /// ForkJoinPool worker. The sample is the virtual thread's: its stack
+    /// ends with `Continuation.enter`, as the virtual thread's own stack
+    /// trace does, and the carrier's frames are cut.
+    fn cut_carrier_frames(&self, env: &Jvmti, mut frames: Vec<RawFrame>) -> Vec<RawFrame> {
+        let mut known = self.carrier_entry.lock();
+        let entry = frames.iter().position(|&(method, _)| {
+            *known.entry(method).or_insert_with(|| {
+                jvm::method_name(env, method).is_some_and(|(name, _)| name == "enterSpecial")
+                    && jvm::declaring_class(env, method)
+                        .and_then(|class| jvm::class_signature(env, class))
+                        .is_some_and(|sig| sig == "Ljdk/internal/vm/Continuation;")
+            })
+        });
+        if let Some(entry) = entry {
+            frames.truncate(entry);
+        }
+        frames
+    }
+
+    fn say_refused(&self) {
+        if self.verbose && !self.refused.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "HPROF: AsyncGetCallTrace refused a sample; its stack is taken through JVMTI"
+            );
+        }
+    }
+
+    /// The threads counted by the signal handler without a stack (plus
+    /// `pending`), with their stacks taken through JVMTI.
+    fn collect_through_jvmti(&self, env: &Jvmti, mut pending: Vec<(usize, u32)>) -> Vec<Ran> {
         // Held until the walk is done: an ending thread deletes its global
         // reference under this lock, so none is used after it is freed.
         let timed = self.timed.lock();
-        let pending = cpu_timers::take_pending();
+        pending.extend(cpu_timers::take_pending());
         if pending.is_empty() {
             return Vec::new();
         }
@@ -132,7 +264,7 @@ impl CpuSampling {
             .map(|((serial, intervals), frames)| Ran {
                 serial,
                 intervals,
-                frames,
+                stack: Stack::from_jvmti(frames),
             })
             .collect()
     }

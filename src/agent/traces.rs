@@ -89,13 +89,26 @@ impl TracePolicy {
     /// so the sample is counted, visibly, and readers that expect every
     /// CPU SAMPLES row to have frames (hprof2flamegraph) still work.
     pub fn intern_no_java_frames(&self, model: &mut Model, thread_serial: u32) -> u32 {
+        self.intern_pseudo(model, "<no Java frames>", 0, thread_serial)
+    }
+
+    /// The trace of a CPU sample whose stack could not be walked: one
+    /// pseudo-frame `<name>.<unknown>`, keyed by `code` (a small number
+    /// per name; 0 is `<no Java frames>`).
+    pub fn intern_pseudo(
+        &self,
+        model: &mut Model,
+        name: &str,
+        code: u64,
+        thread_serial: u32,
+    ) -> u32 {
         let key = FrameKey {
-            method: NO_JAVA_FRAMES,
+            method: NO_JAVA_FRAMES | code,
             location: -1,
         };
         let frame = model.frames.intern(key, || FrameFacts {
             class_serial: 0,
-            class_signature: "L<no Java frames>;".into(),
+            class_signature: format!("L{name};"),
             method_name: "<unknown>".into(),
             method_signature: "()V".into(),
             source_file: None,

@@ -17,3 +17,20 @@ pub const ALLOC_STACK_ONLY: i64 = 0x400;
 /// Makes heap dumps go through the HotSpotDiagnostic MXBean, the fallback
 /// for a JVM without a known management table (a test aid for that path).
 pub const HEAP_DUMP_THROUGH_BEAN: i64 = 0x8000;
+
+/// Makes cpu=samples take every stack through JVMTI at the thread's next
+/// safepoint (the path used when AsyncGetCallTrace is absent): the old
+/// path, beside the new one, for the safepoint-bias comparison and the
+/// benchmarks.
+pub const SAMPLES_THROUGH_JVMTI: i64 = 0x10000;
+
+/// Makes the signal handler's stack walk read an unmapped address instead
+/// of calling AsyncGetCallTrace: proves that the fault guard catches a
+/// fault inside the walk (the sample is counted under `<fault in stack
+/// walk>`) and the program goes on.
+pub const FAULTING_STACK_WALK: i64 = 0x20000;
+
+/// Makes cpu=samples leave CompiledMethodLoad events off (so HotSpot keeps
+/// `DebugNonSafepoints` off): what recording debug information at every
+/// compiled instruction costs, measured.
+pub const SAMPLES_WITHOUT_COMPILED_METHOD_LOAD: i64 = 0x40000;

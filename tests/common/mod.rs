@@ -814,3 +814,14 @@ pub fn on_each(jdks: &[Jdk], check: impl Fn(&Jdk)) {
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// `name=<value>` from a fixture's stdout, parsed; panics with the output
+/// when there is no such line.
+pub fn printed<T: std::str::FromStr>(stdout: &str, name: &str) -> T {
+    let prefix = format!("{name}=");
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name}= line in the fixture's output:\n{stdout}"))
+}

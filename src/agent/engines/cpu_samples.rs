@@ -3,11 +3,13 @@
 //! each tick is counted here per trace, and a dump writes the CPU SAMPLES
 //! section (counts start over after each dump, as HPROF's did).
 
+use crate::agent::async_trace::Walker;
 use crate::agent::engine::{Engine, Run};
-use crate::agent::jvm::LocalThread;
-use crate::agent::sampler::CpuSampling;
+use crate::agent::jvm::{self, LocalClass, LocalThread};
+use crate::agent::sampler::{CpuSampling, Stack};
 use crate::format::ascii::time::ctime_now;
 use crate::model::Model;
+use crate::options::{Options, experiment};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
@@ -22,6 +24,9 @@ pub struct CpuSamples {
     counts: Mutex<HashMap<u32, u64>>,
     /// Which threads are sampled (a `net=` front end's CONTROL).
     sampled: SampledThreads,
+    /// CompiledMethodLoad events on, for HotSpot's `DebugNonSafepoints`
+    /// (off only for a measurement, X=0x40000).
+    debug_non_safepoints: bool,
 }
 
 /// Which threads' samples count: every thread unless a front end turned
@@ -61,16 +66,25 @@ impl SampledThreads {
 }
 
 impl CpuSamples {
-    /// Sampling every `interval_ms` of CPU, `depth` frames deep; installs
+    /// Sampling every `interval` of CPU, `depth` frames deep; installs
     /// the signal handler, or says why sampling cannot run.
-    pub fn new(interval_ms: u32, depth: u32) -> Self {
-        let sampling = CpuSampling::new(interval_ms, depth)
-            .map_err(|why| eprintln!("HPROF ERROR: cpu=samples cannot run: {why}"))
-            .ok();
+    pub fn new(options: &Options) -> Self {
+        let walker = match options.experiment {
+            x if x & experiment::SAMPLES_THROUGH_JVMTI != 0 => None,
+            x if x & experiment::FAULTING_STACK_WALK != 0 => Some(Walker::Faulting),
+            _ => Some(Walker::AsyncGetCallTrace),
+        };
+        let sampling =
+            CpuSampling::new(options.interval_ms, options.depth, walker, options.verbose)
+                .map_err(|why| eprintln!("HPROF ERROR: cpu=samples cannot run: {why}"))
+                .ok();
         Self {
             sampling,
             counts: Mutex::default(),
             sampled: SampledThreads::default(),
+            debug_non_safepoints: options.experiment
+                & experiment::SAMPLES_WITHOUT_COMPILED_METHOD_LOAD
+                == 0,
         }
     }
 
@@ -92,10 +106,12 @@ impl CpuSamples {
         let traces: Vec<(u32, u32)> = ran
             .iter()
             .map(|r| {
-                let trace = if r.frames.is_empty() {
-                    run.traces.intern_no_java_frames(&mut model, r.serial)
-                } else {
-                    run.traces.intern(&env, &mut model, &r.frames, r.serial)
+                let trace = match &r.stack {
+                    Stack::Frames(frames) => run.traces.intern(&env, &mut model, frames, r.serial),
+                    Stack::Unwalkable(why) => {
+                        run.traces
+                            .intern_pseudo(&mut model, why.frame_name(), why.code(), r.serial)
+                    }
                 };
                 (trace, r.intervals)
             })
@@ -109,8 +125,57 @@ impl CpuSamples {
 }
 
 impl Engine for CpuSamples {
-    fn start(&'static self, run: &'static Run, _jni: Option<&JniEnv>) {
+    /// CompiledMethodLoad, for what turning its events on does in HotSpot:
+    /// compiled code then records debug information at every instruction,
+    /// not only at safepoints (`DebugNonSafepoints`, see
+    /// `code/debugInfoRec.cpp`, `compute_recording_non_safepoints`), so a
+    /// stack walked at any instruction names the right method and line.
+    fn add_capabilities(
+        &self,
+        caps: &mut jvmti::jvmtiCapabilities,
+        potential: &jvmti::jvmtiCapabilities,
+    ) {
+        if self.walks_in_handler() {
+            caps.set_can_generate_compiled_method_load_events(
+                potential.can_generate_compiled_method_load_events(),
+            );
+        }
+    }
+
+    /// CompiledMethodLoad on from the start, before anything is compiled
+    /// (its callback does nothing).
+    fn on_load(&self, jvmti: &Jvmti) -> Result<(), String> {
+        if self.walks_in_handler() && self.debug_non_safepoints {
+            let _ = jvmti.enable_events_global(&[jvmti::JVMTI_EVENT_COMPILED_METHOD_LOAD]);
+        }
+        Ok(())
+    }
+
+    /// AsyncGetCallTrace needs ClassLoad events on (it refuses otherwise)
+    /// and a jmethodID for every method (made at ClassPrepare).
+    fn live_events(&self) -> &'static [jvmti::jvmtiEvent] {
+        if self.walks_in_handler() {
+            &[
+                jvmti::JVMTI_EVENT_CLASS_LOAD,
+                jvmti::JVMTI_EVENT_CLASS_PREPARE,
+            ]
+        } else {
+            &[]
+        }
+    }
+
+    /// The classes loaded so far get their jmethodIDs (those prepared from
+    /// now on get them at ClassPrepare, whose events are on already), then
+    /// the signal handler walks stacks and the sampler thread starts.
+    fn start(&'static self, run: &'static Run, jni: Option<&JniEnv>) {
         if let Some(sampling) = &self.sampling {
+            if self.walks_in_handler() {
+                let env = run.jvmti.env();
+                for class in jvm::loaded_classes(&env, jni) {
+                    jvm::create_method_ids(&env, class.get());
+                }
+            }
+            sampling.activate();
             sampling.start(run.vm, move |_jni| self.tick(run));
         }
     }
@@ -168,6 +233,22 @@ fn section(run: &Run, model: &mut Model, counts: &HashMap<u32, u64>, cutoff: f64
     let samples = crate::emit::cpu::samples_from(model, counts);
     run.emitter
         .cpu_samples(model, &samples, cutoff, ctime_now())
+}
+
+impl CpuSamples {
+    /// True when stacks are to be walked in the signal handler.
+    fn walks_in_handler(&self) -> bool {
+        self.sampling
+            .as_ref()
+            .is_some_and(CpuSampling::can_walk_in_handler)
+    }
+
+    /// ClassPrepare: the class's methods get their jmethodIDs.
+    pub fn class_prepared(&self, env: &Jvmti, class: LocalClass<'_>) {
+        if self.walks_in_handler() {
+            jvm::create_method_ids(env, class);
+        }
+    }
 }
 
 /// What a `net=` front end can ask of cpu=samples.

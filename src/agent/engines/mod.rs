@@ -45,9 +45,7 @@ impl Engines {
             allocation_sites: options
                 .heap_sites
                 .then(|| AllocationSites::new(options.alloc_interval)),
-            cpu_samples: options
-                .cpu_samples
-                .then(|| CpuSamples::new(options.interval_ms, options.depth)),
+            cpu_samples: options.cpu_samples.then(|| CpuSamples::new(options)),
             method_times,
             lock_waits: options.monitor.then(|| LockWaits::new(options.depth)),
         }
