@@ -96,19 +96,28 @@ fn agrees(
                 stack.state & jvmti::JVMTI_THREAD_STATE_BLOCKED_ON_MONITOR_ENTER != 0
             })
     };
-    owned.iter().all(|(_, usage)| {
-        usage
-            .waiting_to_enter
-            .iter()
-            .map(OwnedLocal::get)
-            .filter(|&t| {
-                !usage
-                    .waiting_to_be_notified
-                    .iter()
-                    .any(|n| jvm::same_object(jni, t, n.get()))
-            })
-            .all(blocked)
-    })
+    owned
+        .iter()
+        .all(|(_, usage)| entering(jni, usage).all(blocked))
+}
+
+/// The threads waiting to enter a monitor, without those in `Object.wait`:
+/// up to JDK 22, JVMTI lists the threads in Object.wait among those waiting
+/// to enter too; MONITOR DUMP lists them once, as waiting to be notified.
+fn entering<'u>(
+    jni: &'u JniEnv,
+    usage: &'u jvm::MonitorUsage<'_>,
+) -> impl Iterator<Item = LocalThread<'u>> {
+    usage
+        .waiting_to_enter
+        .iter()
+        .map(OwnedLocal::get)
+        .filter(|&t| {
+            !usage
+                .waiting_to_be_notified
+                .iter()
+                .any(|n| jvm::same_object(jni, t, n.get()))
+        })
 }
 
 /// The index of a thread serial in [`Monitors::threads`].
@@ -390,17 +399,8 @@ impl Monitors {
             } else {
                 serial_of(model, owner)
             };
-            // Up to JDK 22, JVMTI lists the threads in Object.wait among
-            // those waiting to enter too; they are listed once, as waiting
-            // to be notified.
             let notified = &usage.waiting_to_be_notified;
-            let waiting_to_enter = usage
-                .waiting_to_enter
-                .iter()
-                .map(OwnedLocal::get)
-                .filter(|&t| !notified.iter().any(|n| jvm::same_object(jni, t, n.get())))
-                .map(|t| serial_of(model, t))
-                .collect();
+            let waiting_to_enter = entering(jni, usage).map(|t| serial_of(model, t)).collect();
             let waiting_to_be_notified =
                 notified.iter().map(|t| serial_of(model, t.get())).collect();
             monitors.push(MonitorInfo {
