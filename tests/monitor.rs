@@ -253,6 +253,10 @@ fn a_sigquit_dump_shows_the_owner_and_the_waiting_threads_and_times_start_over()
                 .find(|t| t.thread_serial == serial)
                 .map(|t| t.status.as_str())
         };
+        assert!(
+            threads.iter().all(|t| !t.status.starts_with("S|")),
+            "{label}: the dump's own pause shows as suspended: {threads:?}"
+        );
         for waiting in &lock.waiting_to_enter {
             assert_eq!(status_of(*waiting), Some("MW"), "{label}: thread {waiting}");
         }

@@ -740,6 +740,57 @@ pub fn runnable_stacks_of(
         .collect()
 }
 
+/// Threads paused with JVMTI's SuspendThreadList, resumed when this is
+/// dropped (also while unwinding). Only JVMTI and JNI may be called while
+/// they are paused: a paused thread may hold any of the agent's locks.
+pub struct Paused<'a> {
+    env: &'a Jvmti,
+    /// The threads this pause suspended (not those suspended before).
+    threads: Vec<jni::jthread>,
+    /// For each thread given, whether this pause suspended it.
+    pub by_us: Vec<bool>,
+}
+
+/// Pauses `threads`, leaving out the calling thread (which would never be
+/// resumed). Nothing is paused when the JVM lacks `can_suspend`.
+pub fn pause<'a>(jni: &JniEnv, env: &'a Jvmti, threads: &'a [LocalThread<'_>]) -> Paused<'a> {
+    let current = env.get_current_thread().unwrap_or(std::ptr::null_mut());
+    let targets: Vec<usize> = (0..threads.len())
+        // SAFETY: both references are live or null, which JNI allows here.
+        .filter(|&i| current.is_null() || !unsafe { jni.is_same_object(threads[i].raw(), current) })
+        .collect();
+    if !current.is_null() {
+        // SAFETY: a local reference GetCurrentThread made on this thread.
+        unsafe { jni.delete_local_ref(current) };
+    }
+    let raw: Vec<jni::jthread> = targets.iter().map(|&i| threads[i].raw()).collect();
+    // SAFETY: live thread references (`Local`s) of this JVM.
+    let results = unsafe { env.suspend_thread_list(&raw) }.unwrap_or_default();
+    let mut by_us = vec![false; threads.len()];
+    let mut paused = Vec::new();
+    for ((&index, &thread), result) in targets.iter().zip(&raw).zip(&results) {
+        if *result == jvmti::jvmtiError::NONE {
+            by_us[index] = true;
+            paused.push(thread);
+        }
+    }
+    Paused {
+        env,
+        threads: paused,
+        by_us,
+    }
+}
+
+impl Drop for Paused<'_> {
+    fn drop(&mut self) {
+        if !self.threads.is_empty() {
+            // SAFETY: the references are those suspended above, still live:
+            // the guard borrows the caller's `Local`s.
+            let _ = unsafe { self.env.resume_thread_list(&self.threads) };
+        }
+    }
+}
+
 /// Every live Java thread (platform threads: JVMTI does not list virtual
 /// ones), as local references deleted as each is dropped.
 pub fn all_threads<'j>(jni: &'j JniEnv, env: &Jvmti) -> Vec<OwnedLocal<'j, kind::Thread>> {

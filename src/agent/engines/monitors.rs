@@ -360,20 +360,32 @@ impl Monitors {
             })
             .collect();
         let locals: Vec<LocalThread<'_>> = live.iter().map(OwnedLocal::get).collect();
-        // What pauses threads comes before the model lock. The monitors and
-        // the threads' states are looked at in separate JVM pauses, so a
-        // monitor handed over between them would show a waiter that is
-        // already running; such a snapshot is taken again, a bounded number
-        // of times (the last one is written as it is).
-        let mut attempt = 1;
-        let (stacks, owned) = loop {
-            let owned = owned_monitors(jni, env, &locals);
-            let stacks = jvm::stacks_of(env, &locals, run.traces.depth);
-            if attempt == SNAPSHOT_ATTEMPTS || agrees(jni, &locals, &stacks, &owned) {
-                break (stacks, owned);
+        // A snapshot: the threads are paused while their monitors and
+        // states are looked at (one JVMTI call per thread, so without the
+        // pause a monitor handed over between two calls is missed or shows a
+        // waiter that is already running). A paused thread may hold any of
+        // the agent's locks, so only JVMTI and JNI are called until they
+        // resume, before the model lock. Should the pause fail, a snapshot
+        // that disagrees is taken again, a bounded number of times (the last
+        // one is written as it is).
+        let (mut stacks, owned, paused_by_us) = {
+            let paused = jvm::pause(jni, env, &locals);
+            let mut attempt = 1;
+            loop {
+                let owned = owned_monitors(jni, env, &locals);
+                let stacks = jvm::stacks_of(env, &locals, run.traces.depth);
+                if attempt == SNAPSHOT_ATTEMPTS || agrees(jni, &locals, &stacks, &owned) {
+                    break (stacks, owned, paused.by_us.clone());
+                }
+                attempt += 1;
             }
-            attempt += 1;
         };
+        // The pause is the agent's, not the program's: not shown as `S|`.
+        for (stack, by_us) in stacks.iter_mut().zip(paused_by_us) {
+            if by_us {
+                stack.state &= !jvmti::JVMTI_THREAD_STATE_SUSPENDED;
+            }
+        }
 
         let mut guard = run.model.lock();
         let model = &mut *guard;
@@ -476,6 +488,8 @@ impl Engine for Monitors {
         caps.set_can_generate_monitor_events(potential.can_generate_monitor_events());
         caps.set_can_get_owned_monitor_info(potential.can_get_owned_monitor_info());
         caps.set_can_get_monitor_info(potential.can_get_monitor_info());
+        // MONITOR DUMP pauses the threads to look at them all at once.
+        caps.set_can_suspend(potential.can_suspend());
         // JDK 21+: the monitor events of virtual threads reach only agents
         // that say they handle virtual threads.
         caps.set_can_support_virtual_threads(potential.can_support_virtual_threads());
