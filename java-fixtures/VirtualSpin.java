@@ -3,12 +3,13 @@ import java.lang.management.ThreadInfo;
 import java.lang.management.ThreadMXBean;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 
 /**
  * CPU work done in virtual threads (JDK 21+, reached through reflection):
  * `tasks` virtual threads (default 8) each run spin() for `ms` ms of wall
- * time (default 400), never blocking, so that while spin() runs its carrier
+ * time (default 400), never blocking (named spinner-0, spinner-1, ...), so that while spin() runs its carrier
  * thread's CPU is spin()'s. Prints `spin_ms=` (the wall time all spin()s
  * ran) and `carrier_cpu_ms=` (the CPU the virtual-thread scheduler's
  * carrier threads, ForkJoinPool-*-worker-*, used in all: spin() plus the
@@ -38,6 +39,18 @@ public class VirtualSpin {
         return (ExecutorService) Executors.class
                 .getMethod("newVirtualThreadPerTaskExecutor")
                 .invoke(null);
+    }
+
+    /** Virtual threads named prefix0, prefix1, ..., one per task. */
+    static ExecutorService namedVirtualExecutor(String prefix) throws Exception {
+        Class<?> builderType = Class.forName("java.lang.Thread$Builder");
+        Object builder = Thread.class.getMethod("ofVirtual").invoke(null);
+        builder = builderType.getMethod("name", String.class, long.class)
+                .invoke(builder, prefix, 0L);
+        ThreadFactory factory = (ThreadFactory) builderType.getMethod("factory").invoke(builder);
+        return (ExecutorService) Executors.class
+                .getMethod("newThreadPerTaskExecutor", ThreadFactory.class)
+                .invoke(null, factory);
     }
 
     static long carrierCpuNs() {
@@ -77,7 +90,7 @@ public class VirtualSpin {
         long ms = args.length > 1 ? Long.parseLong(args[1]) : 400;
         long before = carrierCpuNs();
         long[] spinNs = new long[tasks];
-        ExecutorService pool = virtualExecutor();
+        ExecutorService pool = namedVirtualExecutor("spinner-");
         for (int t = 0; t < tasks; t++) {
             final int index = t;
             pool.execute(() -> {

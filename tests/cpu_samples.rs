@@ -4,9 +4,9 @@
 mod common;
 
 use common::{AsciiProfile, cpu_count_in};
-use hprof_rs::format::ascii::{CpuSection, CpuTitle, LineInfo};
+use hprof_rs::format::ascii::{CpuSection, CpuTitle, LineInfo, Section};
 use hprof_rs::format::binary::{self, RecordBody};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs;
 use std::process::Command;
 
@@ -244,10 +244,13 @@ fn virtual_threads_cpu_is_charged_to_their_own_frames() {
                 );
             }
             // (A platform thread's stack may hold ForkJoinPool frames of its
-            // own: the main thread's first virtual thread initialises it.)
+            // own: the main thread's first virtual thread initialises it. And
+            // a carrier's own stack holds `VirtualThread.runContinuation`,
+            // where it finishes a virtual thread after it unmounted: only
+            // `VirtualThread.run` is the virtual thread's.)
             let virtual_thread = frames
                 .iter()
-                .any(|f| f == "VirtualSpin.spin" || f.starts_with("java.lang.VirtualThread.run"));
+                .any(|f| f == "VirtualSpin.spin" || f == "java.lang.VirtualThread.run");
             let carrier: Vec<&String> = frames.iter().filter(|f| is_carrier_frame(f)).collect();
             assert!(
                 !virtual_thread || carrier.is_empty(),
@@ -269,6 +272,76 @@ fn virtual_threads_cpu_is_charged_to_their_own_frames() {
     });
 }
 
+/// With `thread=y`, a sample taken on a carrier is charged to the virtual
+/// thread it ran: each spinner gets its own THREAD START (its name, group
+/// VirtualThreads) and THREAD END, and the spin samples are theirs.
+#[test]
+fn thread_y_names_the_virtual_threads_that_used_cpu() {
+    common::on_each(&common::jdks_of(&[21, 25]), |jdk| {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("cpu-samples-virtual-names-{label}"));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg(common::agentpath_arg("cpu=samples,thread=y,cutoff=0"))
+            .args(["VirtualSpin", "8", "400"]);
+        let out = common::run(&mut cmd);
+        common::assert_success(&out, &format!("VirtualSpin thread=y on {label}"));
+        let path = dir.join("java.hprof.txt");
+        common::assert_print_accepts(&path, label);
+        let profile = AsciiProfile::read(&path);
+        let names = profile.threads();
+        let mut spin_by_thread: BTreeMap<String, u64> = BTreeMap::new();
+        let mut spin_total = 0;
+        for row in &samples_block(&profile).rows {
+            let trace = profile.trace(row.trace_serial);
+            if trace.frames.first().is_none_or(|f| f.method_name != "spin") {
+                continue;
+            }
+            spin_total += row.count;
+            let serial = trace
+                .thread_serial
+                .expect("thread=y puts the thread in the trace");
+            let name = names.get(&serial).cloned().unwrap_or_default();
+            *spin_by_thread.entry(name).or_default() += row.count;
+        }
+        let spinners: Vec<String> = (0..8).map(|i| format!("spinner-{i}")).collect();
+        let charged: u64 = spinners.iter().filter_map(|n| spin_by_thread.get(n)).sum();
+        assert!(
+            spinners
+                .iter()
+                .all(|n| spin_by_thread.get(n).is_some_and(|&c| c >= 5)),
+            "{label}: spin samples by thread {spin_by_thread:?}"
+        );
+        assert!(
+            charged as f64 >= 0.9 * spin_total as f64,
+            "{label}: {charged} of {spin_total} spin samples charged to the spinners: {spin_by_thread:?}"
+        );
+        let ended: BTreeSet<u32> = profile
+            .sections
+            .iter()
+            .filter_map(|s| match s {
+                Section::ThreadEnd { thread_serial } => Some(*thread_serial),
+                _ => None,
+            })
+            .collect();
+        for section in &profile.sections {
+            if let Section::ThreadStart {
+                thread_serial,
+                name,
+                group,
+                ..
+            } = section
+                && name.starts_with("spinner-")
+            {
+                assert_eq!(group, "VirtualThreads", "{label}: {name}");
+                assert!(
+                    ended.contains(thread_serial),
+                    "{label}: no THREAD END for {name}"
+                );
+            }
+        }
+    });
+}
+
 #[test]
 fn a_hundred_thousand_virtual_threads_under_cpu_samples() {
     common::on_each(&common::jdks_of(&[21, 25]), |jdk| {
@@ -287,13 +360,16 @@ fn a_hundred_thousand_virtual_threads_under_cpu_samples() {
         common::assert_print_accepts(&path, label);
         let profile = AsciiProfile::read(&path);
         samples_block(&profile);
-        // Virtual threads have no THREAD START or END of their own: the
-        // file lists the platform threads only.
-        let threads = profile.threads().len();
+        // A virtual thread gets a THREAD START only when one of its samples
+        // is counted (with thread=y): the file lists the platform threads and
+        // at most one virtual thread per sample, not 100,000.
+        let samples: u64 = samples_block(&profile).rows.iter().map(|r| r.count).sum();
+        let threads = profile.threads().len() as u64;
         assert!(
-            threads < 100,
-            "{label}: {threads} THREAD START lines for 100,000 virtual threads"
+            threads < 100 + samples && threads < 10_000,
+            "{label}: {threads} THREAD START lines for 100,000 virtual threads, {samples} samples"
         );
+        eprintln!("{label}: {threads} THREAD START lines, {samples} samples");
     });
 }
 
@@ -402,6 +478,32 @@ fn a_walk_that_faults_is_caught_and_counted() {
             "{label}: {faulted} of {} samples under the fault pseudo-frame",
             section.total
         );
+    });
+}
+
+/// What makes lines exact in compiled code: the agent sets HotSpot's
+/// `DebugNonSafepoints` flag itself (no CompiledMethodLoad events needed),
+/// only when stacks are walked in the signal handler.
+#[test]
+fn cpu_samples_turns_on_debug_information_at_every_instruction() {
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        for (options, expected) in [
+            ("cpu=samples", true),
+            ("cpu=samples,X=0x40000", false),
+            ("cpu=samples,X=0x10000", false),
+            ("heap=sites", false),
+        ] {
+            let dir = common::scratch_dir(&format!("cpu-samples-flag-{label}"));
+            let mut cmd = common::java_command(jdk, &dir);
+            cmd.arg("-XX:+UnlockDiagnosticVMOptions")
+                .arg(common::agentpath_arg(options))
+                .args(["VmFlag", "DebugNonSafepoints"]);
+            let out = common::run(&mut cmd);
+            common::assert_success(&out, &format!("VmFlag with {options} on {label}"));
+            let value: bool = common::printed(&common::stdout_text(&out), "DebugNonSafepoints");
+            assert_eq!(value, expected, "{label}: {options}");
+        }
     });
 }
 

@@ -19,10 +19,10 @@
 
 use super::cpu_timers::MAX_SLOTS;
 use super::jvm::RawFrame;
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// `ASGCT_CallFrame` (`prims/forte.cpp`): for a Java frame the bytecode
 /// index (-1 when unknown), for a native method -3; and the jmethodID.
@@ -130,6 +130,9 @@ pub enum Taken {
 /// One drained sample: whose, how many CPU intervals, what.
 pub struct Sample {
     pub serial: u32,
+    /// The key of the virtual thread mounted on the thread then (see
+    /// [`note_mounted`]), 0 for none or not tracked.
+    pub mounted: u64,
     pub slot: usize,
     pub weight: u32,
     pub taken: Taken,
@@ -142,6 +145,7 @@ const READY: u32 = 2;
 struct Record {
     state: AtomicU32,
     serial: AtomicU32,
+    mounted: AtomicU64,
     slot: AtomicU32,
     weight: AtomicU32,
     num_frames: AtomicI32,
@@ -180,6 +184,14 @@ static OWNER_ENV: [AtomicPtr<c_void>; MAX_SLOTS] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_SLOTS];
 static OWNER_TID: [AtomicI32; MAX_SLOTS] = [const { AtomicI32::new(0) }; MAX_SLOTS];
 static OWNER_SERIAL: [AtomicU32; MAX_SLOTS] = [const { AtomicU32::new(0) }; MAX_SLOTS];
+/// The key of the virtual thread each slot's thread runs now (0 for none),
+/// kept by [`note_mounted`] when virtual threads are named.
+static MOUNTED: [AtomicU64; MAX_SLOTS] = [const { AtomicU64::new(0) }; MAX_SLOTS];
+
+thread_local! {
+    /// The timer slot this thread owns (`usize::MAX` for none).
+    static OWN_SLOT: Cell<usize> = const { Cell::new(usize::MAX) };
+}
 
 /// At load time: finds AsyncGetCallTrace and allocates the ring for stacks
 /// `depth` frames deep. An error says why stacks will be taken through
@@ -197,6 +209,7 @@ pub fn prepare(depth: u32, walker: Walker) -> Result<(), String> {
             .map(|_| Record {
                 state: AtomicU32::new(FREE),
                 serial: AtomicU32::new(0),
+                mounted: AtomicU64::new(0),
                 slot: AtomicU32::new(0),
                 weight: AtomicU32::new(0),
                 num_frames: AtomicI32::new(0),
@@ -238,24 +251,7 @@ pub fn activate() -> Result<(), String> {
 }
 
 fn find_async_get_call_trace() -> Option<usize> {
-    let name = c"AsyncGetCallTrace";
-    // SAFETY: dlsym with a valid C string; RTLD_DEFAULT searches the
-    // libraries loaded globally, as the java launcher loads libjvm.
-    let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-    if !found.is_null() {
-        return Some(found as usize);
-    }
-    // A launcher that loaded libjvm locally: ask that copy, without loading one.
-    // SAFETY: RTLD_NOLOAD only looks up an already loaded library; the
-    // handle is not closed (the library stays loaded for the process).
-    let found = unsafe {
-        let jvm = libc::dlopen(c"libjvm.so".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
-        if jvm.is_null() {
-            return None;
-        }
-        libc::dlsym(jvm, name.as_ptr())
-    };
-    (!found.is_null()).then_some(found as usize)
+    super::libjvm::symbol(c"AsyncGetCallTrace").map(|found| found as usize)
 }
 
 /// On the thread itself, before its timer starts on `slot`: the thread's
@@ -268,7 +264,18 @@ pub fn own_slot(slot: usize, jni_env: *mut c_void, serial: u32) {
     let tid = unsafe { libc::gettid() };
     OWNER_ENV[slot].store(jni_env, Ordering::Relaxed);
     OWNER_SERIAL[slot].store(serial, Ordering::Relaxed);
+    MOUNTED[slot].store(0, Ordering::Relaxed);
     OWNER_TID[slot].store(tid, Ordering::Release);
+    OWN_SLOT.with(|own| own.set(slot));
+}
+
+/// On a carrier thread, as a virtual thread mounts (`key`) or unmounts (0):
+/// the samples its timer takes from now on are that virtual thread's.
+pub fn note_mounted(key: u64) {
+    let slot = OWN_SLOT.try_with(Cell::get).unwrap_or(usize::MAX);
+    if slot < MAX_SLOTS {
+        MOUNTED[slot].store(key, Ordering::Relaxed);
+    }
 }
 
 /// Once the slot's timer is deleted: the slot no longer leads to its thread.
@@ -331,6 +338,9 @@ pub fn capture(slot: usize, weight: u32, ucontext: *mut c_void) -> bool {
         OWNER_SERIAL[slot].load(Ordering::Relaxed),
         Ordering::Relaxed,
     );
+    record
+        .mounted
+        .store(MOUNTED[slot].load(Ordering::Relaxed), Ordering::Relaxed);
     record.slot.store(slot as u32, Ordering::Relaxed);
     record.weight.store(weight, Ordering::Relaxed);
     record.num_frames.store(num_frames, Ordering::Relaxed);
@@ -396,6 +406,7 @@ pub fn drain() -> Vec<Sample> {
         };
         samples.push(Sample {
             serial: record.serial.load(Ordering::Relaxed),
+            mounted: record.mounted.load(Ordering::Relaxed),
             slot: record.slot.load(Ordering::Relaxed) as usize,
             weight: record.weight.load(Ordering::Relaxed),
             taken,

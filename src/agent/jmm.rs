@@ -145,25 +145,11 @@ fn lookup(jni: &JniEnv) -> Result<HeapDumper, String> {
     Err("the JVM's management table has none of the known versions".into())
 }
 
-/// `JVM_GetManagement` of the libjvm.so this process runs: the launcher
-/// loads it globally; an embedding program may have loaded it locally,
-/// which `RTLD_NOLOAD` finds by name without loading anything.
+/// `JVM_GetManagement` of the libjvm.so this process runs.
 fn get_management_symbol() -> Option<GetManagement> {
-    const SYMBOL: &std::ffi::CStr = c"JVM_GetManagement";
-    // SAFETY: dlsym and dlopen(RTLD_NOLOAD) only look up objects already
-    // loaded; the handle of the latter is released. The symbol, when found,
-    // is libjvm's `void* JVM_GetManagement(jint)`.
-    unsafe {
-        let mut address = libc::dlsym(libc::RTLD_DEFAULT, SYMBOL.as_ptr());
-        if address.is_null() {
-            let handle = libc::dlopen(c"libjvm.so".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
-            if !handle.is_null() {
-                address = libc::dlsym(handle, SYMBOL.as_ptr());
-                libc::dlclose(handle);
-            }
-        }
-        (!address.is_null()).then(|| std::mem::transmute::<*mut c_void, GetManagement>(address))
-    }
+    // SAFETY: the symbol is libjvm's `void* JVM_GetManagement(jint)`.
+    super::libjvm::symbol(c"JVM_GetManagement")
+        .map(|address| unsafe { std::mem::transmute::<*mut c_void, GetManagement>(address) })
 }
 
 /// The fallback: `ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean

@@ -142,7 +142,7 @@ impl Tracker {
                     // SAFETY: a local reference GetObjectArrayElement just
                     // made on this thread, deleted only by its owner.
                     let thread: OwnedLocal<'_, kind::Thread> = OwnedLocal::new(Some(jni), raw);
-                    jvm::thread_value(env, thread.get()) as u32
+                    super::threads::serial_of(env, thread.get())
                 })
                 .collect();
             let failure = (!failure.is_null())

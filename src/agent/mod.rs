@@ -17,6 +17,7 @@ mod jmm;
 mod jvm;
 mod jvm_lock_tracker;
 mod jvm_tracker;
+mod libjvm;
 mod listener;
 mod lock_sites;
 mod monitors;
@@ -27,6 +28,7 @@ mod site_cache;
 mod threads;
 mod times;
 mod traces;
+mod virtual_threads;
 
 use crate::options::{self, Parsed};
 use crate::output::{OutputWriter, Sink};
@@ -150,6 +152,15 @@ impl Agent for HprofAgent {
             // the duration of the callback.
             let thread = unsafe { event_ref(&context, event.thread()) };
             profiler.thread_ended(context.jni().map(|j| &**j), thread);
+        }
+    }
+
+    fn virtual_thread_end(&self, context: CallbackContext<'_>, event: ThreadEvent) {
+        if let Some(profiler) = PROFILER.get() {
+            // SAFETY: JVMTI guarantees an event's references are live for
+            // the duration of the callback.
+            let thread = unsafe { event_ref(&context, event.thread()) };
+            profiler.virtual_thread_ended(context.jni().map(|j| &**j), thread);
         }
     }
 

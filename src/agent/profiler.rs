@@ -204,6 +204,15 @@ impl Profiler {
         }
     }
 
+    /// VirtualThreadEnd (on only while virtual threads are named).
+    pub fn virtual_thread_ended(&self, jni: Option<&JniEnv>, thread: LocalThread<'_>) {
+        if let (Some(samples), Some(jni)) = (&self.engines.cpu_samples, jni)
+            && self.accepting_events()
+        {
+            samples.virtual_thread_ended(&self.run, jni, thread);
+        }
+    }
+
     /// ClassLoad: the class gets a serial, and in binary a LOAD CLASS record
     /// with the loading thread's trace.
     pub fn class_loaded(&self, thread: LocalThread<'_>, class: LocalClass<'_>) {

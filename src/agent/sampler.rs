@@ -46,6 +46,9 @@ pub enum Stack {
 /// One thread's CPU since the last tick, at one stack.
 pub struct Ran {
     pub serial: u32,
+    /// The key of the virtual thread it ran (`async_trace::note_mounted`),
+    /// 0 for none or not tracked.
+    pub mounted: u64,
     /// CPU intervals consumed.
     pub intervals: u32,
     pub stack: Stack,
@@ -198,6 +201,7 @@ impl CpuSampling {
             };
             ran.push(Ran {
                 serial: sample.serial,
+                mounted: sample.mounted,
                 intervals: sample.weight,
                 stack,
             });
@@ -263,6 +267,7 @@ impl CpuSampling {
             .zip(stacks)
             .map(|((serial, intervals), frames)| Ran {
                 serial,
+                mounted: 0,
                 intervals,
                 stack: Stack::from_jvmti(frames),
             })

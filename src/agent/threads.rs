@@ -27,9 +27,10 @@ pub fn is_agent_thread() -> bool {
     AGENT_THREAD.try_with(Cell::get).unwrap_or(false)
 }
 
-/// The serial of `thread`, 0 for a thread never registered.
+/// The serial of `thread`, 0 for a thread never registered. (A virtual
+/// thread not registered yet may hold a key of `virtual_threads` instead.)
 pub fn serial_of(env: &Jvmti, thread: LocalThread<'_>) -> u32 {
-    jvm::thread_value(env, thread) as u32
+    u32::try_from(jvm::thread_value(env, thread)).unwrap_or(0)
 }
 
 /// The serial of `thread`, registering it if new. A thread registered here
@@ -41,9 +42,9 @@ pub fn thread_serial(
     thread: LocalThread<'_>,
     start_frames: &[RawFrame],
 ) -> u32 {
-    match jvm::thread_value(env, thread) {
+    match serial_of(env, thread) {
         0 => register(run, env, model, thread, start_frames),
-        stored => stored as u32,
+        stored => stored,
     }
 }
 

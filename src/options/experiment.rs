@@ -30,7 +30,7 @@ pub const SAMPLES_THROUGH_JVMTI: i64 = 0x10000;
 /// walk>`) and the program goes on.
 pub const FAULTING_STACK_WALK: i64 = 0x20000;
 
-/// Makes cpu=samples leave CompiledMethodLoad events off (so HotSpot keeps
-/// `DebugNonSafepoints` off): what recording debug information at every
-/// compiled instruction costs, measured.
-pub const SAMPLES_WITHOUT_COMPILED_METHOD_LOAD: i64 = 0x40000;
+/// Makes cpu=samples leave HotSpot's `DebugNonSafepoints` off (neither the
+/// flag nor CompiledMethodLoad events): what recording debug information at
+/// every compiled instruction costs, measured.
+pub const SAMPLES_WITHOUT_DEBUG_NON_SAFEPOINTS: i64 = 0x40000;

@@ -130,7 +130,7 @@ impl AllocationSites {
 
         let class_tag = jvm::tag_of(&env, class);
         let thread_serial = if run.traces.per_thread {
-            jvm::thread_value(&env, thread)
+            u64::from(threads::serial_of(&env, thread))
         } else {
             0
         };

@@ -6,7 +6,9 @@
 use crate::agent::async_trace::Walker;
 use crate::agent::engine::{Engine, Run};
 use crate::agent::jvm::{self, LocalClass, LocalThread};
+use crate::agent::libjvm;
 use crate::agent::sampler::{CpuSampling, Stack};
+use crate::agent::virtual_threads::VirtualThreads;
 use crate::format::ascii::time::ctime_now;
 use crate::model::Model;
 use crate::options::{Options, experiment};
@@ -24,9 +26,16 @@ pub struct CpuSamples {
     counts: Mutex<HashMap<u32, u64>>,
     /// Which threads are sampled (a `net=` front end's CONTROL).
     sampled: SampledThreads,
-    /// CompiledMethodLoad events on, for HotSpot's `DebugNonSafepoints`
-    /// (off only for a measurement, X=0x40000).
-    debug_non_safepoints: bool,
+    /// With `thread=y`, the virtual threads the carriers ran, to charge
+    /// their samples to them (None when stacks are not walked in the
+    /// handler: JVMTI gives the carrier's own stack).
+    virtual_threads: Option<VirtualThreads>,
+    /// Whether the JVM has virtual threads to name (JDK 21+), known once
+    /// capabilities are added.
+    names_virtual_threads: AtomicBool,
+    /// CompiledMethodLoad events on, for HotSpot's `DebugNonSafepoints`,
+    /// when the flag itself could not be set.
+    debug_info_through_events: bool,
 }
 
 /// Which threads' samples count: every thread unless a front end turned
@@ -78,13 +87,26 @@ impl CpuSamples {
             CpuSampling::new(options.interval_ms, options.depth, walker, options.verbose)
                 .map_err(|why| eprintln!("HPROF ERROR: cpu=samples cannot run: {why}"))
                 .ok();
+        let walks_in_handler = sampling
+            .as_ref()
+            .is_some_and(CpuSampling::can_walk_in_handler);
+        let wants_debug_info = walks_in_handler
+            && options.experiment & experiment::SAMPLES_WITHOUT_DEBUG_NON_SAFEPOINTS == 0;
+        let debug_info_through_events =
+            wants_debug_info && !libjvm::set_bool_flag(c"DebugNonSafepoints", true);
+        if options.verbose && debug_info_through_events {
+            eprintln!(
+                "HPROF: DebugNonSafepoints not found in the JVM's flags; \
+                 turned on through CompiledMethodLoad events"
+            );
+        }
         Self {
             sampling,
             counts: Mutex::default(),
             sampled: SampledThreads::default(),
-            debug_non_safepoints: options.experiment
-                & experiment::SAMPLES_WITHOUT_COMPILED_METHOD_LOAD
-                == 0,
+            virtual_threads: (walks_in_handler && options.thread).then(VirtualThreads::default),
+            names_virtual_threads: AtomicBool::new(false),
+            debug_info_through_events,
         }
     }
 
@@ -102,15 +124,23 @@ impl CpuSamples {
         if ran.is_empty() {
             return;
         }
+        let jni = run.vm.current_env();
         let mut model = run.model.lock();
         let traces: Vec<(u32, u32)> = ran
             .iter()
             .map(|r| {
+                let serial = self
+                    .virtual_threads
+                    .as_ref()
+                    .zip(jni.as_ref())
+                    .filter(|_| r.mounted != 0)
+                    .and_then(|(names, jni)| names.serial_of(run, &env, jni, &mut model, r.mounted))
+                    .unwrap_or(r.serial);
                 let trace = match &r.stack {
-                    Stack::Frames(frames) => run.traces.intern(&env, &mut model, frames, r.serial),
+                    Stack::Frames(frames) => run.traces.intern(&env, &mut model, frames, serial),
                     Stack::Unwalkable(why) => {
                         run.traces
-                            .intern_pseudo(&mut model, why.frame_name(), why.code(), r.serial)
+                            .intern_pseudo(&mut model, why.frame_name(), why.code(), serial)
                     }
                 };
                 (trace, r.intervals)
@@ -125,17 +155,23 @@ impl CpuSamples {
 }
 
 impl Engine for CpuSamples {
-    /// CompiledMethodLoad, for what turning its events on does in HotSpot:
-    /// compiled code then records debug information at every instruction,
-    /// not only at safepoints (`DebugNonSafepoints`, see
-    /// `code/debugInfoRec.cpp`, `compute_recording_non_safepoints`), so a
-    /// stack walked at any instruction names the right method and line.
+    /// Line numbers at any instruction: compiled code must record debug
+    /// information at every instruction, not only at safepoints. HotSpot
+    /// does so when its diagnostic flag `DebugNonSafepoints` is on, or when
+    /// CompiledMethodLoad events are on (`code/debugInfoRec.cpp`,
+    /// `compute_recording_non_safepoints`). The flag is set directly (see
+    /// `new`); the events, whose posting costs up to 5% on a program that
+    /// compiles much (javac), are the fallback.
     fn add_capabilities(
         &self,
         caps: &mut jvmti::jvmtiCapabilities,
         potential: &jvmti::jvmtiCapabilities,
     ) {
-        if self.walks_in_handler() {
+        if self.virtual_threads.is_some() && potential.can_support_virtual_threads() {
+            caps.set_can_support_virtual_threads(true);
+            self.names_virtual_threads.store(true, Ordering::Relaxed);
+        }
+        if self.debug_info_through_events {
             caps.set_can_generate_compiled_method_load_events(
                 potential.can_generate_compiled_method_load_events(),
             );
@@ -145,16 +181,23 @@ impl Engine for CpuSamples {
     /// CompiledMethodLoad on from the start, before anything is compiled
     /// (its callback does nothing).
     fn on_load(&self, jvmti: &Jvmti) -> Result<(), String> {
-        if self.walks_in_handler() && self.debug_non_safepoints {
+        if self.debug_info_through_events {
             let _ = jvmti.enable_events_global(&[jvmti::JVMTI_EVENT_COMPILED_METHOD_LOAD]);
         }
         Ok(())
     }
 
     /// AsyncGetCallTrace needs ClassLoad events on (it refuses otherwise)
-    /// and a jmethodID for every method (made at ClassPrepare).
+    /// and a jmethodID for every method (made at ClassPrepare); virtual
+    /// threads, when named, are let go at their end.
     fn live_events(&self) -> &'static [jvmti::jvmtiEvent] {
-        if self.walks_in_handler() {
+        if self.names_virtual_threads.load(Ordering::Relaxed) {
+            &[
+                jvmti::JVMTI_EVENT_CLASS_LOAD,
+                jvmti::JVMTI_EVENT_CLASS_PREPARE,
+                jvmti::JVMTI_EVENT_VIRTUAL_THREAD_END,
+            ]
+        } else if self.walks_in_handler() {
             &[
                 jvmti::JVMTI_EVENT_CLASS_LOAD,
                 jvmti::JVMTI_EVENT_CLASS_PREPARE,
@@ -174,6 +217,12 @@ impl Engine for CpuSamples {
                 for class in jvm::loaded_classes(&env, jni) {
                     jvm::create_method_ids(&env, class.get());
                 }
+            }
+            if let Some(names) = &self.virtual_threads
+                && !(self.names_virtual_threads.load(Ordering::Relaxed) && names.enable(run))
+                && run.options.verbose
+            {
+                eprintln!("HPROF: this JVM has no virtual thread mount events; none named");
             }
             sampling.activate();
             sampling.start(run.vm, move |_jni| self.tick(run));
@@ -241,6 +290,13 @@ impl CpuSamples {
         self.sampling
             .as_ref()
             .is_some_and(CpuSampling::can_walk_in_handler)
+    }
+
+    /// VirtualThreadEnd: a named virtual thread gets its THREAD END.
+    pub fn virtual_thread_ended(&self, run: &Run, jni: &JniEnv, thread: LocalThread<'_>) {
+        if let Some(names) = &self.virtual_threads {
+            names.ended(run, &run.jvmti.env(), jni, thread);
+        }
     }
 
     /// ClassPrepare: the class's methods get their jmethodIDs.

@@ -179,7 +179,7 @@ impl Monitors {
     /// allocation, no lock of the agent's.
     #[inline]
     fn existing_thread_cell(&self, env: &Jvmti, thread: LocalThread<'_>) -> Option<&ThreadCell> {
-        let serial = jvm::thread_value(env, thread) as u32;
+        let serial = threads::serial_of(env, thread);
         thread_index(serial).and_then(|i| self.threads.get(i))
     }
 
@@ -336,7 +336,7 @@ impl Monitors {
             return;
         };
         let waited_ms = (now.saturating_sub(since) / 1_000_000) as i64;
-        let thread_serial = jvm::thread_value(&env, thread) as u32;
+        let thread_serial = threads::serial_of(&env, thread);
         write_line(
             run,
             &Section::MonitorWaited {

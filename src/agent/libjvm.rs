@@ -1,0 +1,182 @@
+//! What the agent reads from libjvm.so itself rather than through JVMTI:
+//! its exported symbols, and HotSpot's table of `-XX` flags, found through
+//! the `gHotSpotVMStructs` description HotSpot exports for serviceability
+//! tools (the same tables the Serviceability Agent reads).
+
+use std::ffi::{CStr, c_char, c_void};
+
+/// The address of `name` in the libjvm.so this process runs, or None. The
+/// java launcher loads libjvm globally; a program embedding the JVM may
+/// have loaded it locally, which `RTLD_NOLOAD` finds without loading a
+/// second copy.
+pub fn symbol(name: &CStr) -> Option<*mut c_void> {
+    // SAFETY: dlsym and dlopen(RTLD_NOLOAD) with valid C strings only look
+    // up objects already loaded; the handle of the latter is released (the
+    // library stays loaded: the process runs it).
+    let found = unsafe {
+        let mut found = libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr());
+        if found.is_null() {
+            let jvm = libc::dlopen(c"libjvm.so".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+            if !jvm.is_null() {
+                found = libc::dlsym(jvm, name.as_ptr());
+                libc::dlclose(jvm);
+            }
+        }
+        found
+    };
+    (!found.is_null()).then_some(found)
+}
+
+/// The value of an exported `uint64_t` (the tables' layout: offsets and
+/// strides).
+fn exported_u64(name: &CStr) -> Option<usize> {
+    // SAFETY: HotSpot exports these names as `uint64_t` variables.
+    symbol(name).map(|address| unsafe { *(address as *const u64) } as usize)
+}
+
+/// One of HotSpot's exported tables: a pointer to its first entry, the
+/// entries `stride` bytes apart, the last one with a null type name.
+struct Table {
+    first: *const u8,
+    stride: usize,
+    type_name_offset: usize,
+}
+
+impl Table {
+    fn find(table: &CStr, stride: &CStr, type_name_offset: &CStr) -> Option<Table> {
+        // SAFETY: the exported table symbol is a pointer to the table.
+        let first = symbol(table).map(|address| unsafe { *(address as *const *const u8) })?;
+        let table = Table {
+            first,
+            stride: exported_u64(stride)?,
+            type_name_offset: exported_u64(type_name_offset)?,
+        };
+        (!table.first.is_null() && table.stride > 0).then_some(table)
+    }
+
+    /// Each entry's address and type name, up to the terminating entry.
+    fn entries(&self) -> impl Iterator<Item = (*const u8, &'static CStr)> + '_ {
+        (0..)
+            .map(|index| {
+                // SAFETY: entries are `stride` apart up to the terminating
+                // one, whose type name is null (the iteration stops there);
+                // each name is a static C string of libjvm.
+                unsafe {
+                    let entry = self.first.add(index * self.stride);
+                    let name = *(entry.add(self.type_name_offset) as *const *const c_char);
+                    (entry, (!name.is_null()).then(|| CStr::from_ptr(name)))
+                }
+            })
+            .map_while(|(entry, name)| name.map(|name| (entry, name)))
+    }
+}
+
+/// Where HotSpot keeps its flags: an array of `JVMFlag` records.
+struct FlagTable {
+    flags: *const u8,
+    count: usize,
+    size: usize,
+    name_offset: usize,
+    addr_offset: usize,
+}
+
+/// The `JVMFlag` array, as the VMStructs describe it (JDK 11 and later:
+/// static fields `flags` and `numFlags`, fields `_name` and `_addr`).
+fn flag_table() -> Option<FlagTable> {
+    let structs = Table::find(
+        c"gHotSpotVMStructs",
+        c"gHotSpotVMStructEntryArrayStride",
+        c"gHotSpotVMStructEntryTypeNameOffset",
+    )?;
+    let field_name = exported_u64(c"gHotSpotVMStructEntryFieldNameOffset")?;
+    let offset = exported_u64(c"gHotSpotVMStructEntryOffsetOffset")?;
+    let address = exported_u64(c"gHotSpotVMStructEntryAddressOffset")?;
+    let (mut flags, mut count, mut name_offset, mut addr_offset) = (None, None, None, None);
+    for (entry, type_name) in structs.entries() {
+        if type_name != c"JVMFlag" {
+            continue;
+        }
+        // SAFETY: a VMStructs entry: its field name is a static C string or
+        // null, its offset a `uint64_t`, its address a pointer (for static
+        // fields, to the field itself).
+        unsafe {
+            let name = *(entry.add(field_name) as *const *const c_char);
+            if name.is_null() {
+                continue;
+            }
+            let static_address = *(entry.add(address) as *const *const u8);
+            let field_offset = *(entry.add(offset) as *const u64) as usize;
+            match CStr::from_ptr(name).to_bytes() {
+                b"flags" if !static_address.is_null() => {
+                    flags = Some(*(static_address as *const *const u8))
+                }
+                b"numFlags" if !static_address.is_null() => {
+                    count = Some(*(static_address as *const usize))
+                }
+                b"_name" => name_offset = Some(field_offset),
+                b"_addr" => addr_offset = Some(field_offset),
+                _ => {}
+            }
+        }
+    }
+    let types = Table::find(
+        c"gHotSpotVMTypes",
+        c"gHotSpotVMTypeEntryArrayStride",
+        c"gHotSpotVMTypeEntryTypeNameOffset",
+    )?;
+    let size_offset = exported_u64(c"gHotSpotVMTypeEntrySizeOffset")?;
+    let size = types
+        .entries()
+        .find(|(_, name)| *name == c"JVMFlag")
+        // SAFETY: a VMTypes entry's size is a `uint64_t`.
+        .map(|(entry, _)| unsafe { *(entry.add(size_offset) as *const u64) } as usize)?;
+    let table = FlagTable {
+        flags: flags?,
+        count: count?,
+        size,
+        name_offset: name_offset?,
+        addr_offset: addr_offset?,
+    };
+    (!table.flags.is_null() && table.size > 0).then_some(table)
+}
+
+/// Sets the HotSpot `bool` flag `name` (a diagnostic flag such as
+/// `DebugNonSafepoints` included: the JVM reads it where it is used, so
+/// setting it before the code that reads it runs has the effect of the
+/// `-XX` option). False when the flag or the tables are not found.
+pub fn set_bool_flag(name: &CStr, value: bool) -> bool {
+    let Some(table) = flag_table() else {
+        return false;
+    };
+    for index in 0..table.count {
+        // SAFETY: `count` records of `size` bytes from `flags`; each
+        // record's name is a static C string (null in the terminating
+        // record) and its address points at the flag's value, a C++ `bool`
+        // for this flag.
+        unsafe {
+            let record = table.flags.add(index * table.size);
+            let flag_name = *(record.add(table.name_offset) as *const *const c_char);
+            if flag_name.is_null() || CStr::from_ptr(flag_name) != name {
+                continue;
+            }
+            let value_address = *(record.add(table.addr_offset) as *const *mut bool);
+            if value_address.is_null() {
+                return false;
+            }
+            value_address.write_volatile(value);
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outside_a_jvm_nothing_is_found_and_nothing_is_written() {
+        assert!(symbol(c"gHotSpotVMStructs").is_none());
+        assert!(!set_bool_flag(c"DebugNonSafepoints", true));
+    }
+}
