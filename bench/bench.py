@@ -72,6 +72,9 @@ MODES = {m.key: m for m in [
     # fallback), for the comparison.
     Mode("samples-jvmti", "cpu=samples,X=0x10000 (JVMTI stacks)", "cpu=samples,X=0x10000",
          ("CPU SAMPLES BEGIN",)),
+    # Without DebugNonSafepoints (no debug information between safepoints): what it costs.
+    Mode("samples-nodebug", "cpu=samples,X=0x40000 (no DebugNonSafepoints)",
+         "cpu=samples,X=0x40000", ("CPU SAMPLES BEGIN",)),
     Mode("samples-jvmti-1", "cpu=samples,interval=1,X=0x10000 (JVMTI stacks)",
          "cpu=samples,interval=1,X=0x10000", ("CPU SAMPLES BEGIN",)),
     Mode("sites", "heap=sites", "heap=sites", ("SITES BEGIN",)),
@@ -122,7 +125,7 @@ def baseline_first(order: List[Mode]) -> List[Mode]:
 
 # Extra modes a profiling workload runs only when --modes names them (cpu=samples at
 # interval=1, and the JVMTI stack path beside the signal handler's).
-SAMPLES_COMPARISON_MODES = ["samples-1", "samples-jvmti", "samples-jvmti-1"]
+SAMPLES_COMPARISON_MODES = ["samples-1", "samples-jvmti", "samples-jvmti-1", "samples-nodebug"]
 PROFILING_MODES = ["none", "samples", "sites", "sites-sampled", "times", "monitor", "jfr",
                    "jfr-monitor"]
 STARTUP_MODES = ["none", "samples", "sites", "sites-sampled", "times", "monitor", "dump", "jfr"]
