@@ -211,14 +211,20 @@ impl VirtualThreads {
         if key < FIRST_KEY {
             return Some(key as u32);
         }
-        let mut registry = self.registry.lock();
-        let weak = match registry.by_key.get(&key)? {
-            Known::Named(serial) => return Some(*serial),
-            Known::Unnamed(weak) => weak.0,
+        // The thread is held by a local reference made under the lock (the
+        // weak one may be deleted at its end as soon as the lock is let go);
+        // it is registered without the lock, which the carriers' mount
+        // events take.
+        let local = {
+            let registry = self.registry.lock();
+            let weak = match registry.by_key.get(&key)? {
+                Known::Named(serial) => return Some(*serial),
+                Known::Unnamed(weak) => weak.0,
+            };
+            // SAFETY: a live weak reference (deleted only under this lock);
+            // the result is null once the thread is collected.
+            unsafe { jni.new_local_ref(weak) }
         };
-        // SAFETY: a live weak reference (deleted only below or at the
-        // thread's end, under this lock); null once the thread is collected.
-        let local = unsafe { jni.new_local_ref(weak) };
         if local.is_null() {
             return None;
         }
@@ -226,13 +232,17 @@ impl VirtualThreads {
         // below, after its last use.
         let thread: LocalThread<'_> = unsafe { jvm::Local::new(local) };
         let serial = threads::thread_serial(run, env, model, thread, &[]);
-        // SAFETY: both made above on this thread, each deleted once.
-        unsafe {
-            jni.delete_local_ref(local);
-            jni.delete_weak_global_ref(weak);
+        // SAFETY: made above on this thread, deleted once.
+        unsafe { jni.delete_local_ref(local) };
+        let mut registry = self.registry.lock();
+        // (Unless the thread ended meanwhile: its entry is gone then.)
+        if let Some(Known::Unnamed(weak)) = registry.by_key.insert(key, Known::Named(serial)) {
+            // SAFETY: the weak reference made in `mounted`, deleted once.
+            unsafe { jni.delete_weak_global_ref(weak.0) };
+            registry.key_of_serial.insert(serial, key);
+        } else {
+            registry.by_key.remove(&key);
         }
-        registry.by_key.insert(key, Known::Named(serial));
-        registry.key_of_serial.insert(serial, key);
         Some(serial)
     }
 }
