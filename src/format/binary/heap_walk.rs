@@ -152,8 +152,9 @@ pub fn put_id(record: &mut [u8], at: usize, id_size: u32, value: u64) -> Result<
 
 /// The objects a dump holds, as a sparse bitmap over addresses: one bit
 /// per 16 bytes (a Java object takes at least 16, so two never share a
-/// bit), about 8 MB per GB of heap, where a set of identifiers would take
-/// hundreds.
+/// bit; except with HotSpot's compact object headers, JDK 24+ and off by
+/// default, where an object without fields takes 8: see the README), about
+/// 8 MB per GB of heap, where a set of identifiers would take hundreds.
 #[derive(Default)]
 pub struct PresentObjects {
     /// 2 MiB of address space per block.
