@@ -80,6 +80,16 @@ fn contained(event: &str, body: impl FnOnce(&'static Run, &'static VirtualThread
     }
 }
 
+/// The signature the mount and unmount events call with.
+type MountCallback = unsafe extern "C" fn(*mut jvmti::jvmtiEnv, *mut jni::JNIEnv, jni::jthread);
+
+/// A [`MountCallback`] as JVMTI's variadic extension event type.
+fn as_extension_event(callback: MountCallback) -> jvmtiExtensionEvent {
+    // SAFETY: the mount events pass exactly these three pointers (see
+    // `on_mount`); only the declared type differs.
+    unsafe { std::mem::transmute::<MountCallback, jvmtiExtensionEvent>(callback) }
+}
+
 /// `VirtualThreadMount(jvmtiEnv*, JNIEnv*, jthread)`, called through
 /// JVMTI's variadic `jvmtiExtensionEvent` type: on x86-64 and AArch64
 /// Linux these three pointer arguments are passed as for a fixed signature.
@@ -124,20 +134,7 @@ impl VirtualThreads {
         if ACTIVE.set((run, self)).is_err() {
             return false;
         }
-        // SAFETY: both callbacks take the three pointers the two events
-        // pass (see `on_mount`); only the declared type differs.
-        let (mount, unmount) = unsafe {
-            (
-                std::mem::transmute::<
-                    unsafe extern "C" fn(*mut jvmti::jvmtiEnv, *mut jni::JNIEnv, jni::jthread),
-                    jvmtiExtensionEvent,
-                >(on_mount),
-                std::mem::transmute::<
-                    unsafe extern "C" fn(*mut jvmti::jvmtiEnv, *mut jni::JNIEnv, jni::jthread),
-                    jvmtiExtensionEvent,
-                >(on_unmount),
-            )
-        };
+        let (mount, unmount) = (as_extension_event(on_mount), as_extension_event(on_unmount));
         // HotSpot posts an extension event once it has a callback and is
         // enabled like a standard event, by its index.
         env.set_extension_event_callback(on, Some(mount)).is_ok()

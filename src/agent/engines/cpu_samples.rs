@@ -111,7 +111,7 @@ impl CpuSamples {
     }
 
     /// One sampler tick: count the stacks of the threads that ran.
-    fn tick(&self, run: &Run) {
+    fn tick(&self, run: &Run, jni: &JniEnv) {
         let Some(sampling) = &self.sampling else {
             return;
         };
@@ -124,7 +124,6 @@ impl CpuSamples {
         if ran.is_empty() {
             return;
         }
-        let jni = run.vm.current_env();
         let mut model = run.model.lock();
         let traces: Vec<(u32, u32)> = ran
             .iter()
@@ -132,9 +131,8 @@ impl CpuSamples {
                 let serial = self
                     .virtual_threads
                     .as_ref()
-                    .zip(jni.as_ref())
                     .filter(|_| r.mounted != 0)
-                    .and_then(|(names, jni)| names.serial_of(run, &env, jni, &mut model, r.mounted))
+                    .and_then(|names| names.serial_of(run, &env, jni, &mut model, r.mounted))
                     .unwrap_or(r.serial);
                 let trace = match &r.stack {
                     Stack::Frames(frames) => run.traces.intern(&env, &mut model, frames, serial),
@@ -225,7 +223,7 @@ impl Engine for CpuSamples {
                 eprintln!("HPROF: this JVM has no virtual thread mount events; none named");
             }
             sampling.activate();
-            sampling.start(run.vm, move |_jni| self.tick(run));
+            sampling.start(run.vm, move |jni| self.tick(run, jni));
         }
     }
 
