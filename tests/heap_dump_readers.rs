@@ -565,6 +565,82 @@ fn binary_dump_reads_back_in_visualvm_hprof_slurp_and_jvm_hprof() {
     });
 }
 
+/// The one-pass copy (JDK 17+) knows which objects the dump holds from
+/// the JVM's object layout (its flags bound each object's size from
+/// below): under every layout a JVM can run with, the dump still has no
+/// dangling reference and nothing the fixture reads was nulled. JDK 25
+/// with compact object headers (objects of 8 bytes) and a CDS archive made
+/// for them, so that the dump lacks archived objects and the copy must
+/// null references to them; every JDK from 17 without compressed class
+/// pointers, and without compressed references.
+#[test]
+fn one_pass_copy_is_exact_under_every_object_layout() {
+    let jdks: Vec<Jdk> = common::jdks()
+        .into_iter()
+        .filter(|j| j.major >= 17)
+        .collect();
+    common::on_each(&jdks, |jdk| {
+        let dir = common::scratch_dir(&format!("heap-dump-layouts-{}", jdk.label));
+        let mut layouts: Vec<(&str, Vec<String>)> = vec![
+            (
+                "no compressed class pointers",
+                vec!["-XX:-UseCompressedClassPointers".into()],
+            ),
+            (
+                "no compressed references",
+                vec!["-XX:-UseCompressedOops".into()],
+            ),
+        ];
+        if jdk.major >= 25 {
+            let archive = dir.join("compact-headers.jsa");
+            let made = common::run(
+                Command::new(&jdk.java)
+                    .arg("-XX:+UseCompactObjectHeaders")
+                    .arg("-Xshare:dump")
+                    .arg(format!("-XX:SharedArchiveFile={}", archive.display())),
+            );
+            common::assert_success(
+                &made,
+                &format!("CDS archive with compact headers on {}", jdk.label),
+            );
+            layouts.push((
+                "compact object headers",
+                vec![
+                    "-XX:+UseCompactObjectHeaders".into(),
+                    format!("-XX:SharedArchiveFile={}", archive.display()),
+                ],
+            ));
+        }
+        for (name, flags) in layouts {
+            let what = format!("heap=dump,format=b, {name}, on {}", jdk.label);
+            let _ = std::fs::remove_file(dir.join("java.hprof"));
+            let mut cmd = common::java_command(jdk, &dir);
+            cmd.args(&flags)
+                .arg(common::agentpath_arg("heap=dump,format=b,verbose=y"))
+                .args(["HeapGraph", "0"]);
+            let out = common::run(&mut cmd);
+            common::assert_success(&out, &what);
+            let stderr = common::stderr_text(&out);
+            assert!(
+                stderr.contains("the copy's notes"),
+                "{what}: the dump was not copied in one pass\n{stderr}"
+            );
+            if name == "compact object headers" {
+                assert_sharing(&out, "auto", &what);
+                assert!(
+                    stderr.contains("references to objects the JVM's dump lacks set to null"),
+                    "{what}: the dump lacks no archived object, so nothing was tested\n{stderr}"
+                );
+            }
+            let dump = check_binary_dump(&dir.join("java.hprof"), &what);
+            eprintln!(
+                "{what}: {} objects, {} references",
+                dump.objects, dump.references
+            );
+        }
+    });
+}
+
 /// Per-class differences (agent - jcmd) between the agent's SIGQUIT dump
 /// and `jcmd GC.heap_dump` of the same HeapGraph just before it (CDS off),
 /// written to `per-class-diff.tsv` in the scratch folder as well; the

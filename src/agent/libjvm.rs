@@ -140,19 +140,26 @@ fn flag_table() -> Option<FlagTable> {
     (!table.flags.is_null() && table.size > 0).then_some(table)
 }
 
-/// Sets the HotSpot `bool` flag `name` (a diagnostic flag such as
-/// `DebugNonSafepoints` included: the JVM reads it where it is used, so
-/// setting it before the code that reads it runs has the effect of the
-/// `-XX` option). False when the flag or the tables are not found.
-pub fn set_bool_flag(name: &CStr, value: bool) -> bool {
+/// What a search of HotSpot's flag table found for one flag.
+enum FlagLookup {
+    /// The flag's value, a C++ `bool` for the flags read here.
+    Found(*mut bool),
+    /// The table was read and has no such flag (this JVM lacks it).
+    Absent,
+    /// The table was not found, or the flag has no value address.
+    Unknown,
+}
+
+/// Looks the `bool` flag `name` up in HotSpot's flag table.
+fn bool_flag_address(name: &CStr) -> FlagLookup {
     let Some(table) = flag_table() else {
-        return false;
+        return FlagLookup::Unknown;
     };
     for index in 0..table.count {
         // SAFETY: `count` records of `size` bytes from `flags`; each
         // record's name is a static C string (null in the terminating
         // record) and its address points at the flag's value, a C++ `bool`
-        // for this flag.
+        // for the flags this module reads or sets.
         unsafe {
             let record = table.flags.add(index * table.size);
             let flag_name = *(record.add(table.name_offset) as *const *const c_char);
@@ -161,13 +168,47 @@ pub fn set_bool_flag(name: &CStr, value: bool) -> bool {
             }
             let value_address = *(record.add(table.addr_offset) as *const *mut bool);
             if value_address.is_null() {
-                return false;
+                return FlagLookup::Unknown;
             }
-            value_address.write_volatile(value);
-            return true;
+            return FlagLookup::Found(value_address);
         }
     }
-    false
+    FlagLookup::Absent
+}
+
+/// Sets the HotSpot `bool` flag `name` (a diagnostic flag such as
+/// `DebugNonSafepoints` included: the JVM reads it where it is used, so
+/// setting it before the code that reads it runs has the effect of the
+/// `-XX` option). False when the flag or the tables are not found.
+pub fn set_bool_flag(name: &CStr, value: bool) -> bool {
+    match bool_flag_address(name) {
+        FlagLookup::Found(address) => {
+            // SAFETY: the flag's value address, a C++ `bool` (see above).
+            unsafe { address.write_volatile(value) };
+            true
+        }
+        FlagLookup::Absent | FlagLookup::Unknown => false,
+    }
+}
+
+/// What the flag table says of one `bool` flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoolFlag {
+    Value(bool),
+    /// This JVM has no such flag (a feature of another JDK).
+    Absent,
+    /// The flag table cannot be read.
+    Unreadable,
+}
+
+/// The value of the HotSpot `bool` flag `name`.
+pub fn bool_flag(name: &CStr) -> BoolFlag {
+    match bool_flag_address(name) {
+        // SAFETY: the flag's value address, a C++ `bool` (see above).
+        FlagLookup::Found(address) => BoolFlag::Value(unsafe { address.read_volatile() }),
+        FlagLookup::Absent => BoolFlag::Absent,
+        FlagLookup::Unknown => BoolFlag::Unreadable,
+    }
 }
 
 #[cfg(test)]
@@ -178,5 +219,6 @@ mod tests {
     fn outside_a_jvm_nothing_is_found_and_nothing_is_written() {
         assert!(symbol(c"gHotSpotVMStructs").is_none());
         assert!(!set_bool_flag(c"DebugNonSafepoints", true));
+        assert_eq!(bool_flag(c"UseCompressedOops"), BoolFlag::Unreadable);
     }
 }

@@ -14,7 +14,8 @@ use super::Emitter;
 use super::heap_refs::{OnePassOutcome, OnePassRefs};
 use crate::format::ParseError;
 use crate::format::binary::RecordBody;
-use crate::format::binary::heap_walk::{self, PresentObjects};
+use crate::format::binary::heap_walk::{self, ObjectSet, PresentObjects};
+use crate::format::binary::object_runs::ObjectLayout;
 use crate::format::binary::reader::{RecordHeader, RecordStream, parse_body};
 use crate::format::binary::writer::{encode_record_header, tags};
 use crate::model::DumpSerials;
@@ -24,7 +25,7 @@ use std::io::{BufReader, Read, Seek};
 
 /// Bytes handed to the output at a time while copying heap records (three
 /// buffers of up to twice this cycle through the writer thread).
-const CHUNK: usize = 1 << 20;
+const CHUNK: usize = 1 << 18;
 
 /// Frame identifiers of JVM-made dumps live above this (no address and no
 /// identifier of ours reaches it); each dump gets its own 2^32 block.
@@ -96,7 +97,7 @@ fn signature_of(name: &str) -> String {
 }
 
 /// How much of the JVM's dump is read from it at a time.
-const READ_BUFFER: usize = 1 << 20;
+const READ_BUFFER: usize = 1 << 18;
 
 /// The JVM's heap dump in `input` (from its start) as a record stream,
 /// checked to have `id_size`-byte identifiers.
@@ -197,6 +198,7 @@ impl Emitter {
     pub fn carry_heap_dump_one_pass<R: Read>(
         &self,
         input: R,
+        layout: ObjectLayout,
         serials: &dyn DumpSerials,
         memory: &mut DumpMemory,
         out: &mut dyn FnMut(Vec<u8>) -> Vec<u8>,
@@ -206,7 +208,7 @@ impl Emitter {
             handed.set(handed.get() + bytes.len() as u64);
             out(bytes)
         };
-        let mut refs = OnePassRefs::default();
+        let mut refs = OnePassRefs::new(layout, self.id_size);
         let mut outcome = OnePassOutcome::default();
         let mut pending = Vec::with_capacity(CHUNK);
         let mut in_heap = false;
@@ -286,6 +288,7 @@ impl Emitter {
             }
         }
         send(pending);
+        outcome.notes = refs.memory();
         outcome.dangling = refs.finish(self.id_size);
         outcome
     }
@@ -658,9 +661,7 @@ struct CopyOnePass<'a> {
 impl SubRecordVisitor for CopyOnePass<'_> {
     fn record(&mut self, record: &mut [u8]) {
         self.traces.apply(record, self.id_size);
-        if let Some(id) = heap_walk::dumped_object(record, self.id_size) {
-            self.refs.object(id);
-        }
+        self.refs.object(record);
         for slot in heap_walk::reference_slots(record, self.id_size) {
             self.refs
                 .reference(heap_walk::get_id(record, slot, self.id_size));
@@ -669,9 +670,7 @@ impl SubRecordVisitor for CopyOnePass<'_> {
 
     fn array_head(&mut self, head: &mut [u8]) {
         self.traces.apply(head, self.id_size);
-        if let Some(id) = heap_walk::dumped_object(head, self.id_size) {
-            self.refs.object(id);
-        }
+        self.refs.object(head);
     }
 
     fn object_ids(&mut self, ids: &mut [u8]) {
@@ -690,13 +689,13 @@ impl SubRecordVisitor for CopyOnePass<'_> {
 
 /// The patch pass's visitor: nulls references to objects the dump lacks
 /// in bytes already copied (trace serials are already this file's).
-pub(super) struct NullAbsent<'a> {
-    pub present: &'a PresentObjects,
+pub(super) struct NullAbsent<'a, S: ObjectSet> {
+    pub present: &'a S,
     pub id_size: u32,
     pub dropped: u64,
 }
 
-impl SubRecordVisitor for NullAbsent<'_> {
+impl<S: ObjectSet> SubRecordVisitor for NullAbsent<'_, S> {
     fn record(&mut self, record: &mut [u8]) {
         self.dropped += drop_dangling(record, self.id_size, self.present);
     }
@@ -712,7 +711,7 @@ impl SubRecordVisitor for NullAbsent<'_> {
 }
 
 /// Sets the reference at `at` to null when the dump lacks its object.
-fn null_if_absent(bytes: &mut [u8], at: usize, id_size: u32, present: &PresentObjects) -> bool {
+fn null_if_absent(bytes: &mut [u8], at: usize, id_size: u32, present: &impl ObjectSet) -> bool {
     let id = heap_walk::get_id(bytes, at, id_size);
     // (The slot was read just above with the dump's checked identifier
     // size, so writing it cannot fail.)
@@ -721,7 +720,7 @@ fn null_if_absent(bytes: &mut [u8], at: usize, id_size: u32, present: &PresentOb
 
 /// Sets the references of `record` to objects the dump lacks to null.
 /// Returns how many there were.
-pub fn drop_dangling(record: &mut [u8], id_size: u32, present: &PresentObjects) -> u64 {
+pub fn drop_dangling(record: &mut [u8], id_size: u32, present: &impl ObjectSet) -> u64 {
     heap_walk::reference_slots(record, id_size)
         .into_iter()
         .map(|slot| u64::from(null_if_absent(record, slot, id_size, present)))
@@ -882,6 +881,7 @@ mod tests {
         let base = file.len() as u64;
         let mut outcome = emitter.carry_heap_dump_one_pass(
             input,
+            ObjectLayout::SMALLEST,
             &model,
             &mut DumpMemory::default(),
             &mut |mut block| {

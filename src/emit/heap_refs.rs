@@ -6,9 +6,12 @@
 //! the dump is copied as the JVM writes it, so the copy cannot null those
 //! references as it goes. Instead it notes, in bounded memory:
 //!
-//! - every object dumped (`present`, one bit per 16 bytes of heap);
-//! - every object referenced before it was dumped (`forward`, the same
-//!   bitmap shape): the only references that can turn out to dangle;
+//! - every object dumped (`present`, as runs of neighbouring objects; see
+//!   `format/binary/object_runs.rs`: a few bytes per heap region);
+//! - every object referenced before it was dumped (`forward`, a bitmap of
+//!   one bit per 16 bytes per 2 MiB block of address space, each block
+//!   freed once its objects are dumped): the only references that can
+//!   turn out to dangle;
 //! - for each output block (up to 8 MiB of copied sub-records) that holds
 //!   such a reference, which 2 MiB blocks of address space those references
 //!   point into (a bitset over the address blocks seen, one bit each).
@@ -18,20 +21,23 @@
 //! address block are read back from the output file and their references
 //! to missing objects set to null. With sharing off nothing is read back;
 //! with it on, the few blocks that point into the archived objects' address
-//! blocks are. Memory: two bitmaps of heap/128 bytes each (about 20 MB for
-//! a 2.4 GB heap) and, per output block with a forward reference, one bit
-//! per address block of the heap (150 bytes for a 2.4 GB heap).
+//! blocks are. Memory: the runs (kilobytes for a 2.4 GB heap, at most a
+//! bitmap of heap/64 bytes), the forward bitmap's blocks still open (in a
+//! dump in address order, those just ahead of the copy: 2.7 MB at the
+//! peak of a 2.4 GB JDK 17 dump) and, per output block with a forward
+//! reference, one bit per address block of the heap (150 bytes for a
+//! 2.4 GB heap).
 
 use super::heap::{ArrayRest, NullAbsent, scan_block};
-use crate::format::binary::heap_walk::{BlockHashing, PresentObjects};
+use crate::format::binary::heap_walk::{BlockHashing, ObjectSet, PresentObjects};
+use crate::format::binary::object_runs::{ObjectLayout, ObjectRuns};
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 /// What the one-pass copy notes about references (see the module).
-#[derive(Default)]
 pub struct OnePassRefs {
-    present: PresentObjects,
+    present: ObjectRuns,
     forward: ForwardObjects,
     /// Address blocks pointed into by forward references, numbered densely.
     block_index: HashMap<u64, u32, BlockHashing>,
@@ -56,10 +62,25 @@ struct Region {
 }
 
 impl OnePassRefs {
-    /// Object `id` is in the dump.
-    pub fn object(&mut self, id: u64) {
-        self.present.insert(id);
-        self.forward.remove(id);
+    /// Notes for a dump of the JVM whose objects have `layout`, with
+    /// `id_size`-byte identifiers.
+    pub fn new(layout: ObjectLayout, id_size: u32) -> Self {
+        OnePassRefs {
+            present: ObjectRuns::new(layout, id_size),
+            forward: ForwardObjects::default(),
+            block_index: HashMap::default(),
+            last_block: None,
+            current: Vec::new(),
+            regions: Vec::new(),
+        }
+    }
+
+    /// The object a whole sub-record (or an array's head) dumps, if it
+    /// dumps one, is in the dump.
+    pub fn object(&mut self, record: &[u8]) {
+        if let Some(id) = self.present.note(record) {
+            self.forward.remove(id);
+        }
     }
 
     /// A reference to `id` was copied into the current output block.
@@ -85,6 +106,21 @@ impl OnePassRefs {
         self.current[word] |= 1 << (index % 64);
     }
 
+    /// What the notes took, for verbose=y: the set of dumped objects, the
+    /// forward bitmap at its largest, and the output blocks noted.
+    pub fn memory(&self) -> NotesMemory {
+        NotesMemory {
+            present: self.present.memory(),
+            forward_peak: self.forward.peak_blocks * std::mem::size_of::<[u64; 2048]>(),
+            regions: self.regions.len(),
+            region_bytes: self
+                .regions
+                .iter()
+                .map(|r| std::mem::size_of::<Region>() + r.blocks.len() * 8)
+                .sum(),
+        }
+    }
+
     /// The current output block, `len` bytes at `offset`, goes out.
     pub fn block_done(&mut self, offset: u64, len: usize, start: ArrayRest) {
         if self.current.iter().any(|w| *w != 0) {
@@ -100,7 +136,8 @@ impl OnePassRefs {
 
     /// The output blocks to read back and patch, or None when no
     /// reference dangles.
-    pub fn finish(self, id_size: u32) -> Option<DanglingPatch> {
+    pub fn finish(mut self, id_size: u32) -> Option<DanglingPatch> {
+        self.present.seal();
         // What is left of the forward references was never dumped.
         let missing: Vec<usize> = self
             .forward
@@ -140,6 +177,8 @@ impl OnePassRefs {
 #[derive(Default)]
 struct ForwardObjects {
     blocks: HashMap<u64, (u32, Box<[u64; 2048]>), BlockHashing>,
+    /// The most blocks held at once.
+    peak_blocks: usize,
 }
 
 impl ForwardObjects {
@@ -154,10 +193,11 @@ impl ForwardObjects {
 
     fn insert(&mut self, id: u64) {
         let (block, word, mask) = Self::place(id);
-        let (count, bits) = self
-            .blocks
-            .entry(block)
-            .or_insert_with(|| (0, Box::new([0; 2048])));
+        let held = self.blocks.len();
+        let (count, bits) = self.blocks.entry(block).or_insert_with(|| {
+            self.peak_blocks = self.peak_blocks.max(held + 1);
+            (0, Box::new([0; 2048]))
+        });
         if bits[word] & mask == 0 {
             bits[word] |= mask;
             *count += 1;
@@ -180,7 +220,7 @@ impl ForwardObjects {
 
 /// The output blocks to read back, and what the dump holds.
 pub struct DanglingPatch {
-    present: PresentObjects,
+    present: ObjectRuns,
     regions: Vec<(u64, u32, ArrayRest)>,
     id_size: u32,
 }
@@ -230,11 +270,36 @@ impl DanglingPatch {
     }
 }
 
+/// What the one-pass copy's notes took, in bytes (see the module).
+#[derive(Default, Debug, Clone, Copy)]
+pub struct NotesMemory {
+    pub present: usize,
+    pub forward_peak: usize,
+    pub regions: usize,
+    pub region_bytes: usize,
+}
+
+impl std::fmt::Display for NotesMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "objects dumped {} KB, forward references at most {} KB, {} output blocks to \
+             check {} KB",
+            self.present.div_ceil(1024),
+            self.forward_peak.div_ceil(1024),
+            self.regions,
+            self.region_bytes.div_ceil(1024)
+        )
+    }
+}
+
 /// What the one-pass copy leaves to do and to tell.
 #[derive(Default)]
 pub struct OnePassOutcome {
     /// Heap sub-records copied.
     pub sub_records: u64,
+    /// What the notes about references took.
+    pub notes: NotesMemory,
     /// The references to null afterwards, if any dangle.
     pub dangling: Option<DanglingPatch>,
     /// Bytes to overwrite afterwards (offset from the start of the carried

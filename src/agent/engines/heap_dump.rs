@@ -6,15 +6,21 @@ use crate::agent::engine::{Engine, Run};
 use crate::agent::growing_file::{DumpState, GrowingFile};
 use crate::agent::heapdump;
 use crate::agent::jvm::{self, GlobalRef, kind};
+use crate::agent::libjvm::{self, BoolFlag};
 use crate::emit::heap::DumpMemory;
 use crate::emit::heap_refs::OnePassOutcome;
 use crate::format::ascii::time::ctime_now;
+use crate::format::binary::object_runs::ObjectLayout;
 use crate::options::{Format, experiment};
 use crate::output::DumpOutput;
 use crate::output::sink::FileWork;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use std::os::unix::fs::FileExt;
+
+/// The copy thread's stack: its deepest path is a few frames of the heap
+/// walk over buffers on the heap.
+const COPY_STACK: usize = 512 << 10;
 
 /// State of heap=dump.
 pub struct HeapDump {
@@ -130,6 +136,7 @@ impl HeapDump {
         let (asked, copied) = std::thread::scope(|scope| {
             let copy = std::thread::Builder::new()
                 .name("hprof-rs heap dump copy".into())
+                .stack_size(COPY_STACK)
                 .spawn_scoped(scope, || {
                     let input = GrowingFile::open_when_created(path, &state)?;
                     if run.options.verbose {
@@ -139,6 +146,7 @@ impl HeapDump {
                     let mut out = |bytes: Vec<u8>| output.hand_over(bytes);
                     Some(run.emitter.carry_heap_dump_one_pass(
                         input,
+                        object_layout(),
                         &run.model,
                         &mut memory,
                         &mut out,
@@ -164,6 +172,9 @@ impl HeapDump {
             )));
         };
         let mut outcome = outcome;
+        if run.options.verbose {
+            eprintln!("HPROF: the copy's notes: {}", outcome.notes);
+        }
         let patched = self.patch_output(run, &mut outcome, base);
         match (asked, outcome.error) {
             (Err(message), _) if outcome.incomplete => Err(message.replace(
@@ -244,5 +255,31 @@ impl Engine for HeapDump {
         drop(model);
         run.writer.write(bytes);
         self.dump_heap(run, jni)
+    }
+}
+
+/// The JVM's object layout, from its flags, which the one-pass copy uses
+/// to bound object sizes from below; the smallest HotSpot has when a flag
+/// cannot be read (still right, less compact).
+fn object_layout() -> ObjectLayout {
+    let compact = match libjvm::bool_flag(c"UseCompactObjectHeaders") {
+        BoolFlag::Value(on) => Some(on),
+        // JDK 11 to 23 have no compact headers.
+        BoolFlag::Absent => Some(false),
+        BoolFlag::Unreadable => None,
+    };
+    let flag = |name| match libjvm::bool_flag(name) {
+        BoolFlag::Value(on) => Some(on),
+        BoolFlag::Absent | BoolFlag::Unreadable => None,
+    };
+    match (
+        compact,
+        flag(c"UseCompressedClassPointers"),
+        flag(c"UseCompressedOops"),
+    ) {
+        (Some(compact), Some(class_pointers), Some(oops)) => {
+            ObjectLayout::hotspot(compact, class_pointers, oops)
+        }
+        _ => ObjectLayout::SMALLEST,
     }
 }

@@ -150,6 +150,18 @@ pub fn put_id(record: &mut [u8], at: usize, id_size: u32, value: u64) -> Result<
     Ok(())
 }
 
+/// A set of the objects a dump holds, asked for each reference.
+pub trait ObjectSet {
+    /// Whether the dump holds object `id`.
+    fn contains(&self, id: u64) -> bool;
+}
+
+impl ObjectSet for PresentObjects {
+    fn contains(&self, id: u64) -> bool {
+        PresentObjects::contains(self, id)
+    }
+}
+
 /// The objects a dump holds, as a sparse bitmap over addresses: one bit
 /// per 16 bytes (a Java object takes at least 16, so two never share a
 /// bit; except with HotSpot's compact object headers, JDK 24+ and off by

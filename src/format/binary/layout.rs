@@ -239,7 +239,7 @@ pub fn measure(bytes: &[u8], id_size: u32) -> Result<Extent, Fault> {
                 kind => whole(count() * kind.size(id_size) as u64),
             }
         }
-        Tail::ClassBody => walk_class_body(bytes, head, id_size, |_| {}),
+        Tail::ClassBody => walk_class_body(bytes, head, id_size, |_| {}, |_| {}),
     }
 }
 
@@ -250,6 +250,7 @@ fn walk_class_body(
     mut at: usize,
     id_size: u32,
     mut object_static: impl FnMut(usize),
+    mut instance_field: impl FnMut(BasicType),
 ) -> Result<Extent, Fault> {
     let id = id_size as usize;
     let short = |needed: usize| Ok(Extent::AtLeast(needed as u64));
@@ -279,7 +280,7 @@ fn walk_class_body(
     for field in 0..fields {
         let type_byte = at + field * (id + 1) + id;
         if type_byte < bytes.len() {
-            type_at(bytes, type_byte)?;
+            instance_field(type_at(bytes, type_byte)?);
         }
     }
     Ok(Extent::Whole((at + fields * (id + 1)) as u64))
@@ -301,10 +302,39 @@ pub fn reference_slots(record: &[u8], id_size: u32) -> Vec<usize> {
         }
         Tail::ClassBody => {
             let mut slots = Vec::new();
-            let _ = walk_class_body(record, shape.head, id_size, |at| slots.push(at));
+            let _ = walk_class_body(record, shape.head, id_size, |at| slots.push(at), |_| {});
             slots
         }
         _ => Vec::new(),
+    }
+}
+
+/// For a whole CLASS DUMP sub-record: its superclass's identifier and how
+/// many of the instance fields it declares (its superclasses' not counted)
+/// are object references. None for any other or a damaged sub-record.
+pub fn class_reference_fields(record: &[u8], id_size: u32) -> Option<(u64, u32)> {
+    if *record.first()? != heap::CLASS_DUMP {
+        return None;
+    }
+    let shape = shape(heap::CLASS_DUMP, id_size)?;
+    let mut references = 0;
+    let extent = walk_class_body(
+        record,
+        shape.head,
+        id_size,
+        |_| {},
+        |kind| references += u32::from(kind == BasicType::Object),
+    );
+    match extent {
+        Ok(Extent::Whole(n)) if n <= record.len() as u64 => {
+            // The superclass follows the class's identifier and trace serial.
+            let at = 1 + id_size as usize + 4;
+            let superclass = record[at..at + id_size as usize]
+                .iter()
+                .fold(0u64, |v, b| (v << 8) | u64::from(*b));
+            Some((superclass, references))
+        }
+        _ => None,
     }
 }
 
