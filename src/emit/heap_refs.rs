@@ -9,9 +9,9 @@
 //! - every object dumped (`present`, as runs of neighbouring objects; see
 //!   `format/binary/object_runs.rs`: a few bytes per heap region);
 //! - every object referenced before it was dumped (`forward`, a bitmap of
-//!   one bit per 16 bytes per 2 MiB block of address space, each block
-//!   freed once its objects are dumped): the only references that can
-//!   turn out to dangle;
+//!   one bit per 16 bytes, or 8 with compact object headers, per 2 MiB
+//!   block of address space, each block freed once its objects are
+//!   dumped): the only references that can turn out to dangle;
 //! - for each output block (up to 8 MiB of copied sub-records) that holds
 //!   such a reference, which 2 MiB blocks of address space those references
 //!   point into (a bitset over the address blocks seen, one bit each).
@@ -67,7 +67,7 @@ impl OnePassRefs {
     pub fn new(layout: ObjectLayout, id_size: u32) -> Self {
         OnePassRefs {
             present: ObjectRuns::new(layout, id_size),
-            forward: ForwardObjects::default(),
+            forward: ForwardObjects::new(layout.smallest_object()),
             block_index: HashMap::default(),
             last_block: None,
             current: Vec::new(),
@@ -111,7 +111,7 @@ impl OnePassRefs {
     pub fn memory(&self) -> NotesMemory {
         NotesMemory {
             present: self.present.memory(),
-            forward_peak: self.forward.peak_blocks * std::mem::size_of::<[u64; 2048]>(),
+            forward_peak: self.forward.peak_blocks * self.forward.block_bytes(),
             regions: self.regions.len(),
             region_bytes: self
                 .regions
@@ -169,21 +169,37 @@ impl OnePassRefs {
     }
 }
 
-/// Objects referenced before they were dumped and not dumped since: the
-/// bitmap of [`PresentObjects`] (one bit per 16 bytes, per 2 MiB block of
-/// address space), with a count of bits set per block so that a block is
-/// freed once every object it noted has been dumped. In a dump in address
-/// order (G1's), only the blocks ahead of the copy stay.
-#[derive(Default)]
+/// Objects referenced before they were dumped and not dumped since: a
+/// bitmap with one bit per granule of the smallest object the JVM makes
+/// (16 bytes, or 8 with compact object headers, so no two objects share a
+/// bit), per 2 MiB block of address space, with a count of bits set per
+/// block so that a block is freed once every object it noted has been
+/// dumped. In a dump in address order (G1's), only the blocks ahead of the
+/// copy stay.
 struct ForwardObjects {
-    blocks: HashMap<u64, (u32, Box<[u64; 2048]>), BlockHashing>,
+    blocks: HashMap<u64, (u32, Box<[u64]>), BlockHashing>,
+    /// log2 of the bytes per bit.
+    granule_shift: u32,
     /// The most blocks held at once.
     peak_blocks: usize,
 }
 
 impl ForwardObjects {
-    fn place(id: u64) -> (u64, usize, u64) {
-        let bit = (id >> 4) & ((1 << 17) - 1);
+    fn new(smallest_object: u64) -> Self {
+        ForwardObjects {
+            blocks: HashMap::default(),
+            granule_shift: if smallest_object >= 16 { 4 } else { 3 },
+            peak_blocks: 0,
+        }
+    }
+
+    /// Bytes of one block's bitmap.
+    fn block_bytes(&self) -> usize {
+        (1 << 21 >> self.granule_shift) / 8
+    }
+
+    fn place(&self, id: u64) -> (u64, usize, u64) {
+        let bit = (id & ((1 << 21) - 1)) >> self.granule_shift;
         (
             PresentObjects::block_of(id),
             (bit >> 6) as usize,
@@ -192,11 +208,12 @@ impl ForwardObjects {
     }
 
     fn insert(&mut self, id: u64) {
-        let (block, word, mask) = Self::place(id);
+        let (block, word, mask) = self.place(id);
         let held = self.blocks.len();
+        let words = self.block_bytes() / 8;
         let (count, bits) = self.blocks.entry(block).or_insert_with(|| {
             self.peak_blocks = self.peak_blocks.max(held + 1);
-            (0, Box::new([0; 2048]))
+            (0, vec![0; words].into_boxed_slice())
         });
         if bits[word] & mask == 0 {
             bits[word] |= mask;
@@ -205,7 +222,7 @@ impl ForwardObjects {
     }
 
     fn remove(&mut self, id: u64) {
-        let (block, word, mask) = Self::place(id);
+        let (block, word, mask) = self.place(id);
         if let Some((count, bits)) = self.blocks.get_mut(&block)
             && bits[word] & mask != 0
         {

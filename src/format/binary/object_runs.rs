@@ -78,6 +78,13 @@ impl ObjectLayout {
     }
 }
 
+impl ObjectLayout {
+    /// The fewest bytes an object takes: its header, 8-byte aligned.
+    pub fn smallest_object(&self) -> u64 {
+        u64::from(self.instance_header).next_multiple_of(8)
+    }
+}
+
 /// One run: the first and last object start, and the lower bound of the
 /// last object's end.
 #[derive(Debug, Clone, Copy)]
