@@ -12,7 +12,7 @@
 //!   one bit per 16 bytes, or 8 with compact object headers, per 2 MiB
 //!   block of address space, each block freed once its objects are
 //!   dumped): the only references that can turn out to dangle;
-//! - for each output block (up to 8 MiB of copied sub-records) that holds
+//! - for each output block (up to 512 KiB of copied sub-records) that holds
 //!   such a reference, which 2 MiB blocks of address space those references
 //!   point into (a bitset over the address blocks seen, one bit each).
 //!
