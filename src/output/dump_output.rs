@@ -81,15 +81,18 @@ impl<'a> DumpOutput<'a> {
         });
     }
 
-    /// Says how long a followed dump took, once it is copied.
-    pub fn report_done(&self, took: Duration) {
+    /// Says how long a followed dump took, once it is copied, and how
+    /// long of that the JVM's own dump took.
+    pub fn report_done(&self, took: Duration, jvm_took: Duration) {
         if let Some(progress) = &self.progress
             && took >= PROGRESS_EVERY
         {
             eprintln!(
-                "\nHPROF: the JVM's heap dump ({} MB) copied as it was written, in {:.1} s",
+                "\nHPROF: the JVM's heap dump ({} MB) copied as it was written, in {:.1} s \
+                 (the JVM's dump {:.1} s)",
                 progress.copied >> 20,
-                took.as_secs_f64()
+                took.as_secs_f64(),
+                jvm_took.as_secs_f64()
             );
         }
     }

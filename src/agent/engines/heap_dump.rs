@@ -133,7 +133,7 @@ impl HeapDump {
         let path = std::path::Path::new(&self.path);
         let state = DumpState::default();
         let started = std::time::Instant::now();
-        let (asked, copied) = std::thread::scope(|scope| {
+        let (asked, copied, jvm_took) = std::thread::scope(|scope| {
             let copy = std::thread::Builder::new()
                 .name("hprof-rs heap dump copy".into())
                 .stack_size(COPY_STACK)
@@ -153,15 +153,16 @@ impl HeapDump {
                     ))
                 });
             let asked = self.ask_the_jvm(run, jni);
+            let jvm_took = started.elapsed();
             state.finish(asked.is_ok());
             let copied = match copy {
                 Ok(handle) => handle.join().unwrap_or(None),
                 Err(_) => None,
             };
-            (asked, copied)
+            (asked, copied, jvm_took)
         });
         if run.options.verbose {
-            output.report_done(started.elapsed());
+            output.report_done(started.elapsed(), jvm_took);
         }
         let Some(outcome) = copied else {
             // Nothing was copied: the JVM made no file, or the copy could
