@@ -121,14 +121,7 @@ pub fn dumped_object(record: &[u8], id_size: u32) -> Option<u64> {
         .map(|_| get_id(record, 1, id_size))
 }
 
-/// Reads an identifier of `id_size` bytes at `at`.
-pub fn get_id(record: &[u8], at: usize, id_size: u32) -> u64 {
-    record[at..at + id_size as usize]
-        .iter()
-        .fold(0u64, |v, b| (v << 8) | u64::from(*b))
-}
-
-pub use super::layout::reference_slots;
+pub use super::layout::{get_id, get_u4, reference_slots};
 
 /// An identifier could not be written: its size is not 4 or 8 bytes, or
 /// the record ends before the identifier does.
@@ -256,11 +249,6 @@ pub fn thread_field_offset(tag: u8, id_size: u32) -> Option<usize> {
     layout::shape(tag, id_size)
         .map(|shape| shape.thread_at)
         .filter(|&at| at > 0)
-}
-
-/// Reads the u4 at `at` in a sub-record.
-pub fn get_u4(record: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([record[at], record[at + 1], record[at + 2], record[at + 3]])
 }
 
 /// Overwrites the u4 at `at` in a sub-record.

@@ -226,7 +226,7 @@ pub fn measure(bytes: &[u8], id_size: u32) -> Result<Extent, Fault> {
     if bytes.len() < head {
         return Ok(Extent::AtLeast(head as u64));
     }
-    let count = || u64::from(u4_at(bytes, shape.count_at));
+    let count = || u64::from(get_u4(bytes, shape.count_at));
     let whole = |tail: u64| Ok(Extent::Whole(head as u64 + tail));
     match shape.tail {
         Tail::None => whole(0),
@@ -297,7 +297,7 @@ pub fn reference_slots(record: &[u8], id_size: u32) -> Vec<usize> {
     match shape.tail {
         Tail::Ids if record.len() >= shape.head => {
             let id = id_size as usize;
-            let n = u4_at(record, shape.count_at) as usize;
+            let n = get_u4(record, shape.count_at) as usize;
             (0..n).map(|i| shape.head + i * id).collect()
         }
         Tail::ClassBody => {
@@ -328,10 +328,7 @@ pub fn class_reference_fields(record: &[u8], id_size: u32) -> Option<(u64, u32)>
     match extent {
         Ok(Extent::Whole(n)) if n <= record.len() as u64 => {
             // The superclass follows the class's identifier and trace serial.
-            let at = 1 + id_size as usize + 4;
-            let superclass = record[at..at + id_size as usize]
-                .iter()
-                .fold(0u64, |v, b| (v << 8) | u64::from(*b));
+            let superclass = get_id(record, 1 + id_size as usize + 4, id_size);
             Some((superclass, references))
         }
         _ => None,
@@ -349,9 +346,16 @@ fn u2_at(bytes: &[u8], at: usize) -> Option<usize> {
         .map(|b| usize::from(u16::from_be_bytes([b[0], b[1]])))
 }
 
-/// The u4 at `at`, which the caller knows is within `bytes`.
-fn u4_at(bytes: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+/// Reads the u4 at `at` in a sub-record (the caller knows it is within).
+pub fn get_u4(record: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([record[at], record[at + 1], record[at + 2], record[at + 3]])
+}
+
+/// Reads an identifier of `id_size` bytes at `at`.
+pub fn get_id(record: &[u8], at: usize, id_size: u32) -> u64 {
+    record[at..at + id_size as usize]
+        .iter()
+        .fold(0u64, |v, b| (v << 8) | u64::from(*b))
 }
 
 #[cfg(test)]
@@ -495,7 +499,7 @@ mod tests {
                     measure(&bytes, id_size),
                     Ok(Extent::Whole(bytes.len() as u64))
                 );
-                let u4 = |at: usize| (at > 0).then(|| u4_at(&bytes, at));
+                let u4 = |at: usize| (at > 0).then(|| get_u4(&bytes, at));
                 assert_eq!(u4(shape.trace_at), record_trace(record), "{record:?}");
                 assert_eq!(u4(shape.thread_at), record_thread(record), "{record:?}");
                 if shape.class_at > 0 {

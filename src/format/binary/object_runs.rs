@@ -25,7 +25,7 @@
 //! per 8 bytes (32 KiB, which no two objects share: objects are 8-byte
 //! aligned) becomes that bitmap, so the set never takes more than that.
 
-use super::heap_walk::{BlockHashing, ObjectSet, get_id};
+use super::heap_walk::{BlockHashing, ObjectSet, get_id, get_u4};
 use super::layout::{self, Tail};
 use super::records::BasicType;
 use std::collections::HashMap;
@@ -156,7 +156,7 @@ impl ObjectRuns {
             return None;
         }
         let id = get_id(record, 1, self.id_size);
-        let count = || u64::from(u4(record, shape.count_at));
+        let count = || u64::from(get_u4(record, shape.count_at));
         let least_size = match shape.tail {
             Tail::ClassBody => {
                 if let Some((superclass, own_references)) =
@@ -326,10 +326,6 @@ fn set_bits(bits: &mut [u64; BITS_WORDS], from: u32, to: u32) {
     for bit in (from as usize / 8)..=(to as usize / 8) {
         bits[bit / 64] |= 1 << (bit % 64);
     }
-}
-
-fn u4(record: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([record[at], record[at + 1], record[at + 2], record[at + 3]])
 }
 
 #[cfg(test)]
