@@ -80,6 +80,8 @@ MODES = {m.key: m for m in [
     Mode("sites", "heap=sites", "heap=sites", ("SITES BEGIN",)),
     Mode("sites-sampled", f"heap=sites,alloc_interval={SAMPLED_INTERVAL}",
          f"heap=sites,alloc_interval={SAMPLED_INTERVAL}", ("SITES BEGIN",)),
+    Mode("sites-bytecode", "heap=sites,alloc_count=bytecode", "heap=sites,alloc_count=bytecode",
+         ("SITES BEGIN",)),
     Mode("times", "cpu=times", "cpu=times", ("CPU TIME (ms) BEGIN",)),
     Mode("monitor", "monitor=y", "monitor=y", ("MONITOR TIME BEGIN", "MONITOR DUMP BEGIN")),
     Mode("dump", "heap=dump", "heap=dump", ("HEAP DUMP BEGIN",)),
@@ -126,9 +128,10 @@ def baseline_first(order: List[Mode]) -> List[Mode]:
 # Extra modes a profiling workload runs only when --modes names them (cpu=samples at
 # interval=1, and the JVMTI stack path beside the signal handler's).
 SAMPLES_COMPARISON_MODES = ["samples-1", "samples-jvmti", "samples-jvmti-1", "samples-nodebug"]
-PROFILING_MODES = ["none", "samples", "sites", "sites-sampled", "times", "monitor", "jfr",
-                   "jfr-monitor"]
-STARTUP_MODES = ["none", "samples", "sites", "sites-sampled", "times", "monitor", "dump", "jfr"]
+PROFILING_MODES = ["none", "samples", "sites", "sites-sampled", "sites-bytecode", "times",
+                   "monitor", "jfr", "jfr-monitor"]
+STARTUP_MODES = ["none", "samples", "sites", "sites-sampled", "sites-bytecode", "times",
+                 "monitor", "dump", "jfr"]
 HEAPDUMP_MODES = ["none", "dump-b", "dump", "jcmd"]
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compiles hprof_rs/Tracker.java and hprof_rs/LockTracker.java into their
+# Compiles hprof_rs/Tracker.java, LockTracker.java and AllocTracker.java into their
 # .class files, which are checked in and embedded in the agent
 # (hprof_rs::bci::TRACKER_CLASS_FILE, LOCK_TRACKER_CLASS_FILE), so that
 # building the agent needs no JDK. tests/bci_run.rs fails when a checked-in
@@ -9,7 +9,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 javac="${HPROF_RS_JAVAC:-/usr/lib/jvm/java-17-openjdk-amd64/bin/javac}"
 [[ -x "$javac" ]] || javac=javac
 # --release 11: loads on every JDK the agent supports (11 and up).
-"$javac" --release 11 -encoding UTF-8 -d . hprof_rs/Tracker.java hprof_rs/LockTracker.java
-for class in Tracker LockTracker; do
+"$javac" --release 11 -encoding UTF-8 -d . hprof_rs/Tracker.java hprof_rs/LockTracker.java hprof_rs/AllocTracker.java
+for class in Tracker LockTracker AllocTracker; do
     echo "wrote $(pwd)/hprof_rs/$class.class ($(wc -c < "hprof_rs/$class.class") bytes)"
 done

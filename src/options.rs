@@ -88,6 +88,10 @@ pub struct Options {
     /// hprof-rs addition, `alloc_interval=<bytes>[k|m|g]`: sample one
     /// allocation per this many bytes; 0 (the default) records every one.
     pub alloc_interval: u64,
+    /// hprof-rs addition, `alloc_count=bytecode`: heap=sites counts every
+    /// allocation with counters injected into the byte code instead of one
+    /// JVMTI event per object (`alloc_count=events`, the default).
+    pub alloc_count_bytecode: bool,
     /// The full combined option string (command line + "," +
     /// `_JAVA_HPROF_OPTIONS`), as used in error messages.
     pub combined: String,
@@ -127,6 +131,7 @@ impl Default for Options {
             debug: false,
             experiment: 0,
             alloc_interval: 0,
+            alloc_count_bytecode: false,
             combined: String::new(),
         }
     }
@@ -198,6 +203,7 @@ const NAME_MAX: usize = 15;
 const VALUE_MAX: usize = 4096;
 
 const PORT_ERROR: &str = "net option port must be a decimal number from 1 to 65535";
+const ALLOC_COUNT_ERROR: &str = "alloc_count option value must be bytecode or events";
 const ALLOC_INTERVAL_ERROR: &str = "alloc_interval option value must be a byte count (e.g. 512k)";
 
 /// Parses the agent options.
@@ -353,6 +359,13 @@ impl<'a> Parser<'a> {
                 let text = input.value(ALLOC_INTERVAL_ERROR)?;
                 options.alloc_interval = byte_count(text).ok_or(ALLOC_INTERVAL_ERROR)?;
             }
+            "alloc_count" => {
+                options.alloc_count_bytecode = match input.value(ALLOC_COUNT_ERROR)? {
+                    "bytecode" => true,
+                    "events" => false,
+                    _ => return Err(ALLOC_COUNT_ERROR.into()),
+                };
+            }
             // differs from HPROF: it printed a literal `%%p` (a printf escape
             // that was never expanded); we print the `%p` that was meant.
             "exitpause" => {
@@ -417,6 +430,9 @@ impl<'a> Parser<'a> {
             if o.monitor {
                 return Err("monitor=y is not supported with format=b".into());
             }
+        }
+        if o.alloc_count_bytecode && o.alloc_interval != 0 {
+            return Err("alloc_count=bytecode counts every allocation: it cannot be combined with alloc_interval".into());
         }
         o.prof_trace_depth = if o.cpu_old { 2 } else { o.depth };
         if !(o.cpu_samples || o.cpu_times || o.monitor || o.heap_sites || o.heap_dump) {

@@ -18,7 +18,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use hprof_rs::bci::{
-    Injection, RewriteOptions, TRACKER_CLASS, TRACKER_CLASS_FILE, rewrite_class_with,
+    ALLOC_TRACKER_CLASS, ALLOC_TRACKER_CLASS_FILE, Injection, RewriteOptions, TRACKER_CLASS,
+    TRACKER_CLASS_FILE, rewrite_class_with,
 };
 
 /// Calls and returns of every method the workload runs, by
@@ -237,18 +238,23 @@ fn the_real_tracker_is_inert_until_engaged() {
 }
 
 #[test]
-fn the_embedded_tracker_class_is_built_from_its_source() {
+fn the_embedded_tracker_classes_are_built_from_their_sources() {
     let dir = common::scratch_dir("bci-run-tracker-source");
-    let mut cmd = Command::new(common::javac());
-    cmd.args(["--release", "11", "-encoding", "UTF-8", "-d"])
-        .arg(&dir)
-        .arg(common::repo_root().join("java-tracker/hprof_rs/Tracker.java"));
-    common::assert_success(&common::run(&mut cmd), "javac Tracker.java");
-    let fresh = fs::read(dir.join(format!("{TRACKER_CLASS}.class"))).unwrap();
-    assert!(
-        fresh == TRACKER_CLASS_FILE,
-        "java-tracker/hprof_rs/Tracker.class is stale (or {} is not the javac that built it): \
-         run java-tracker/build.sh",
-        common::javac().display()
-    );
+    for (class, embedded) in [
+        (TRACKER_CLASS, TRACKER_CLASS_FILE),
+        (ALLOC_TRACKER_CLASS, ALLOC_TRACKER_CLASS_FILE),
+    ] {
+        let mut cmd = Command::new(common::javac());
+        cmd.args(["--release", "11", "-encoding", "UTF-8", "-d"])
+            .arg(&dir)
+            .arg(common::repo_root().join(format!("java-tracker/{class}.java")));
+        common::assert_success(&common::run(&mut cmd), &format!("javac {class}.java"));
+        let fresh = fs::read(dir.join(format!("{class}.class"))).unwrap();
+        assert!(
+            fresh == embedded,
+            "java-tracker/{class}.class is stale (or {} is not the javac that built it): \
+             run java-tracker/build.sh",
+            common::javac().display()
+        );
+    }
 }

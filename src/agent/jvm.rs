@@ -907,3 +907,28 @@ pub fn take_exception_message(jni: &JniEnv) -> Option<String> {
     }
     message
 }
+
+/// Defines class `name` from `bytes` in the boot loader and holds it by a
+/// global reference; `what` names it in the error.
+pub fn define_boot_class(
+    jni: &JniEnv,
+    name: &str,
+    bytes: &[u8],
+    what: &str,
+) -> Result<GlobalRef<kind::Class>, String> {
+    // SAFETY: a null loader is the boot loader; the caller passes a class
+    // file of this very name.
+    let raw = unsafe { jni.define_class(name, std::ptr::null_mut(), bytes) };
+    if jni.exception_check() {
+        let why = take_exception_message(jni);
+        return Err(format!(
+            "the {what} class cannot be defined ({})",
+            why.unwrap_or_default()
+        ));
+    }
+    let raw = raw.ok_or_else(|| format!("the {what} class cannot be defined"))?;
+    // SAFETY: a local reference DefineClass just made on this thread,
+    // deleted only by its owner.
+    let local: OwnedLocal<'_, kind::Class> = unsafe { OwnedLocal::new(Some(jni), raw) };
+    Ok(GlobalRef::new(jni, local.get()))
+}

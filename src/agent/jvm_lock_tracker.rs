@@ -4,7 +4,7 @@
 //! it, and has `LockSupport` rewritten. Part of the JVM boundary with
 //! `jvm.rs`: the unsafe JNI calls live here, behind safe methods.
 
-use super::jvm::{self, GlobalRef, Local, LocalClass, OwnedLocal, kind};
+use super::jvm::{self, GlobalRef, Local, LocalClass, kind};
 use crate::bci;
 use jvmti_bindings::prelude::*;
 use std::ffi::CString;
@@ -90,27 +90,13 @@ impl LockTracker {
         if EVENTS.set(events).is_err() {
             return Err("the lock tracker is defined already".into());
         }
-        // SAFETY: a null loader is the boot loader; the bytes are a class
-        // file of this very name (checked by a unit test).
-        let raw = unsafe {
-            jni.define_class(
-                bci::LOCK_TRACKER_CLASS,
-                std::ptr::null_mut(),
-                bci::LOCK_TRACKER_CLASS_FILE,
-            )
-        };
-        if jni.exception_check() {
-            let why = jvm::take_exception_message(jni);
-            return Err(format!(
-                "the lock tracker class cannot be defined ({})",
-                why.unwrap_or_default()
-            ));
-        }
-        let raw = raw.ok_or("the lock tracker class cannot be defined")?;
-        // SAFETY: a local reference DefineClass just made on this thread,
-        // deleted only by its owner.
-        let local: OwnedLocal<'_, kind::Class> = unsafe { OwnedLocal::new(Some(jni), raw) };
-        let class = GlobalRef::new(jni, local.get());
+        // (The bytes are a class file of this very name: a unit test checks.)
+        let class = jvm::define_boot_class(
+            jni,
+            bci::LOCK_TRACKER_CLASS,
+            bci::LOCK_TRACKER_CLASS_FILE,
+            "lock tracker",
+        )?;
         let names = |(name, signature): (&str, &str)| {
             (
                 CString::new(name).unwrap_or_default(),

@@ -4,6 +4,7 @@
 //! from here directly.
 
 mod alloc;
+mod alloc_counting;
 mod async_trace;
 mod classes;
 mod cpu_timers;
@@ -15,6 +16,7 @@ mod header;
 mod heapdump;
 mod jmm;
 mod jvm;
+mod jvm_alloc_tracker;
 mod jvm_lock_tracker;
 mod jvm_tracker;
 mod libjvm;
@@ -188,20 +190,13 @@ impl Agent for HprofAgent {
     }
 
     fn sampled_object_alloc(&self, context: CallbackContext<'_>, event: ObjectAllocationEvent) {
-        if let Some(profiler) = PROFILER.get()
-            && let Some(sites) = &profiler.engines.allocation_sites
-        {
-            // SAFETY: JVMTI guarantees an event's references are live for
-            // the duration of the callback.
-            let (thread, object, class) = unsafe {
-                (
-                    event_ref(&context, event.thread()),
-                    event_ref(&context, event.object()),
-                    event_ref(&context, event.class()),
-                )
-            };
-            sites.object_allocated(&profiler.run, thread, object, class, event.size());
-        }
+        object_allocated(&context, &event);
+    }
+
+    /// Objects the byte code does not show (JNI, reflection, clone...),
+    /// for heap=sites counted in the byte code.
+    fn vm_object_alloc(&self, context: CallbackContext<'_>, event: ObjectAllocationEvent) {
+        object_allocated(&context, &event);
     }
 
     fn object_free(&self, _context: CallbackContext<'_>, event: ObjectFreeEvent) {
@@ -219,19 +214,31 @@ impl Agent for HprofAgent {
         mut event: ClassFileLoadHookEvent<'callback>,
     ) {
         let lock_waits = PROFILER.get().and_then(|p| p.engines.lock_waits.as_ref());
+        let counting = allocation_counting();
         let timing = method_timing();
-        if lock_waits.is_none() && timing.is_none() {
+        if lock_waits.is_none() && counting.is_none() && timing.is_none() {
             return;
         }
         let name = event.name_str().ok().flatten();
         let name = name.as_deref();
-        // LockSupport's parks hooked for monitor=y, then every method timed
-        // for cpu=times (the agent's own classes never are).
-        let for_locks = lock_waits.and_then(|l| l.rewrite(name, event.class_data()));
-        let timed = timing
+        // LockSupport's parks hooked for monitor=y, then allocations
+        // counted for heap=sites, then every method timed for cpu=times
+        // (the agent's own classes never are): each works on the one
+        // before's output.
+        let mut bytes: Option<Vec<u8>> =
+            lock_waits.and_then(|l| l.rewrite(name, event.class_data()));
+        if let Some(counted) =
+            counting.and_then(|c| c.rewrite(name, bytes.as_deref().unwrap_or(event.class_data())))
+        {
+            bytes = Some(counted);
+        }
+        if let Some(timed) = timing
             .filter(|_| !name.is_some_and(|n| n.starts_with("hprof_rs/")))
-            .and_then(|t| t.rewrite(name, for_locks.as_deref().unwrap_or(event.class_data())));
-        if let Some(bytes) = timed.or(for_locks) {
+            .and_then(|t| t.rewrite(name, bytes.as_deref().unwrap_or(event.class_data())))
+        {
+            bytes = Some(timed);
+        }
+        if let Some(bytes) = bytes {
             // On failure the class simply loads unchanged.
             let _ = event.set_transformed_class(&context, &bytes);
         }
@@ -340,6 +347,34 @@ unsafe fn event_refs<'cb, A, B>(
 fn monitors() -> Option<(&'static engine::Run, &'static engines::Monitors)> {
     let profiler = PROFILER.get()?;
     Some((&profiler.run, profiler.engines.monitors.as_ref()?))
+}
+
+/// An allocation the JVM reports (SampledObjectAlloc or VMObjectAlloc),
+/// counted by heap=sites.
+fn object_allocated(context: &CallbackContext<'_>, event: &ObjectAllocationEvent) {
+    if let Some(profiler) = PROFILER.get()
+        && let Some(sites) = &profiler.engines.allocation_sites
+    {
+        // SAFETY: JVMTI guarantees an event's references are live for
+        // the duration of the callback.
+        let (thread, object, class) = unsafe {
+            (
+                event_ref(context, event.thread()),
+                event_ref(context, event.object()),
+                event_ref(context, event.class()),
+            )
+        };
+        sites.object_allocated(&profiler.run, thread, object, class, event.size());
+    }
+}
+
+/// The bytecode allocation counting, when heap=sites runs with
+/// alloc_count=bytecode.
+fn allocation_counting() -> Option<&'static alloc_counting::BytecodeCounting> {
+    PROFILER
+        .get()
+        .and_then(|p| p.engines.allocation_sites.as_ref())
+        .and_then(|s| s.bytecode())
 }
 
 /// The link to the Tracker, when cpu=times or cpu=old runs.

@@ -22,9 +22,19 @@ pub fn mark_agent_thread() {
     AGENT_THREAD.with(|a| a.set(true));
 }
 
-/// True on a thread the agent started for itself.
+/// True on a thread the agent started for itself, or while a program
+/// thread runs [`as_agent`].
 pub fn is_agent_thread() -> bool {
     AGENT_THREAD.try_with(Cell::get).unwrap_or(false)
+}
+
+/// Runs `work` counted as the agent's own (objects it makes are not the
+/// program's), on whatever thread this is.
+pub fn as_agent<T>(work: impl FnOnce() -> T) -> T {
+    let was = AGENT_THREAD.with(|a| a.replace(true));
+    let result = work();
+    AGENT_THREAD.with(|a| a.set(was));
+    result
 }
 
 /// The serial of `thread`, 0 for a thread never registered. (A virtual

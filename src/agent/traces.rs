@@ -215,3 +215,51 @@ pub fn intern_timed(
         phase: None,
     })
 }
+
+/// Top two bits of the frame keys of allocation sites counted in the
+/// bytecode (their "method" is a number of the counting collector's, not a
+/// jmethodID; no pointer has these bits).
+const COUNTED_FRAME: u64 = 3 << 62;
+
+/// The serial of the trace of an allocation site counted in the bytecode:
+/// its one frame (the allocating method at the site's line), or no frame
+/// with `depth=0`. `site_key` names the site's method uniquely (with the
+/// bytecode index, the frame).
+pub fn intern_counted(
+    policy: &TracePolicy,
+    model: &mut Model,
+    site_key: u64,
+    row: &super::alloc_counting::CountedRow,
+) -> u32 {
+    let mut frames = Vec::with_capacity(1);
+    if policy.depth > 0 {
+        let line = match (policy.line_numbers, row.line) {
+            (true, Some(line)) => i32::from(line),
+            _ => LINE_UNKNOWN,
+        };
+        let location = if policy.line_numbers {
+            i64::from(row.identity.bci)
+        } else {
+            -1
+        };
+        frames.push(model.frames.intern(
+            FrameKey {
+                method: COUNTED_FRAME | (site_key & !(3 << 62)),
+                location,
+            },
+            || FrameFacts {
+                class_serial: 0,
+                class_signature: format!("L{};", row.identity.class_name),
+                method_name: row.method_name.to_string(),
+                method_signature: row.method_descriptor.to_string(),
+                source_file: row.source_file.clone(),
+                line,
+            },
+        ));
+    }
+    model.traces.intern(TraceKey {
+        frames,
+        thread_serial: None,
+        phase: None,
+    })
+}

@@ -93,6 +93,14 @@ fn skip_members(r: &mut Reader<'_>) -> Result<(), BciError> {
 }
 
 impl<'a> ClassFile<'a> {
+    /// The class's own internal name (`java/lang/String`), copied.
+    pub(crate) fn this_name(&self) -> Result<Vec<u8>, BciError> {
+        self.pool
+            .class_name(self.this_class)
+            .map(<[u8]>::to_vec)
+            .map_err(|what| BciError::Malformed { offset: 0, what })
+    }
+
     /// Parses `bytes`, checking the magic number, the version range and that
     /// nothing trails the class attributes.
     pub(crate) fn parse(bytes: &'a [u8]) -> Result<ClassFile<'a>, BciError> {

@@ -399,12 +399,58 @@ pub(crate) fn rewrite_code(
     if entry.is_empty() && exit.is_empty() {
         return Ok(None);
     }
-    let layout = Layout::new(
+    let before = insns
+        .iter()
+        .map(|i| if i.is_return() { exit.clone() } else { vec![] })
+        .collect();
+    let injected = Injected {
+        entry,
+        before,
+        after: vec![vec![]; insns.len()],
+        extra_stack: 2,
+    };
+    relocate_method(
+        &code,
         &insns,
-        code.code.len(),
-        entry.len() as u32,
-        exit.len() as u32,
+        pool,
+        class,
+        method,
+        &injected,
         calls.widen_all,
+    )
+    .map(Some)
+}
+
+/// The code injected into one method: a sequence at entry, and per
+/// instruction one before and one after it; the operand stack they need
+/// beyond the method's own.
+pub(crate) struct Injected {
+    pub entry: Vec<u8>,
+    pub before: Vec<Vec<u8>>,
+    pub after: Vec<Vec<u8>>,
+    pub extra_stack: u16,
+}
+
+/// The new `Code` attribute body of `code` (decoded as `insns`) with
+/// `injected` in place and every offset-holding table relocated.
+pub(crate) fn relocate_method(
+    code: &CodeAttribute<'_>,
+    insns: &[Insn],
+    pool: &mut ConstantPool<'_>,
+    class: ClassFacts,
+    method: MethodFacts<'_>,
+    injected: &Injected,
+    widen_all: bool,
+) -> Result<Vec<u8>, String> {
+    let subroutines = insns.iter().any(|i| is_subroutine_insn(i, code.code));
+    let lengths = |seqs: &[Vec<u8>]| seqs.iter().map(|s| s.len() as u32).collect();
+    let layout = Layout::with_injections(
+        insns,
+        code.code.len(),
+        injected.entry.len() as u32,
+        lengths(&injected.before),
+        lengths(&injected.after),
+        widen_all,
     )?;
     if layout.len() > MAX_CODE {
         return Err(format!(
@@ -414,7 +460,7 @@ pub(crate) fn rewrite_code(
     }
     let max_stack = code
         .max_stack
-        .checked_add(2)
+        .checked_add(injected.extra_stack)
         .ok_or("max_stack would pass 65535")?;
 
     // Offsets after widened conditionals become branch targets; from class
@@ -432,8 +478,8 @@ pub(crate) fn rewrite_code(
     }
 
     let rewrite = Rewrite {
-        code: &code,
-        insns: &insns,
+        code,
+        insns,
         layout: &layout,
         class,
         method,
@@ -468,14 +514,16 @@ pub(crate) fn rewrite_code(
         attribute_count += 1;
     }
 
-    let new_code = layout.emit(code.code, &entry, &exit);
-    let mut out = Vec::with_capacity(info.len() + new_code.len() + 16);
+    let new_code = layout.emit_with(code.code, &injected.entry, |i| {
+        (&injected.before[i][..], &injected.after[i][..])
+    });
+    let mut out = Vec::with_capacity(code.code.len() + new_code.len() + 64);
     put_u16(&mut out, max_stack);
     put_u16(&mut out, code.max_locals);
     put_u32(&mut out, new_code.len() as u32);
     out.extend_from_slice(&new_code);
-    exception_table(&code, &layout, &mut out)?;
+    exception_table(code, &layout, &mut out)?;
     put_u16(&mut out, attribute_count);
     out.extend_from_slice(&attributes);
-    Ok(Some(out))
+    Ok(out)
 }

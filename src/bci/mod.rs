@@ -68,6 +68,7 @@ mod bytes;
 mod class_file;
 mod code;
 mod constant_pool;
+mod count;
 mod inject;
 mod lock_tracker;
 mod relocate;
@@ -79,6 +80,11 @@ mod tracker;
 mod types;
 mod writer;
 
+pub use count::{
+    ALLOC_TRACKER_CLASS, ALLOC_TRACKER_CLASS_FILE, ALLOC_TRACKER_FAILURE_FIELD,
+    ALLOC_TRACKER_PAGES_FIELD, ALLOC_TRACKER_SITES_PER_PAGE, ALLOC_TRACKER_STRIPES, Allocated,
+    AllocationSite, CountingOutcome, MAX_SITE, REFERENCE_ELEMENT, rewrite_counting_allocations,
+};
 pub use lock_tracker::{
     LOCK_TRACKER_BLOCKED, LOCK_TRACKER_CLASS, LOCK_TRACKER_CLASS_FILE, LOCK_TRACKER_ENGAGED_FIELD,
     LOCK_TRACKER_REGISTER, LOCK_TRACKER_SITE, PARK_METHODS,
@@ -293,27 +299,9 @@ fn rewrite(
     }
     let mut class = ClassFile::parse(class_file)?;
     let malformed = |what: String| BciError::Malformed { offset: 0, what };
-    let this_name = class
-        .pool
-        .class_name(class.this_class)
-        .map_err(malformed)?
-        .to_vec();
+    let this_name = class.this_name()?;
 
-    let mut methods = Vec::with_capacity(class.methods.len());
-    for (index, method) in class.methods.iter().enumerate() {
-        methods.push(MethodInfo {
-            name: decode_modified_utf8(class.pool.utf8(method.name_index).map_err(malformed)?),
-            descriptor: decode_modified_utf8(
-                class
-                    .pool
-                    .utf8(method.descriptor_index)
-                    .map_err(malformed)?,
-            ),
-            index: index as u16,
-            rewritten: false,
-            skip_reason: None,
-        });
-    }
+    let mut methods = method_reports(&class)?;
     let unchanged = |methods: Vec<MethodInfo>, why: &str| {
         let methods = methods
             .into_iter()
@@ -345,11 +333,7 @@ fn rewrite(
     let mut new_code = vec![None; class.methods.len()];
     for (index, method) in class.methods.iter().enumerate() {
         let report = &mut methods[index];
-        let code: Vec<_> = method
-            .attributes
-            .iter()
-            .filter(|a| class.pool.utf8(a.name_index).is_ok_and(|n| n == b"Code"))
-            .collect();
+        let code = code_attributes(&class, method);
         let refusal = selected.and_then(|selected| {
             first_argument_refusal(
                 &report.name,
@@ -362,17 +346,7 @@ fn rewrite(
             (Some(why), _) => Err(why.to_string()),
             (None, []) => Err("no code (abstract or native)".to_string()),
             (None, [code]) => {
-                // Copied: the pool grows while the method is rewritten.
-                let name = class
-                    .pool
-                    .utf8(method.name_index)
-                    .map_err(malformed)?
-                    .to_vec();
-                let descriptor = class
-                    .pool
-                    .utf8(method.descriptor_index)
-                    .map_err(malformed)?
-                    .to_vec();
+                let (name, descriptor) = name_and_descriptor(&class, method)?;
                 let target = MethodFacts {
                     name: &name,
                     descriptor: &descriptor,
@@ -402,6 +376,50 @@ fn rewrite(
     }
     let bytes = writer::write_class(&class, &new_code).map_err(malformed)?;
     Ok(RewriteOutcome { bytes, methods })
+}
+
+/// One report per method of `class`, none rewritten yet.
+pub(crate) fn method_reports(class: &ClassFile<'_>) -> Result<Vec<MethodInfo>, BciError> {
+    let mut methods = Vec::with_capacity(class.methods.len());
+    for (index, method) in class.methods.iter().enumerate() {
+        let (name, descriptor) = name_and_descriptor(class, method)?;
+        methods.push(MethodInfo {
+            name: decode_modified_utf8(&name),
+            descriptor: decode_modified_utf8(&descriptor),
+            index: index as u16,
+            rewritten: false,
+            skip_reason: None,
+        });
+    }
+    Ok(methods)
+}
+
+/// A method's name and descriptor, copied out of the pool (which grows
+/// while the method is rewritten).
+pub(crate) fn name_and_descriptor(
+    class: &ClassFile<'_>,
+    method: &class_file::Method<'_>,
+) -> Result<(Vec<u8>, Vec<u8>), BciError> {
+    let malformed = |what: String| BciError::Malformed { offset: 0, what };
+    let name = class.pool.utf8(method.name_index).map_err(malformed)?;
+    let descriptor = class
+        .pool
+        .utf8(method.descriptor_index)
+        .map_err(malformed)?;
+    Ok((name.to_vec(), descriptor.to_vec()))
+}
+
+/// A method's `Code` attributes (one, or none for abstract and native
+/// methods; more is malformed).
+pub(crate) fn code_attributes<'c>(
+    class: &ClassFile<'c>,
+    method: &'c class_file::Method<'c>,
+) -> Vec<&'c class_file::Attribute<'c>> {
+    method
+        .attributes
+        .iter()
+        .filter(|a| class.pool.utf8(a.name_index).is_ok_and(|n| n == b"Code"))
+        .collect()
 }
 
 /// Adds the class number (when the calls pass it) and the called methods

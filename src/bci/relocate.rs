@@ -1,10 +1,12 @@
 //! Where every instruction goes once the calls are injected, and the
 //! re-emitted code.
 //!
-//! Each original instruction becomes a *block*: the exit call in front of
-//! it when it is a `*return`, then the instruction itself, possibly in a
-//! longer form. The entry call comes before the first block. Offsets map as
-//! follows (the rules every table of the `Code` attribute follows):
+//! Each original instruction becomes a *block*: the code injected in front
+//! of it (the exit call when it is a `*return`; an allocation's count), the
+//! instruction itself, possibly in a longer form, then the code injected
+//! after it (a `multianewarray`'s count). The entry call comes before the
+//! first block. Offsets map as follows (the rules every table of the `Code`
+//! attribute follows):
 //!
 //! - **block start** ([`Layout::block_of`]): branch targets, switch targets,
 //!   stack map frames, and the exception table's `start_pc`, `end_pc` and
@@ -53,8 +55,10 @@ pub(crate) struct Layout<'i> {
     wide: Vec<bool>,
     /// Length of the entry call sequence.
     entry_len: u32,
-    /// Length of the exit call sequence.
-    exit_len: u32,
+    /// Per instruction, the length of the code injected before it.
+    before: Vec<u32>,
+    /// Per instruction, the length of the code injected after it.
+    after: Vec<u32>,
 }
 
 /// The new length of `insn` placed at `pos`.
@@ -79,7 +83,8 @@ impl<'i> Layout<'i> {
     /// sequence of `entry_len` bytes and an exit sequence of `exit_len`
     /// bytes before each return. With `widen_all`, every 16-bit branch is
     /// widened, needed or not (a test knob). Fails when a branch target is
-    /// not the start of an instruction.
+    /// not the start of an instruction. (The tests' shorthand.)
+    #[cfg(test)]
     pub(crate) fn new(
         insns: &'i [Insn],
         code_len: usize,
@@ -87,6 +92,27 @@ impl<'i> Layout<'i> {
         exit_len: u32,
         widen_all: bool,
     ) -> Result<Layout<'i>, String> {
+        let before = insns
+            .iter()
+            .map(|i| if i.is_return() { exit_len } else { 0 })
+            .collect();
+        let after = vec![0; insns.len()];
+        Self::with_injections(insns, code_len, entry_len, before, after, widen_all)
+    }
+
+    /// [`Layout::new`] with, per instruction, `before[i]` bytes injected in
+    /// front of instruction `i` and `after[i]` bytes after it.
+    pub(crate) fn with_injections(
+        insns: &'i [Insn],
+        code_len: usize,
+        entry_len: u32,
+        before: Vec<u32>,
+        after: Vec<u32>,
+        widen_all: bool,
+    ) -> Result<Layout<'i>, String> {
+        if before.len() != insns.len() || after.len() != insns.len() {
+            return Err("one injection length per instruction".into());
+        }
         let mut index = vec![NOT_AN_INSTRUCTION; code_len + 1];
         for (i, insn) in insns.iter().enumerate() {
             index[insn.offset as usize] = i as u32;
@@ -102,7 +128,8 @@ impl<'i> Layout<'i> {
                 .map(|i| widen_all && matches!(i.operands, Operands::Branch(_)))
                 .collect(),
             entry_len,
-            exit_len,
+            before,
+            after,
         };
         for insn in insns {
             for target in targets(insn) {
@@ -140,11 +167,9 @@ impl<'i> Layout<'i> {
         let mut pos = self.entry_len;
         for (i, insn) in self.insns.iter().enumerate() {
             self.block[i] = pos;
-            if insn.is_return() {
-                pos += self.exit_len;
-            }
+            pos += self.before[i];
             self.at[i] = pos;
-            pos += new_len(insn, self.wide[i], pos);
+            pos += new_len(insn, self.wide[i], pos) + self.after[i];
         }
         self.block[self.insns.len()] = pos;
     }
@@ -218,16 +243,37 @@ impl<'i> Layout<'i> {
     }
 
     /// The new code: `entry` first, `exit` before each return, branches and
-    /// switches re-targeted.
+    /// switches re-targeted. (The tests' shorthand.)
+    #[cfg(test)]
     pub(crate) fn emit(&self, code: &[u8], entry: &[u8], exit: &[u8]) -> Vec<u8> {
+        let none: &[u8] = &[];
+        self.emit_with(code, entry, |i| {
+            let before = if self.insns[i].is_return() {
+                exit
+            } else {
+                none
+            };
+            (before, none)
+        })
+    }
+
+    /// The new code: `entry` first, then per instruction `injected(i).0`,
+    /// the instruction (branches and switches re-targeted) and
+    /// `injected(i).1`, of the lengths the layout was made with.
+    pub(crate) fn emit_with<'s>(
+        &self,
+        code: &[u8],
+        entry: &[u8],
+        injected: impl Fn(usize) -> (&'s [u8], &'s [u8]),
+    ) -> Vec<u8> {
         debug_assert_eq!(entry.len() as u32, self.entry_len);
-        debug_assert_eq!(exit.len() as u32, self.exit_len);
         let mut out = Vec::with_capacity(self.len() as usize);
         out.extend_from_slice(entry);
         for (i, insn) in self.insns.iter().enumerate() {
-            if insn.is_return() {
-                out.extend_from_slice(exit);
-            }
+            let (before, after) = injected(i);
+            debug_assert_eq!(before.len() as u32, self.before[i]);
+            debug_assert_eq!(after.len() as u32, self.after[i]);
+            out.extend_from_slice(before);
             debug_assert_eq!(out.len() as u32, self.at[i]);
             match &insn.operands {
                 Operands::None => {
@@ -279,6 +325,7 @@ impl<'i> Layout<'i> {
                     }
                 }
             }
+            out.extend_from_slice(after);
         }
         debug_assert_eq!(out.len() as u32, self.len());
         out

@@ -35,6 +35,7 @@ const TABLE: &[(&str, &str, &str)] = &[
         "alloc sampling (hprof-rs)",
         "0 (exact)",
     ),
+    ("alloc_count=<how>", "bytecode|events (hprof-rs)", "events"),
 ];
 
 const TITLE: &str = "     HPROF-RS: Heap and CPU Profiling Agent (drop-in replacement for HPROF)";
@@ -69,6 +70,10 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "  - alloc_interval is an hprof-rs addition: a byte count, optionally",
             "    followed by k, m or g (e.g. alloc_interval=512k). 0, the default,",
             "    records every allocation.",
+            "  - alloc_count is an hprof-rs addition: bytecode counts every",
+            "    allocation of heap=sites with counters in the rewritten classes",
+            "    (fast; one frame per trace for now), events with one JVM event",
+            "    per object.",
         ],
     ),
     (
@@ -155,6 +160,7 @@ msa=y|n                Solaris micro state accounting n
 force=y|n              force output to <file>         y
 verbose=y|n            print messages about dumps     y
 alloc_interval=<size>  alloc sampling (hprof-rs)      0 (exact)
+alloc_count=<how>      bytecode|events (hprof-rs)     events
 
 Obsolete Options
 ----------------

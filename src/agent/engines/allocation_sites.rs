@@ -5,11 +5,14 @@
 //! section.
 
 use crate::agent::alloc::AllocationCounts;
+use crate::agent::alloc_counting::{BytecodeCounting, CountedRow, share_live};
 use crate::agent::classes::intern_class;
 use crate::agent::engine::{Engine, Run};
 use crate::agent::jvm::{self, LocalClass, LocalObject, LocalThread};
+use crate::agent::jvm_alloc_tracker;
 use crate::agent::site_cache;
 use crate::agent::threads;
+use crate::agent::traces::intern_counted;
 use crate::emit::sites::SiteSnapshot;
 use crate::format::ascii::time::ctime_now;
 use crate::model::SiteStats;
@@ -81,16 +84,39 @@ pub struct AllocationSites {
     /// Each site's counts when sites were last written, by (class serial,
     /// trace serial): what "changed since the last sites dump" compares to.
     last_written: Mutex<HashMap<(u32, u32), SiteStats>>,
+    /// `alloc_count=bytecode`: the counters in the byte code (objects the
+    /// byte code does not show come as VMObjectAlloc events, counted like
+    /// sampled ones).
+    bytecode: Option<BytecodeCounting>,
+    /// What the dump's first step read of the counters, for its section.
+    counted: Mutex<Option<CountedDump>>,
+}
+
+/// The bytecode counters as a dump's first step found them.
+struct CountedDump {
+    rows: Vec<CountedRow>,
+    /// Per allocated class signature: its serial and its live objects and
+    /// bytes in the heap.
+    classes: HashMap<String, (u32, (u64, u64))>,
 }
 
 impl AllocationSites {
-    /// Counting every allocation (`interval` 0) or one per `interval` bytes.
-    pub fn new(interval: u64) -> Self {
+    /// Counting every allocation (`interval` 0) or one per `interval`
+    /// bytes, from JVMTI events or (`bytecode`) from counters in the byte
+    /// code.
+    pub fn new(interval: u64, bytecode: bool) -> Self {
         Self {
             counts: AllocationCounts::new(interval),
             class_class_tag: AtomicU64::new(0),
             last_written: Mutex::default(),
+            bytecode: bytecode.then(BytecodeCounting::new),
+            counted: Mutex::default(),
         }
+    }
+
+    /// The bytecode counting, when `alloc_count=bytecode`.
+    pub fn bytecode(&self) -> Option<&BytecodeCounting> {
+        self.bytecode.as_ref()
     }
 
     /// SampledObjectAlloc: count the object at its site and tag it.
@@ -275,14 +301,130 @@ fn intern_site(
     Some((site, known.object_id))
 }
 
+/// The bytecode counters read, the classes they name found and tagged,
+/// and the live objects of those classes counted by a walk of the heap.
+fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv) -> CountedDump {
+    let env = run.jvmti.env();
+    let rows = counting.counted_rows(&env, jni);
+    let wanted = BytecodeCounting::wanted_signatures(&rows);
+    let found = jvm_alloc_tracker::classes_named(&env, jni, &wanted);
+    let mut tagged = HashMap::with_capacity(found.len());
+    {
+        let mut guard = run.model.lock();
+        let model = &mut *guard;
+        for (signature, class) in found {
+            if let Some(known) = intern_class(
+                &env,
+                &mut model.classes,
+                &model.objects,
+                class.get(),
+                EMPTY_TRACE_SERIAL,
+            ) {
+                tagged.insert(signature, (class, known.object_id, known.serial));
+            }
+        }
+    }
+    let live = jvm_alloc_tracker::live_by_class(&env).unwrap_or_else(|e| {
+        eprintln!("HPROF ERROR: heap walk failed ({e:?}); live counts of heap=sites are 0");
+        HashMap::new()
+    });
+    let by_tag: HashMap<String, (LocalClass<'_>, u64)> = tagged
+        .iter()
+        .map(|(signature, (class, tag, _))| (signature.clone(), (class.get(), *tag)))
+        .collect();
+    counting.learn_sizes(&env, jni, &by_tag, &live);
+    let classes = tagged
+        .into_iter()
+        .map(|(signature, (_, tag, serial))| {
+            let alive = live.get(&tag).copied().unwrap_or_default();
+            (signature, (serial, alive))
+        })
+        .collect();
+    CountedDump { rows, classes }
+}
+
+/// SITES rows of the bytecode counters: one per (allocated class, site
+/// frame), live objects of each class shared among its sites (those the
+/// events counted, `event_sites`, keep theirs).
+fn counted_sites(
+    run: &Run,
+    model: &mut Model,
+    counting: &BytecodeCounting,
+    counted: CountedDump,
+    event_sites: &[SiteSnapshot],
+) -> Vec<SiteSnapshot> {
+    let mut event_live: HashMap<u32, (u64, u64)> = HashMap::new();
+    for site in event_sites {
+        let entry = event_live.entry(site.class_serial).or_default();
+        entry.0 += site.stats.live_objects;
+        entry.1 += site.stats.live_bytes;
+    }
+    let mut by_class: HashMap<&str, Vec<&CountedRow>> = HashMap::new();
+    for row in &counted.rows {
+        by_class
+            .entry(row.identity.allocated.as_str())
+            .or_default()
+            .push(row);
+    }
+    let mut merged: HashMap<(u32, u32), SiteSnapshot> = HashMap::new();
+    for (signature, rows) in by_class {
+        let Some(&(class_serial, (live_objects, live_bytes))) = counted.classes.get(signature)
+        else {
+            continue; // the class is gone (unloaded): nothing to name it by
+        };
+        let (event_objects, event_bytes) =
+            event_live.get(&class_serial).copied().unwrap_or_default();
+        let size = counting.instance_size(signature);
+        let allocated: Vec<(u64, u64)> = rows
+            .iter()
+            .map(|row| {
+                let bytes = if row.instance {
+                    row.count.objects * size.unwrap_or(0)
+                } else {
+                    row.count.bytes
+                };
+                (row.count.objects, bytes)
+            })
+            .collect();
+        let objects: Vec<u64> = allocated.iter().map(|a| a.0).collect();
+        let bytes: Vec<u64> = allocated.iter().map(|a| a.1).collect();
+        let live_objects = share_live(live_objects.saturating_sub(event_objects), &objects);
+        let live_bytes = share_live(live_bytes.saturating_sub(event_bytes), &bytes);
+        for (k, row) in rows.iter().enumerate() {
+            let trace_serial = intern_counted(&run.traces, model, counting.method_key(row), row);
+            let site = merged
+                .entry((class_serial, trace_serial))
+                .or_insert_with(|| SiteSnapshot {
+                    class_serial,
+                    trace_serial,
+                    class_signature: signature.to_owned(),
+                    stats: SiteStats::default(),
+                });
+            site.stats.allocated_objects += objects[k];
+            site.stats.allocated_bytes += bytes[k];
+            site.stats.live_objects += live_objects[k];
+            site.stats.live_bytes += live_bytes[k];
+        }
+    }
+    let mut sites: Vec<SiteSnapshot> = merged.into_values().collect();
+    sites.sort_by_key(|s| (s.class_serial, s.trace_serial));
+    sites
+}
+
 impl Engine for AllocationSites {
     fn add_capabilities(
         &self,
         caps: &mut jvmti::jvmtiCapabilities,
         _potential: &jvmti::jvmtiCapabilities,
     ) {
-        caps.set_can_generate_sampled_object_alloc_events(true);
         caps.set_can_generate_object_free_events(true);
+        if self.bytecode.is_some() {
+            caps.set_can_generate_vm_object_alloc_events(true);
+            caps.set_can_generate_all_class_hook_events(true);
+            caps.set_can_retransform_classes(true);
+        } else {
+            caps.set_can_generate_sampled_object_alloc_events(true);
+        }
     }
 
     /// The sampling interval is set at load time, before the first
@@ -291,6 +433,9 @@ impl Engine for AllocationSites {
     /// KiB) before every allocation is reported. 0 reports every
     /// allocation; the JVMTI call takes an int.
     fn on_load(&self, jvmti: &Jvmti) -> Result<(), String> {
+        if self.bytecode.is_some() {
+            return Ok(());
+        }
         let interval = self.counts.interval.min(i32::MAX as u64) as i32;
         jvmti
             .set_heap_sampling_interval(interval)
@@ -298,14 +443,27 @@ impl Engine for AllocationSites {
     }
 
     fn live_events(&self) -> &'static [jvmti::jvmtiEvent] {
-        &[
-            jvmti::JVMTI_EVENT_OBJECT_FREE,
-            jvmti::JVMTI_EVENT_SAMPLED_OBJECT_ALLOC,
-        ]
+        if self.bytecode.is_some() {
+            &[
+                jvmti::JVMTI_EVENT_OBJECT_FREE,
+                jvmti::JVMTI_EVENT_VM_OBJECT_ALLOC,
+            ]
+        } else {
+            &[
+                jvmti::JVMTI_EVENT_OBJECT_FREE,
+                jvmti::JVMTI_EVENT_SAMPLED_OBJECT_ALLOC,
+            ]
+        }
     }
 
-    /// Instances of `java.lang.Class` are told apart by their class's tag.
+    /// Instances of `java.lang.Class` are told apart by their class's tag;
+    /// the bytecode counters' class is defined.
     fn vm_init(&self, run: &Run, jni: Option<&JniEnv>) {
+        if let (Some(counting), Some(jni)) = (&self.bytecode, jni)
+            && let Err(why) = counting.define_tracker(jni)
+        {
+            eprintln!("HPROF ERROR: alloc_count=bytecode cannot run: {why}");
+        }
         let Some(class_class) = jni.and_then(|jni| jvm::find_class(jni, "java/lang/Class")) else {
             return;
         };
@@ -324,9 +482,27 @@ impl Engine for AllocationSites {
         }
     }
 
-    fn start(&'static self, _run: &'static Run, jni: Option<&JniEnv>) {
-        if let (Some(jni), 0) = (jni, self.counts.interval) {
-            prime_exact_sampling(jni);
+    /// Exact sampling is primed; or the bytecode counting starts: classes
+    /// loaded from now on are rewritten, and those loaded before are
+    /// retransformed.
+    fn start(&'static self, run: &'static Run, jni: Option<&JniEnv>) {
+        let Some(jni) = jni else {
+            return;
+        };
+        match &self.bytecode {
+            Some(counting) if counting.ready() => {
+                let env = run.jvmti.env();
+                let hook = [jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK];
+                match env.enable_events_global(&hook) {
+                    Ok(()) => counting.retransform_loaded(&env, jni),
+                    Err(e) => {
+                        eprintln!("HPROF ERROR: alloc_count=bytecode cannot run: events ({e:?})")
+                    }
+                }
+            }
+            Some(_) => {}
+            None if self.counts.interval == 0 => prime_exact_sampling(jni),
+            None => {}
         }
     }
 
@@ -337,11 +513,18 @@ impl Engine for AllocationSites {
     fn prepare_dump(&self, run: &Run, jni: Option<&JniEnv>) -> Result<(), String> {
         self.deliver_pending_frees(run);
         self.census_large_arrays(run, jni);
+        if let (Some(counting), Some(jni)) = (&self.bytecode, jni) {
+            *self.counted.lock() = Some(read_counted(run, counting, jni));
+        }
         Ok(())
     }
 
     fn dump_section(&self, run: &Run, model: &mut Model, out: &mut Vec<u8>) {
-        let sites = self.site_snapshot(model);
+        let mut sites = self.site_snapshot(model);
+        if let (Some(counting), Some(counted)) = (&self.bytecode, self.counted.lock().take()) {
+            let rows = counted_sites(run, model, counting, counted, &sites);
+            sites.extend(rows);
+        }
         self.note_written(&sites);
         out.extend(
             run.emitter

@@ -42,9 +42,9 @@ impl Engines {
         Self {
             monitors: options.monitor.then(Monitors::new),
             heap_dump: options.heap_dump.then(|| HeapDump::new(heap_dump_path)),
-            allocation_sites: options
-                .heap_sites
-                .then(|| AllocationSites::new(options.alloc_interval)),
+            allocation_sites: options.heap_sites.then(|| {
+                AllocationSites::new(options.alloc_interval, options.alloc_count_bytecode)
+            }),
             cpu_samples: options.cpu_samples.then(|| CpuSamples::new(options)),
             method_times,
             lock_waits: options.monitor.then(|| LockWaits::new(options.depth)),

@@ -1,0 +1,380 @@
+//! heap=sites counted in the bytecode (`alloc_count=bytecode`): every class
+//! is rewritten (src/bci/count.rs) so that each allocation bumps a counter
+//! of its site in `hprof_rs.AllocTracker`; classes loaded before VM init
+//! are retransformed once the tracker exists. At each dump the counters
+//! are read and turned into SITES rows, one per (allocated class, site),
+//! whose trace is the site's own frame.
+//!
+//! What the counters lack is found at the dump: an instance's size (from
+//! a live instance, else a blank one made by JNI AllocObject, once per
+//! class) and the live objects, counted per class by one walk of the heap
+//! and shared among that class's sites in proportion to what each
+//! allocated, never more than a site allocated. A class allocated at one
+//! site only (the common case) gets its exact live count.
+
+use super::jvm_alloc_tracker::{self, AllocTracker, SiteCount};
+use crate::bci::{self, Allocated};
+use jvmti_bindings::prelude::*;
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A class rewritten to count its allocations.
+#[derive(Debug)]
+pub struct CountedClass {
+    /// Internal name, `java/lang/String`.
+    pub name: String,
+    pub source_file: Option<String>,
+}
+
+/// One numbered site.
+#[derive(Debug, Clone)]
+pub struct CountedSite {
+    /// Index of its class in [`SiteRegistry::classes`].
+    pub class: u32,
+    pub method_index: u16,
+    pub method_name: Arc<str>,
+    pub method_descriptor: Arc<str>,
+    pub bci: u32,
+    pub line: Option<u16>,
+    /// JVM signature of what it allocates (`Ljava/lang/String;`, `[I`).
+    pub allocated: String,
+    /// True for an instance: its bytes are counted at the dump.
+    pub instance: bool,
+}
+
+/// Every site numbered so far: site number `n` is `sites[n]`.
+#[derive(Debug, Default)]
+pub struct SiteRegistry {
+    pub classes: Vec<CountedClass>,
+    pub sites: Vec<CountedSite>,
+}
+
+/// Where an allocation happened, merging the site numbers a class gets
+/// each time it is (re)transformed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SiteIdentity {
+    /// Class internal name, method number, original bytecode index.
+    pub class_name: String,
+    pub method_index: u16,
+    pub bci: u32,
+    /// JVM signature of the allocated class.
+    pub allocated: String,
+}
+
+/// The counts of one site identity, with what a frame needs.
+#[derive(Debug, Clone)]
+pub struct CountedRow {
+    pub identity: SiteIdentity,
+    pub method_name: Arc<str>,
+    pub method_descriptor: Arc<str>,
+    pub source_file: Option<String>,
+    pub line: Option<u16>,
+    pub instance: bool,
+    pub count: SiteCount,
+}
+
+/// JVM signature of what a site allocates.
+fn allocated_signature(allocated: &Allocated) -> (String, bool) {
+    match allocated {
+        Allocated::Instance(name) => (format!("L{name};"), true),
+        Allocated::Array(descriptor) | Allocated::MultiArray(descriptor, _) => {
+            (descriptor.clone(), false)
+        }
+    }
+}
+
+impl SiteRegistry {
+    /// Records the sites of a rewrite that numbered from `self.sites.len()`.
+    fn add(&mut self, name: &str, outcome: &bci::CountingOutcome) {
+        let class = self.classes.len() as u32;
+        self.classes.push(CountedClass {
+            name: name.to_owned(),
+            source_file: outcome.source_file.clone(),
+        });
+        let mut names: HashMap<u16, (Arc<str>, Arc<str>)> = HashMap::new();
+        for site in &outcome.sites {
+            debug_assert_eq!(site.number as usize, self.sites.len());
+            let (method_name, method_descriptor) = names
+                .entry(site.method_index)
+                .or_insert_with(|| {
+                    (
+                        Arc::from(site.method_name.as_str()),
+                        Arc::from(site.method_descriptor.as_str()),
+                    )
+                })
+                .clone();
+            let (allocated, instance) = allocated_signature(&site.allocated);
+            self.sites.push(CountedSite {
+                class,
+                method_index: site.method_index,
+                method_name,
+                method_descriptor,
+                bci: site.bci,
+                line: site.line,
+                allocated,
+                instance,
+            });
+        }
+    }
+
+    /// The counts of every site that allocated, merged per site identity,
+    /// in a fixed order.
+    pub fn rows(&self, counts: &[SiteCount]) -> Vec<CountedRow> {
+        let mut rows: HashMap<SiteIdentity, CountedRow> = HashMap::new();
+        for (site, count) in self.sites.iter().zip(counts) {
+            if count.objects == 0 {
+                continue;
+            }
+            let class = &self.classes[site.class as usize];
+            let identity = SiteIdentity {
+                class_name: class.name.clone(),
+                method_index: site.method_index,
+                bci: site.bci,
+                allocated: site.allocated.clone(),
+            };
+            let row = rows.entry(identity.clone()).or_insert_with(|| CountedRow {
+                identity,
+                method_name: site.method_name.clone(),
+                method_descriptor: site.method_descriptor.clone(),
+                source_file: class.source_file.clone(),
+                line: site.line,
+                instance: site.instance,
+                count: SiteCount::default(),
+            });
+            row.count.objects += count.objects;
+            row.count.bytes += count.bytes;
+        }
+        let mut rows: Vec<CountedRow> = rows.into_values().collect();
+        rows.sort_by(|a, b| a.identity.cmp(&b.identity));
+        rows
+    }
+}
+
+/// Shares `live` objects of one class among sites that allocated
+/// `allocated[i]` objects each: in proportion, the remainder to the
+/// largest, never more than a site allocated (what cannot be placed is
+/// dropped: objects made before counting began).
+pub fn share_live(live: u64, allocated: &[u64]) -> Vec<u64> {
+    let total: u64 = allocated.iter().sum();
+    if total == 0 || live == 0 {
+        return vec![0; allocated.len()];
+    }
+    if live >= total {
+        return allocated.to_vec();
+    }
+    let mut shares: Vec<u64> = allocated
+        .iter()
+        .map(|&a| (u128::from(live) * u128::from(a) / u128::from(total)) as u64)
+        .collect();
+    let mut left = live - shares.iter().sum::<u64>();
+    let mut order: Vec<usize> = (0..allocated.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(allocated[i]));
+    for i in order {
+        if left == 0 {
+            break;
+        }
+        let room = allocated[i] - shares[i];
+        let give = room.min(left);
+        shares[i] += give;
+        left -= give;
+    }
+    shares
+}
+
+/// State of the bytecode counting.
+pub struct BytecodeCounting {
+    tracker: OnceLock<AllocTracker>,
+    registry: Mutex<SiteRegistry>,
+    /// Instance sizes by class signature (None: could not be told).
+    sizes: Mutex<HashMap<String, Option<u64>>>,
+    /// Set once a failure of the tracker has been reported.
+    failure_reported: AtomicBool,
+    /// Set once the site numbers ran out (reported once).
+    exhausted: AtomicBool,
+    /// A number per (class name, method number): the frame key of its sites.
+    method_keys: Mutex<HashMap<(String, u16), u64>>,
+}
+
+impl Default for BytecodeCounting {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BytecodeCounting {
+    pub fn new() -> Self {
+        Self {
+            tracker: OnceLock::new(),
+            registry: Mutex::default(),
+            sizes: Mutex::default(),
+            failure_reported: AtomicBool::new(false),
+            exhausted: AtomicBool::new(false),
+            method_keys: Mutex::default(),
+        }
+    }
+
+    /// At VM init: defines and initialises the tracker.
+    pub fn define_tracker(&self, jni: &JniEnv) -> Result<(), String> {
+        let tracker = AllocTracker::define(jni)?;
+        let _ = self.tracker.set(tracker);
+        Ok(())
+    }
+
+    /// Whether the tracker is there to be called.
+    pub fn ready(&self) -> bool {
+        self.tracker.get().is_some()
+    }
+
+    /// ClassFileLoadHook: the class with its allocations counted, or None
+    /// to load it unchanged (no tracker yet, the agent's own classes, no
+    /// allocation, no site numbers left, a class file the rewriter does not
+    /// take).
+    pub fn rewrite(&self, name: Option<&str>, bytes: &[u8]) -> Option<Vec<u8>> {
+        if !self.ready() || bytes.is_empty() || name.is_some_and(|n| n.starts_with("hprof_rs/")) {
+            return None;
+        }
+        let mut registry = self.registry.lock();
+        let first = registry.sites.len() as u32;
+        if first > bci::MAX_SITE {
+            if !self.exhausted.swap(true, Ordering::Relaxed) {
+                eprintln!(
+                    "HPROF ERROR: heap=sites numbered {} allocation sites, its most: classes loaded from now on are not counted",
+                    bci::MAX_SITE as u64 + 1
+                );
+            }
+            return None;
+        }
+        let outcome = bci::rewrite_counting_allocations(bytes, first).ok()?;
+        if outcome.sites.is_empty() {
+            return None;
+        }
+        registry.add(name.unwrap_or("Unknown_class"), &outcome);
+        Some(outcome.bytes)
+    }
+
+    /// At VM init, once the ClassFileLoadHook is enabled: the classes
+    /// loaded so far are rewritten too.
+    pub fn retransform_loaded(&self, env: &Jvmti, jni: &JniEnv) {
+        let (_done, failed) = jvm_alloc_tracker::retransform_loaded_classes(env, jni);
+        if let Some(error) = failed {
+            eprintln!(
+                "HPROF ERROR: heap=sites could not count the allocations of some classes loaded before VM init ({error:?})"
+            );
+        }
+    }
+
+    /// The counts so far, per site identity (JNI reads of the tracker).
+    pub fn counted_rows(&self, env: &Jvmti, jni: &JniEnv) -> Vec<CountedRow> {
+        let Some(tracker) = self.tracker.get() else {
+            return Vec::new();
+        };
+        if let Some(failure) = tracker.failure(env, jni)
+            && !self.failure_reported.swap(true, Ordering::Relaxed)
+        {
+            eprintln!(
+                "HPROF ERROR: heap=sites left some allocations uncounted after {failure} in its tracker"
+            );
+        }
+        let sites = self.registry.lock().sites.len();
+        let counts = tracker.read_counts(jni, sites);
+        self.registry.lock().rows(&counts)
+    }
+
+    /// The instance size of each class named in `signatures` that has no
+    /// known size yet, found from `live` (bytes / objects of a class with
+    /// live instances) or a blank instance.
+    pub fn learn_sizes(
+        &self,
+        env: &Jvmti,
+        jni: &JniEnv,
+        classes: &HashMap<String, (super::jvm::LocalClass<'_>, u64)>,
+        live: &HashMap<u64, (u64, u64)>,
+    ) {
+        let mut sizes = self.sizes.lock();
+        for (signature, (class, tag)) in classes {
+            if sizes.contains_key(signature) || signature.starts_with('[') {
+                continue;
+            }
+            let from_live = live
+                .get(tag)
+                .filter(|(objects, _)| *objects > 0)
+                .map(|(objects, bytes)| bytes / objects);
+            let size = from_live.or_else(|| {
+                super::threads::as_agent(|| jvm_alloc_tracker::instance_size(env, jni, *class))
+            });
+            sizes.insert(signature.clone(), size);
+        }
+    }
+
+    /// The instance size of class `signature`, if known.
+    pub fn instance_size(&self, signature: &str) -> Option<u64> {
+        self.sizes.lock().get(signature).copied().flatten()
+    }
+
+    /// The number naming the method of `row` in frame keys.
+    pub fn method_key(&self, row: &CountedRow) -> u64 {
+        let mut keys = self.method_keys.lock();
+        let next = keys.len() as u64 + 1;
+        *keys
+            .entry((row.identity.class_name.clone(), row.identity.method_index))
+            .or_insert(next)
+    }
+
+    /// The classes the rows allocate, by JVM signature.
+    pub fn wanted_signatures(rows: &[CountedRow]) -> HashSet<String> {
+        rows.iter().map(|r| r.identity.allocated.clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_objects_are_shared_in_proportion_and_never_above_what_was_allocated() {
+        assert_eq!(share_live(4000, &[10000]), [4000]);
+        assert_eq!(share_live(50, &[100, 100]), [25, 25]);
+        assert_eq!(share_live(10, &[3, 1]), [3, 1], "more live than allocated");
+        assert_eq!(share_live(3, &[2, 2, 2]), [1, 1, 1]);
+        let shares = share_live(5, &[4, 3, 1]);
+        assert_eq!(shares.iter().sum::<u64>(), 5);
+        assert!(shares.iter().zip([4, 3, 1]).all(|(s, a)| *s <= a));
+        assert_eq!(share_live(0, &[5]), [0]);
+        assert_eq!(share_live(7, &[]), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn sites_of_a_retransformed_class_merge_by_method_and_bytecode_index() {
+        let mut registry = SiteRegistry::default();
+        let site = |number, bci| bci::AllocationSite {
+            number,
+            method_index: 2,
+            method_name: "run".into(),
+            method_descriptor: "()V".into(),
+            bci,
+            line: Some(7),
+            allocated: Allocated::Array("[I".into()),
+        };
+        let outcome = |sites| bci::CountingOutcome {
+            bytes: vec![],
+            source_file: Some("A.java".into()),
+            sites,
+            methods: vec![],
+        };
+        registry.add("p/A", &outcome(vec![site(0, 4), site(1, 9)]));
+        // Retransformed: the same two sites get new numbers.
+        registry.add("p/A", &outcome(vec![site(2, 4), site(3, 9)]));
+        let count = |objects, bytes| SiteCount { objects, bytes };
+        let rows = registry.rows(&[count(1, 80), count(0, 0), count(2, 160), count(5, 400)]);
+        let summary: Vec<_> = rows
+            .iter()
+            .map(|r| (r.identity.bci, r.count.objects, r.count.bytes))
+            .collect();
+        assert_eq!(summary, [(4, 3, 240), (9, 5, 400)]);
+        assert_eq!(rows[0].identity.allocated, "[I");
+        assert!(!rows[0].instance);
+    }
+}

@@ -1,0 +1,266 @@
+//! The agent's side of `hprof_rs/AllocTracker` (heap=sites counted in the
+//! bytecode, see `java-tracker/hprof_rs/AllocTracker.java`): it defines the
+//! class in the boot loader, reads its counters, and asks the JVM the
+//! facts the counters lack (instance sizes, live objects per class). Part
+//! of the JVM boundary with `jvm.rs`: the unsafe JNI and JVMTI calls live
+//! here, behind safe methods.
+
+use super::jvm::{self, GlobalRef, LocalClass, OwnedLocal, kind};
+use crate::bci;
+use jvmti_bindings::prelude::*;
+use std::collections::HashMap;
+
+/// The AllocTracker, defined and initialised.
+#[derive(Clone, Copy)]
+pub struct AllocTracker {
+    class: GlobalRef<kind::Class>,
+    pages: jni::jfieldID,
+    failure: jni::jfieldID,
+}
+
+// SAFETY: a field identifier stays valid on every thread while its class is
+// loaded; the class is in the boot loader, never unloaded, and `class` is a
+// global reference to it.
+unsafe impl Send for AllocTracker {}
+// SAFETY: as above; the identifiers are only read.
+unsafe impl Sync for AllocTracker {}
+
+/// Objects and bytes counted at one site.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SiteCount {
+    pub objects: u64,
+    pub bytes: u64,
+}
+
+impl AllocTracker {
+    /// Defines the class in the boot loader and initialises it (looking
+    /// up a static field does), before any class that calls it exists.
+    pub fn define(jni: &JniEnv) -> Result<Self, String> {
+        // (The bytes are a class file of this very name: tests/bci_run.rs.)
+        let class = jvm::define_boot_class(
+            jni,
+            bci::ALLOC_TRACKER_CLASS,
+            bci::ALLOC_TRACKER_CLASS_FILE,
+            "allocation tracker",
+        )?;
+        let field = |(name, signature): (&str, &str)| {
+            // SAFETY: `class` is the AllocTracker, held by a global
+            // reference; the lookup initialises it (JNI GetStaticFieldID).
+            let id =
+                unsafe { jni.get_static_field_id(class.raw() as jni::jclass, name, signature) };
+            if jni.exception_check() {
+                let why = jvm::take_exception_message(jni);
+                return Err(format!(
+                    "the allocation tracker cannot be initialised ({})",
+                    why.unwrap_or_default()
+                ));
+            }
+            id.ok_or_else(|| format!("the allocation tracker has no field {name}"))
+        };
+        Ok(Self {
+            class,
+            pages: field(bci::ALLOC_TRACKER_PAGES_FIELD)?,
+            failure: field(bci::ALLOC_TRACKER_FAILURE_FIELD)?,
+        })
+    }
+
+    /// The counts of sites `0..sites`, stripes summed.
+    pub fn read_counts(&self, jni: &JniEnv, sites: usize) -> Vec<SiteCount> {
+        const PER_PAGE: usize = bci::ALLOC_TRACKER_SITES_PER_PAGE;
+        const STRIPES: usize = bci::ALLOC_TRACKER_STRIPES;
+        let mut counts = vec![SiteCount::default(); sites];
+        // SAFETY: `pages` is the tracker's static `long[][]` field.
+        let raw =
+            unsafe { jni.get_static_object_field(self.class.raw() as jni::jclass, self.pages) };
+        if raw.is_null() {
+            return counts;
+        }
+        // SAFETY: a local reference just made on this thread, deleted only
+        // by its owner.
+        let pages: OwnedLocal<'_, kind::Object> = unsafe { OwnedLocal::new(Some(jni), raw) };
+        let mut buffer = vec![0i64; 2 * STRIPES * PER_PAGE];
+        for (page, chunk) in counts.chunks_mut(PER_PAGE).enumerate() {
+            // SAFETY: `pages` is a live `long[][]`; the index is below its
+            // length (the tracker's MAX_PAGES bounds the site numbers).
+            let raw = unsafe { jni.get_object_array_element(pages.get().raw(), page as i32) };
+            if jni.exception_check() {
+                jni.exception_clear();
+                break;
+            }
+            if raw.is_null() {
+                continue; // no site of this page has counted yet
+            }
+            // SAFETY: as for `pages`.
+            let counters: OwnedLocal<'_, kind::Object> = unsafe { OwnedLocal::new(Some(jni), raw) };
+            // SAFETY: `counters` is a live `long[]` of exactly this length.
+            unsafe {
+                jni.get_long_array_region(counters.get().raw(), 0, buffer.len() as i32, &mut buffer)
+            };
+            if jni.exception_check() {
+                jni.exception_clear();
+                continue;
+            }
+            for (k, count) in chunk.iter_mut().enumerate() {
+                for stripe in 0..STRIPES {
+                    let at = 2 * (stripe * PER_PAGE + k);
+                    count.objects += buffer[at] as u64;
+                    count.bytes += buffer[at + 1] as u64;
+                }
+            }
+        }
+        counts
+    }
+
+    /// The class of the first failure that left allocations uncounted, if
+    /// any (`Ljava/lang/OutOfMemoryError;`).
+    pub fn failure(&self, env: &Jvmti, jni: &JniEnv) -> Option<String> {
+        // SAFETY: `failure` is the tracker's static Throwable field.
+        let raw =
+            unsafe { jni.get_static_object_field(self.class.raw() as jni::jclass, self.failure) };
+        if raw.is_null() {
+            return None;
+        }
+        // SAFETY: a local reference just made on this thread.
+        let throwable: OwnedLocal<'_, kind::Object> = unsafe { OwnedLocal::new(Some(jni), raw) };
+        let class = jvm::object_class(jni, throwable.get());
+        let name = class
+            .as_ref()
+            .and_then(|c| jvm::class_signature(env, c.get()))
+            .unwrap_or_else(|| "an error".into());
+        Some(name)
+    }
+}
+
+/// The size of an instance of `class`, from a blank one made for the
+/// purpose (JNI AllocObject runs no constructor) when that is harmless:
+/// not for a class that overrides `finalize()` (the blank object would be
+/// finalized), nor an abstract one. None when it cannot be told.
+pub fn instance_size(env: &Jvmti, jni: &JniEnv, class: LocalClass<'_>) -> Option<u64> {
+    if overrides_finalize(env, jni, class) {
+        return None;
+    }
+    // SAFETY: `class` is live (a `Local`); AllocObject makes an object
+    // without running any Java code of the class beyond its initialiser,
+    // which ran already (the program allocated an instance).
+    let raw = unsafe { jni.alloc_object(class.raw() as jni::jclass) };
+    if jni.exception_check() {
+        jni.exception_clear();
+        return None;
+    }
+    // SAFETY: a local reference just made on this thread.
+    let object: OwnedLocal<'_, kind::Object> = unsafe { OwnedLocal::new(Some(jni), raw?) };
+    // SAFETY: `object` is live.
+    let size = unsafe { env.get_object_size(object.get().raw()) }.ok()?;
+    u64::try_from(size).ok()
+}
+
+/// Whether `class` or a superclass other than `Object` declares
+/// `finalize()` (or it cannot be told).
+fn overrides_finalize(env: &Jvmti, jni: &JniEnv, class: LocalClass<'_>) -> bool {
+    // SAFETY: `class` is live; a missing method is reported as null plus a
+    // pending NoSuchMethodError, cleared here.
+    let method = unsafe { jni.get_method_id(class.raw() as jni::jclass, "finalize", "()V") };
+    if jni.exception_check() {
+        jni.exception_clear();
+        return true;
+    }
+    let Some(method) = method else {
+        return true;
+    };
+    jvm::declaring_class(env, method as u64)
+        .and_then(|declaring| jvm::class_signature(env, declaring))
+        .is_none_or(|signature| signature != "Ljava/lang/Object;")
+}
+
+/// Live objects and bytes per tagged class, by class tag: one walk of the
+/// heap (a pause, as any heap walk) over the objects whose class is
+/// tagged.
+pub fn live_by_class(env: &Jvmti) -> Result<HashMap<u64, (u64, u64)>, jvmti::jvmtiError> {
+    unsafe extern "system" fn count(
+        class_tag: jni::jlong,
+        size: jni::jlong,
+        _tag_ptr: *mut jni::jlong,
+        _length: jni::jint,
+        user_data: *mut std::ffi::c_void,
+    ) -> jni::jint {
+        // SAFETY: `user_data` is the map passed to IterateThroughHeap below,
+        // alive and used by nothing else for the whole walk, which runs the
+        // callback on this thread.
+        let live = unsafe { &mut *(user_data as *mut HashMap<u64, (u64, u64)>) };
+        let entry = live.entry(class_tag as u64).or_default();
+        entry.0 += 1;
+        entry.1 += size.max(0) as u64;
+        0
+    }
+    let mut live: HashMap<u64, (u64, u64)> = HashMap::new();
+    let callbacks = jvmti::jvmtiHeapCallbacks {
+        heap_iteration_callback: Some(count),
+        ..Default::default()
+    };
+    // SAFETY: the callback table and the map outlive the call; the
+    // callback only updates the map.
+    unsafe {
+        env.iterate_through_heap(
+            jvmti::JVMTI_HEAP_FILTER_CLASS_UNTAGGED,
+            std::ptr::null_mut(),
+            &callbacks,
+            &mut live as *mut HashMap<u64, (u64, u64)> as *const std::ffi::c_void,
+        )?;
+    }
+    Ok(live)
+}
+
+/// Every loaded class the JVM lets be modified is retransformed (the
+/// ClassFileLoadHook, enabled before, sees each again); returns how many
+/// were, and the error of the last batch that failed.
+pub fn retransform_loaded_classes(env: &Jvmti, jni: &JniEnv) -> (usize, Option<jvmti::jvmtiError>) {
+    let classes = jvm::loaded_classes(env, Some(jni));
+    let modifiable: Vec<jni::jclass> = classes
+        .iter()
+        .map(|c| c.get())
+        // SAFETY: each class is live (owned local references).
+        .filter(|c| unsafe { env.is_modifiable_class(c.raw() as jni::jclass) }.unwrap_or(false))
+        .filter(|c| jvm::class_signature(env, *c).is_some_and(|s| !s.starts_with("Lhprof_rs/")))
+        .map(|c| c.raw() as jni::jclass)
+        .collect();
+    let mut done = 0;
+    let mut failed = None;
+    // In batches: one class the JVM refuses fails its whole batch, which
+    // is then retried a class at a time.
+    for batch in modifiable.chunks(64) {
+        // SAFETY: every class of the batch is live (owned above).
+        match unsafe { env.retransform_classes(batch) } {
+            Ok(()) => done += batch.len(),
+            Err(_) => {
+                for class in batch {
+                    // SAFETY: as above.
+                    match unsafe { env.retransform_classes(std::slice::from_ref(class)) } {
+                        Ok(()) => done += 1,
+                        Err(e) => failed = Some(e),
+                    }
+                }
+            }
+        }
+    }
+    drop(classes);
+    (done, failed)
+}
+
+/// Loaded classes by JVM signature (`Ljava/lang/String;`, `[I`), for the
+/// signatures `wanted` only; the first class of each name wins.
+pub fn classes_named<'e>(
+    env: &'e Jvmti,
+    jni: &'e JniEnv,
+    wanted: &std::collections::HashSet<String>,
+) -> HashMap<String, OwnedLocal<'e, kind::Class>> {
+    let mut found = HashMap::new();
+    for class in jvm::loaded_classes(env, Some(jni)) {
+        if let Some(signature) = jvm::class_signature(env, class.get())
+            && wanted.contains(&signature)
+            && !found.contains_key(&signature)
+        {
+            found.insert(signature, class);
+        }
+    }
+    found
+}

@@ -1,0 +1,398 @@
+//! The allocation-counting rewrite (`heap=sites` from the bytecode): every
+//! `new`, `newarray`, `anewarray` and `multianewarray` of a class gets a
+//! static call to [`ALLOC_TRACKER_CLASS`] with a site number fixed here, so
+//! that a counter is bumped in Java and the compiled code keeps allocating
+//! on its fast path (no JVMTI event, no native call, nothing that takes the
+//! object, so escape analysis still applies).
+//!
+//! ```text
+//! new C            ->  ldc <site>; invokestatic AllocTracker.object(I)V; new C
+//! newarray T       ->  dup; ldc <site << 3 | element>; invokestatic AllocTracker.array(II)V; newarray T
+//! anewarray C      ->  dup; ldc <site << 3 | 4>; invokestatic AllocTracker.array(II)V; anewarray C
+//! multianewarray   ->  multianewarray ...; dup; ldc <site>; invokestatic AllocTracker.arrays(Ljava/lang/Object;I)V
+//! ```
+//!
+//! `element` is log2 of a primitive element's size (0 to 3), 4 for a
+//! reference (whose size the tracker knows from the JVM's flags). A
+//! `multianewarray` makes several arrays at once, so its count comes after
+//! it, from the new array itself (the arrays it holds are all new). The
+//! count comes before the other three: an allocation that throws
+//! (`OutOfMemoryError`, a negative length) is still counted, one object
+//! too many at a site where the program failed anyway; a negative length
+//! is not counted. `max_stack` grows by 2, locals are untouched; all
+//! offsets are relocated as for the entry/exit rewrite (`relocate.rs`).
+
+use super::bytes::{Reader, put_u16};
+use super::class_file::{ACC_STATIC, ClassFile, CodeAttribute, read_attributes};
+use super::code::{self, Insn, op, read_u16};
+use super::constant_pool::{ConstantPool, decode_modified_utf8, encode_modified_utf8};
+use super::inject::{ClassFacts, Injected, MethodFacts, relocate_method};
+use super::{BciError, MethodInfo, code_attributes, method_reports, name_and_descriptor, writer};
+
+/// Internal name of the class the counting calls go to.
+pub const ALLOC_TRACKER_CLASS: &str = "hprof_rs/AllocTracker";
+
+/// `hprof_rs/AllocTracker.class`, compiled by `java-tracker/build.sh`
+/// (`javac --release 11`); the agent defines it in the boot loader.
+pub const ALLOC_TRACKER_CLASS_FILE: &[u8] =
+    include_bytes!("../../java-tracker/hprof_rs/AllocTracker.class");
+
+/// The tracker's private static field of counter pages (`long[][]`), which
+/// the agent reads at each dump: name and signature.
+pub const ALLOC_TRACKER_PAGES_FIELD: (&str, &str) = ("PAGES", "[[J");
+
+/// The tracker's private static field holding the first failure that left
+/// allocations uncounted: name and signature.
+pub const ALLOC_TRACKER_FAILURE_FIELD: (&str, &str) = ("failure", "Ljava/lang/Throwable;");
+
+/// Sites per counter page of the tracker, and its stripes per page (a
+/// page is `2 * STRIPES * SITES_PER_PAGE` longs: per stripe, per site,
+/// objects then bytes).
+pub const ALLOC_TRACKER_SITES_PER_PAGE: usize = 512;
+/// See [`ALLOC_TRACKER_SITES_PER_PAGE`].
+pub const ALLOC_TRACKER_STRIPES: usize = 4;
+
+/// The largest site number a rewrite hands out: the tracker counts
+/// 16,777,216 sites (32,768 pages of 512). Past it classes load unchanged.
+pub const MAX_SITE: u32 = (1 << 24) - 1;
+
+/// The element code of a reference array (primitive ones are log2 of the
+/// element's size).
+pub const REFERENCE_ELEMENT: u32 = 4;
+
+const NEW: u8 = 187;
+const NEWARRAY: u8 = 188;
+const ANEWARRAY: u8 = 189;
+const MULTIANEWARRAY: u8 = 197;
+const DUP: u8 = 89;
+
+/// What an allocation site makes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Allocated {
+    /// An instance of this class (internal name, `java/lang/String`).
+    Instance(String),
+    /// One array of this type (descriptor, `[I`, `[Ljava/lang/String;`).
+    Array(String),
+    /// A `multianewarray` of this type and as many dimensions: one array
+    /// per dimension's element, all counted under this type's site.
+    MultiArray(String, u8),
+}
+
+/// One allocation site the rewrite numbered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllocationSite {
+    /// The number its calls pass.
+    pub number: u32,
+    /// The method's position in the class's `methods` table.
+    pub method_index: u16,
+    /// The method's name (`<init>`, `main`, ...).
+    pub method_name: String,
+    /// The method's descriptor, e.g. `(I)Ljava/lang/String;`.
+    pub method_descriptor: String,
+    /// Byte-code index of the allocation in the original method.
+    pub bci: u32,
+    /// Source line of that index, from the LineNumberTable.
+    pub line: Option<u16>,
+    /// What it allocates.
+    pub allocated: Allocated,
+}
+
+/// The class rewritten to count its allocations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CountingOutcome {
+    /// The new class file; the input unchanged when no method was.
+    pub bytes: Vec<u8>,
+    /// The class's `SourceFile`, if it names one.
+    pub source_file: Option<String>,
+    /// The sites of the methods rewritten, in code order.
+    pub sites: Vec<AllocationSite>,
+    /// One entry per method, in class-file order.
+    pub methods: Vec<MethodInfo>,
+}
+
+/// Rewrites `class_file` so that each allocation bumps its site's counter,
+/// numbering sites from `first_site` on (the next free number is
+/// `first_site + sites.len()`, gaps aside: numbers of a method that could
+/// not be rewritten are not reused). Methods that cannot be rewritten
+/// safely are left as they are and reported; classes named `hprof_rs/...`
+/// are never rewritten.
+pub fn rewrite_counting_allocations(
+    class_file: &[u8],
+    first_site: u32,
+) -> Result<CountingOutcome, BciError> {
+    let mut class = ClassFile::parse(class_file)?;
+    let malformed = |what: String| BciError::Malformed { offset: 0, what };
+    let this_name = class.this_name()?;
+    let source_file = source_file(&class);
+    let mut methods = method_reports(&class)?;
+    let unchanged = |methods: Vec<MethodInfo>, sites| CountingOutcome {
+        bytes: class_file.to_vec(),
+        source_file: source_file.clone(),
+        sites,
+        methods,
+    };
+    if this_name.starts_with(b"hprof_rs/") {
+        return Ok(unchanged(methods, vec![]));
+    }
+    let calls = match TrackerCalls::resolve(&mut class.pool) {
+        Ok(calls) => calls,
+        Err(why) => {
+            for m in &mut methods {
+                m.skip_reason = Some(why.clone());
+            }
+            return Ok(unchanged(methods, vec![]));
+        }
+    };
+    let facts = ClassFacts {
+        major: class.major,
+        this_class: class.this_class,
+    };
+    let mut next_site = first_site;
+    let mut sites = Vec::new();
+    let mut new_code = vec![None; class.methods.len()];
+    for (index, method) in class.methods.iter().enumerate() {
+        let code = code_attributes(&class, method);
+        let [code] = code.as_slice() else {
+            methods[index].skip_reason = Some("no code, or several Code attributes".into());
+            continue;
+        };
+        let (name, descriptor) = name_and_descriptor(&class, method)?;
+        let target = MethodFacts {
+            name: &name,
+            descriptor: &descriptor,
+            is_static: method.access_flags & ACC_STATIC != 0,
+            index: index as u16,
+        };
+        let report = &mut methods[index];
+        match count_in_method(code.info, &mut class.pool, calls, facts, target, next_site) {
+            Ok(None) => report.skip_reason = Some("no allocation".into()),
+            Ok(Some((body, found))) => {
+                next_site += found.len() as u32;
+                sites.extend(found.into_iter().map(|(number, bci, line, allocated)| {
+                    AllocationSite {
+                        number,
+                        method_index: index as u16,
+                        method_name: report.name.clone(),
+                        method_descriptor: report.descriptor.clone(),
+                        bci,
+                        line,
+                        allocated,
+                    }
+                }));
+                new_code[index] = Some(body);
+                report.rewritten = true;
+            }
+            Err(why) => report.skip_reason = Some(why),
+        }
+    }
+    if new_code.iter().all(Option::is_none) {
+        return Ok(unchanged(methods, vec![]));
+    }
+    let bytes = writer::write_class(&class, &new_code).map_err(malformed)?;
+    Ok(CountingOutcome {
+        bytes,
+        source_file,
+        sites,
+        methods,
+    })
+}
+
+/// The class's `SourceFile` attribute, if any.
+fn source_file(class: &ClassFile<'_>) -> Option<String> {
+    let r = &mut Reader::new(class.after_methods);
+    let attributes = read_attributes(r).ok()?;
+    let attribute = attributes.iter().find(|a| {
+        class
+            .pool
+            .utf8(a.name_index)
+            .is_ok_and(|n| n == b"SourceFile")
+    })?;
+    let index = read_u16(attribute.info, 0)?;
+    Some(decode_modified_utf8(class.pool.utf8(index).ok()?))
+}
+
+/// The tracker's three methods, as `Methodref`s of the class's pool.
+#[derive(Clone, Copy)]
+struct TrackerCalls {
+    object: u16,
+    array: u16,
+    arrays: u16,
+}
+
+impl TrackerCalls {
+    fn resolve(pool: &mut ConstantPool<'_>) -> Result<Self, String> {
+        let class = encode_modified_utf8(ALLOC_TRACKER_CLASS);
+        let mut method =
+            |name: &[u8], descriptor: &[u8]| pool.add_method_ref(&class, name, descriptor);
+        Ok(Self {
+            object: method(b"object", b"(I)V")?,
+            array: method(b"array", b"(II)V")?,
+            arrays: method(b"arrays", b"(Ljava/lang/Object;I)V")?,
+        })
+    }
+}
+
+/// A site found in one method: number, bci, line, what it allocates.
+type FoundSite = (u32, u32, Option<u16>, Allocated);
+
+/// A method's new `Code` body and the sites found in it.
+type CountedMethod = (Vec<u8>, Vec<FoundSite>);
+
+/// The element code and array descriptor of `newarray`'s `atype`.
+fn primitive_array(atype: u8) -> Option<(u32, &'static str)> {
+    Some(match atype {
+        4 => (0, "[Z"),
+        5 => (1, "[C"),
+        6 => (2, "[F"),
+        7 => (3, "[D"),
+        8 => (0, "[B"),
+        9 => (1, "[S"),
+        10 => (2, "[I"),
+        11 => (3, "[J"),
+        _ => return None,
+    })
+}
+
+/// The descriptor of an array whose component is the class entry `name`
+/// (an internal name, or an array descriptor).
+fn array_of(name: &str) -> String {
+    if name.starts_with('[') {
+        format!("[{name}")
+    } else {
+        format!("[L{name};")
+    }
+}
+
+/// `ldc[_w] <value>; invokestatic method`, with `dup` first when `dup`.
+fn counting_call(
+    pool: &mut ConstantPool<'_>,
+    dup: bool,
+    value: u32,
+    method: u16,
+) -> Result<Vec<u8>, String> {
+    let index = pool.add_integer(value as i32)?;
+    let mut out = Vec::with_capacity(7);
+    if dup {
+        out.push(DUP);
+    }
+    if let Ok(short) = u8::try_from(index) {
+        out.extend_from_slice(&[op::LDC, short]);
+    } else {
+        out.push(op::LDC_W);
+        put_u16(&mut out, index);
+    }
+    out.push(op::INVOKESTATIC);
+    put_u16(&mut out, method);
+    Ok(out)
+}
+
+/// The line of `bci` in a LineNumberTable body.
+fn line_of(table: &[u8], bci: u32) -> Option<u16> {
+    let count = read_u16(table, 0)? as usize;
+    let mut best: Option<(u16, u16)> = None;
+    for k in 0..count {
+        let start = read_u16(table, 2 + 4 * k)?;
+        let line = read_u16(table, 4 + 4 * k)?;
+        if u32::from(start) <= bci && best.is_none_or(|(s, _)| start >= s) {
+            best = Some((start, line));
+        }
+    }
+    best.map(|(_, line)| line)
+}
+
+/// One method's allocations counted: the new `Code` body and its sites, or
+/// `None` when it allocates nothing.
+fn count_in_method(
+    info: &[u8],
+    pool: &mut ConstantPool<'_>,
+    calls: TrackerCalls,
+    class: ClassFacts,
+    method: MethodFacts<'_>,
+    first_site: u32,
+) -> Result<Option<CountedMethod>, String> {
+    let code = CodeAttribute::parse(info).map_err(|e| format!("Code: {e}"))?;
+    let insns = code::decode(code.code)?;
+    let allocations: Vec<&Insn> = insns
+        .iter()
+        .filter(|i| matches!(i.opcode, NEW | NEWARRAY | ANEWARRAY | MULTIANEWARRAY))
+        .collect();
+    if allocations.is_empty() {
+        return Ok(None);
+    }
+    let subroutines = insns.iter().any(|i| {
+        matches!(i.opcode, 168 | 169 | 201)
+            || (i.opcode == op::WIDE && code.code.get(i.offset as usize + 1) == Some(&169))
+    });
+    if subroutines && class.major >= 51 {
+        return Err(format!(
+            "jsr/ret, which class version {} forbids",
+            class.major
+        ));
+    }
+    let lines = code
+        .attributes
+        .iter()
+        .find(|a| {
+            pool.utf8(a.name_index)
+                .is_ok_and(|n| n == b"LineNumberTable")
+        })
+        .map(|a| a.info);
+    let operand_u16 = |insn: &Insn| {
+        read_u16(code.code, insn.offset as usize + 1)
+            .ok_or_else(|| format!("truncated instruction at {}", insn.offset))
+    };
+    let mut injected = Injected {
+        entry: vec![],
+        before: vec![vec![]; insns.len()],
+        after: vec![vec![]; insns.len()],
+        extra_stack: 2,
+    };
+    let mut found = Vec::with_capacity(allocations.len());
+    for (k, insn) in insns.iter().enumerate() {
+        if !matches!(insn.opcode, NEW | NEWARRAY | ANEWARRAY | MULTIANEWARRAY) {
+            continue;
+        }
+        let site = first_site
+            .checked_add(found.len() as u32)
+            .filter(|&s| s <= MAX_SITE)
+            .ok_or("no site numbers left")?;
+        let class_name = |index: u16| -> Result<String, String> {
+            Ok(decode_modified_utf8(pool.class_name(index)?))
+        };
+        let allocated = match insn.opcode {
+            NEW => {
+                let name = class_name(operand_u16(insn)?)?;
+                injected.before[k] = counting_call(pool, false, site, calls.object)?;
+                Allocated::Instance(name)
+            }
+            NEWARRAY => {
+                let atype = code.code.get(insn.offset as usize + 1).copied();
+                let (element, descriptor) = atype
+                    .and_then(primitive_array)
+                    .ok_or_else(|| format!("newarray of unknown type at {}", insn.offset))?;
+                injected.before[k] = counting_call(pool, true, site << 3 | element, calls.array)?;
+                Allocated::Array(descriptor.to_owned())
+            }
+            ANEWARRAY => {
+                let descriptor = array_of(&class_name(operand_u16(insn)?)?);
+                let value = site << 3 | REFERENCE_ELEMENT;
+                injected.before[k] = counting_call(pool, true, value, calls.array)?;
+                Allocated::Array(descriptor)
+            }
+            _ => {
+                let descriptor = class_name(operand_u16(insn)?)?;
+                let dimensions = code
+                    .code
+                    .get(insn.offset as usize + 3)
+                    .copied()
+                    .unwrap_or(1);
+                injected.after[k] = counting_call(pool, true, site, calls.arrays)?;
+                Allocated::MultiArray(descriptor, dimensions)
+            }
+        };
+        let line = lines.and_then(|table| line_of(table, insn.offset));
+        found.push((site, insn.offset, line, allocated));
+    }
+    let body = relocate_method(&code, &insns, pool, class, method, &injected, false)?;
+    Ok(Some((body, found)))
+}
