@@ -17,21 +17,27 @@
  * here from the JVM's own array layout (Unsafe.arrayBaseOffset and
  * arrayIndexScale) and the 8-byte object alignment.
  *
+ * It uses the JDK's internal jdk.internal.misc.Unsafe (the agent exports
+ * that package to this class's module before the class links; compile
+ * with --add-exports java.base/jdk.internal.misc=ALL-UNNAMED): its
+ * atomic add costs what a plain one does in compiled code, and unlike
+ * sun.misc.Unsafe it prints no deprecation warning on JDK 24 and later.
+ *
  * Bounds: sites numbered past MAX_PAGES * SITES_PER_PAGE (16,777,216) are
  * not counted; a page is 32 KiB of heap (512 sites x 4 stripes x 2 longs).
  *
- * The tracker never throws into the program: every failure (a page that
- * cannot be allocated, no sun.misc.Unsafe) leaves the allocation
- * uncounted and is remembered in `failure` for the agent to report.
+ * The tracker never throws into the program: a failure (a page that
+ * cannot be allocated) leaves the allocation uncounted and is remembered
+ * in `failure` for the agent to report.
  *
- * What the agent must do: define this class in the boot loader and
+ * What the agent must do: define this class in the boot loader, export
+ * jdk.internal.misc to its module (JVMTI AddModuleExports), and
  * initialise it (a static field lookup does) before any class calling it
  * is loaded; it is never rewritten itself.
  */
 package hprof_rs;
 
-import java.lang.reflect.Field;
-import sun.misc.Unsafe;
+import jdk.internal.misc.Unsafe;
 
 /** Allocation counters bumped by the injected byte code. */
 public final class AllocTracker {
@@ -45,36 +51,34 @@ public final class AllocTracker {
     /** The first failure that left allocations uncounted, for the agent. */
     private static volatile Throwable failure;
 
-    private static final Unsafe U = unsafe();
-    private static final long LONG_BASE = U == null ? 0 : U.arrayBaseOffset(long[].class);
-    private static final long PAGE_BASE = U == null ? 0 : U.arrayBaseOffset(long[][].class);
-    private static final long PAGE_SCALE = U == null ? 0 : U.arrayIndexScale(long[][].class);
+    private static final Unsafe U = Unsafe.getUnsafe();
+    private static final long LONG_BASE = layout("arrayBaseOffset", long[].class);
     /** Array base offset by element code (log2 of the primitive size, 4: reference). */
-    private static final int[] BASE = new int[5];
+    private static final long[] BASE = {
+        layout("arrayBaseOffset", byte[].class),
+        layout("arrayBaseOffset", char[].class),
+        layout("arrayBaseOffset", int[].class),
+        layout("arrayBaseOffset", long[].class),
+        layout("arrayBaseOffset", Object[].class),
+    };
     /** log2 of the element size by element code. */
-    private static final int[] SHIFT = {0, 1, 2, 3, 2};
-
-    static {
-        if (U != null) {
-            BASE[0] = U.arrayBaseOffset(byte[].class);
-            BASE[1] = U.arrayBaseOffset(char[].class);
-            BASE[2] = U.arrayBaseOffset(int[].class);
-            BASE[3] = U.arrayBaseOffset(long[].class);
-            BASE[4] = U.arrayBaseOffset(Object[].class);
-            SHIFT[4] = U.arrayIndexScale(Object[].class) == 8 ? 3 : 2;
-        }
-    }
+    private static final int[] SHIFT = {
+        0, 1, 2, 3, layout("arrayIndexScale", Object[].class) == 8 ? 3 : 2
+    };
 
     private AllocTracker() {}
 
-    private static Unsafe unsafe() {
+    /**
+     * Unsafe's arrayBaseOffset or arrayIndexScale of `arrayClass`, called
+     * reflectively once: they return an int up to JDK 24 and a long from
+     * JDK 25 on.
+     */
+    private static long layout(String method, Class<?> arrayClass) {
         try {
-            Field field = Unsafe.class.getDeclaredField("theUnsafe");
-            field.setAccessible(true);
-            return (Unsafe) field.get(null);
-        } catch (Throwable t) {
-            failure = t;
-            return null;
+            Object value = Unsafe.class.getMethod(method, Class.class).invoke(U, arrayClass);
+            return ((Number) value).longValue();
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(method + " of " + arrayClass.getName(), e);
         }
     }
 
@@ -141,15 +145,15 @@ public final class AllocTracker {
     }
 
     private static void bump(int site, long bytes) {
-        Unsafe u = U;
         int page = site >>> PAGE_SHIFT;
-        if (u == null || page >= MAX_PAGES) {
+        if (page >= MAX_PAGES) {
             return;
         }
         long[] counters = PAGES[page];
-        if (counters == null && (counters = newPage(u, page)) == null) {
+        if (counters == null && (counters = newPage(page)) == null) {
             return;
         }
+        Unsafe u = U;
         int stripe = (int) Thread.currentThread().getId() & (STRIPES - 1);
         long at = LONG_BASE + 16L * ((stripe << PAGE_SHIFT) + (site & (SITES_PER_PAGE - 1)));
         u.getAndAddLong(counters, at, 1);
@@ -158,15 +162,17 @@ public final class AllocTracker {
         }
     }
 
-    /** Page `page`, made now unless another thread made it first. */
-    private static long[] newPage(Unsafe u, int page) {
+    /**
+     * Page `page`, made now unless another thread made it first. (A thread
+     * that reads PAGES without the lock and sees the new page sees it
+     * zeroed: the default values of a new array are visible to all.)
+     */
+    private static synchronized long[] newPage(int page) {
         try {
-            long[] fresh = new long[2 * STRIPES * SITES_PER_PAGE];
-            long at = PAGE_BASE + PAGE_SCALE * page;
-            if (u.compareAndSwapObject(PAGES, at, null, fresh)) {
-                return fresh;
+            if (PAGES[page] == null) {
+                PAGES[page] = new long[2 * STRIPES * SITES_PER_PAGE];
             }
-            return (long[]) u.getObjectVolatile(PAGES, at);
+            return PAGES[page];
         } catch (Throwable t) {
             if (failure == null) {
                 failure = t;

@@ -9,8 +9,11 @@
 //! a live instance, else a blank one made by JNI AllocObject, once per
 //! class) and the live objects, counted per class by one walk of the heap
 //! and shared among that class's sites in proportion to what each
-//! allocated, never more than a site allocated. A class allocated at one
-//! site only (the common case) gets its exact live count.
+//! allocated, never more than a site allocated. The objects in the heap
+//! when counting began are tagged then and left out of the walk, as are
+//! those counted by VMObjectAlloc (tagged, their frees counted): a class
+//! allocated at one counted site only (the common case) gets its exact live
+//! count.
 
 use super::jvm_alloc_tracker::{self, AllocTracker, SiteCount};
 use crate::bci::{self, Allocated};
@@ -217,8 +220,8 @@ impl BytecodeCounting {
     }
 
     /// At VM init: defines and initialises the tracker.
-    pub fn define_tracker(&self, jni: &JniEnv) -> Result<(), String> {
-        let tracker = AllocTracker::define(jni)?;
+    pub fn define_tracker(&self, env: &Jvmti, jni: &JniEnv) -> Result<(), String> {
+        let tracker = AllocTracker::define(env, jni)?;
         let _ = self.tracker.set(tracker);
         Ok(())
     }
@@ -257,11 +260,18 @@ impl BytecodeCounting {
 
     /// At VM init, once the ClassFileLoadHook is enabled: the classes
     /// loaded so far are rewritten too.
+    /// Then the objects in the heap are marked, so that live counts leave
+    /// them out.
     pub fn retransform_loaded(&self, env: &Jvmti, jni: &JniEnv) {
         let (_done, failed) = jvm_alloc_tracker::retransform_loaded_classes(env, jni);
         if let Some(error) = failed {
             eprintln!(
                 "HPROF ERROR: heap=sites could not count the allocations of some classes loaded before VM init ({error:?})"
+            );
+        }
+        if let Err(error) = jvm_alloc_tracker::mark_present_objects(env) {
+            eprintln!(
+                "HPROF ERROR: heap=sites could not mark the objects made before it began ({error:?}); live counts may be high"
             );
         }
     }

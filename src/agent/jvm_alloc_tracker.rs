@@ -33,9 +33,10 @@ pub struct SiteCount {
 }
 
 impl AllocTracker {
-    /// Defines the class in the boot loader and initialises it (looking
-    /// up a static field does), before any class that calls it exists.
-    pub fn define(jni: &JniEnv) -> Result<Self, String> {
+    /// Defines the class in the boot loader, exports the JDK's internal
+    /// Unsafe to it, and initialises it (looking up a static field does),
+    /// before any class that calls it exists.
+    pub fn define(env: &Jvmti, jni: &JniEnv) -> Result<Self, String> {
         // (The bytes are a class file of this very name: tests/bci_run.rs.)
         let class = jvm::define_boot_class(
             jni,
@@ -43,6 +44,7 @@ impl AllocTracker {
             bci::ALLOC_TRACKER_CLASS_FILE,
             "allocation tracker",
         )?;
+        export_internal_unsafe(env, jni, class)?;
         let field = |(name, signature): (&str, &str)| {
             // SAFETY: `class` is the AllocTracker, held by a global
             // reference; the lookup initialises it (JNI GetStaticFieldID).
@@ -131,6 +133,48 @@ impl AllocTracker {
     }
 }
 
+/// Exports `jdk.internal.misc` (the JDK's internal Unsafe) from java.base
+/// to the module of `class` (the boot loader's unnamed module).
+fn export_internal_unsafe(
+    env: &Jvmti,
+    jni: &JniEnv,
+    class: GlobalRef<kind::Class>,
+) -> Result<(), String> {
+    let failed = || "jdk.internal.misc cannot be exported to the allocation tracker".to_string();
+    // SAFETY: a null loader names the boot loader, whose java/lang package
+    // is java.base's; the module is a local reference, deleted below.
+    let java_base = unsafe { env.get_named_module(std::ptr::null_mut(), "java/lang") }
+        .map_err(|e| format!("{} ({e:?})", failed()))?;
+    // SAFETY: `class` is a live global reference to a Class; getModule is
+    // java.lang.Class's public method of this signature (JDK 9 and up).
+    let module = unsafe {
+        let class_class = jni.get_object_class(class.raw());
+        let get_module = jni.get_method_id(class_class, "getModule", "()Ljava/lang/Module;");
+        jni.delete_local_ref(class_class);
+        get_module.map(|m| jni.call_object_method(class.raw(), m, &[]))
+    };
+    if jni.exception_check() {
+        jni.exception_clear();
+    }
+    let result = match module {
+        Some(module) if !module.is_null() && !java_base.is_null() => {
+            // SAFETY: both modules are live local references. (The package
+            // name is dotted here: the JVM hands it to Module.addExports.)
+            let exported =
+                unsafe { env.add_module_exports(java_base, "jdk.internal.misc", module) };
+            // SAFETY: local references made above, deleted once.
+            unsafe { jni.delete_local_ref(module) };
+            exported.map_err(|e| format!("{} ({e:?})", failed()))
+        }
+        _ => Err(failed()),
+    };
+    if !java_base.is_null() {
+        // SAFETY: as above.
+        unsafe { jni.delete_local_ref(java_base) };
+    }
+    result
+}
+
 /// The size of an instance of `class`, from a blank one made for the
 /// purpose (JNI AllocObject runs no constructor) when that is harmless:
 /// not for a class that overrides `finalize()` (the blank object would be
@@ -172,9 +216,46 @@ fn overrides_finalize(env: &Jvmti, jni: &JniEnv, class: LocalClass<'_>) -> bool 
         .is_none_or(|signature| signature != "Ljava/lang/Object;")
 }
 
-/// Live objects and bytes per tagged class, by class tag: one walk of the
-/// heap (a pause, as any heap walk) over the objects whose class is
-/// tagged.
+/// The tag of the objects that were in the heap when the counting began
+/// (bit 62, like the large-array census's, plus a low bit of its own:
+/// neither an allocation tag nor an identifier the agent makes).
+const PRESENT_AT_START: i64 = (1 << 62) | 2;
+
+/// Tags every untagged object in the heap now as [`PRESENT_AT_START`], so
+/// that [`live_by_class`] leaves out what was made before the counting
+/// began. One walk of the heap (a pause; the heap is small at VM init).
+pub fn mark_present_objects(env: &Jvmti) -> Result<(), jvmti::jvmtiError> {
+    unsafe extern "system" fn mark(
+        _class_tag: jni::jlong,
+        _size: jni::jlong,
+        tag_ptr: *mut jni::jlong,
+        _length: jni::jint,
+        _user_data: *mut std::ffi::c_void,
+    ) -> jni::jint {
+        // SAFETY: `tag_ptr` is the JVM's pointer to this object's tag,
+        // writable during the callback.
+        unsafe { *tag_ptr = PRESENT_AT_START };
+        0
+    }
+    let callbacks = jvmti::jvmtiHeapCallbacks {
+        heap_iteration_callback: Some(mark),
+        ..Default::default()
+    };
+    // SAFETY: the callback table outlives the call; the callback only
+    // writes the tag the JVM hands it.
+    unsafe {
+        env.iterate_through_heap(
+            jvmti::JVMTI_HEAP_FILTER_TAGGED,
+            std::ptr::null_mut(),
+            &callbacks,
+            std::ptr::null(),
+        )
+    }
+}
+
+/// Live objects and bytes per tagged class, by class tag, of the objects
+/// that carry no tag (those made since the counting began, not counted by
+/// an event): one walk of the heap (a pause, as any heap walk).
 pub fn live_by_class(env: &Jvmti) -> Result<HashMap<u64, (u64, u64)>, jvmti::jvmtiError> {
     unsafe extern "system" fn count(
         class_tag: jni::jlong,
@@ -201,7 +282,7 @@ pub fn live_by_class(env: &Jvmti) -> Result<HashMap<u64, (u64, u64)>, jvmti::jvm
     // callback only updates the map.
     unsafe {
         env.iterate_through_heap(
-            jvmti::JVMTI_HEAP_FILTER_CLASS_UNTAGGED,
+            jvmti::JVMTI_HEAP_FILTER_TAGGED | jvmti::JVMTI_HEAP_FILTER_CLASS_UNTAGGED,
             std::ptr::null_mut(),
             &callbacks,
             &mut live as *mut HashMap<u64, (u64, u64)> as *const std::ffi::c_void,

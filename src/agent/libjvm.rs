@@ -142,31 +142,31 @@ fn flag_table() -> Option<FlagTable> {
 
 /// What a search of HotSpot's flag table found for one flag.
 enum FlagLookup {
-    /// The flag's value, a C++ `bool` for the flags read here.
-    Found(*mut bool),
+    /// The address of the flag's value (a C++ `bool`, or a `const char*`
+    /// for a string flag: the caller knows which it asked for).
+    Found(*mut u8),
     /// The table was read and has no such flag (this JVM lacks it).
     Absent,
     /// The table was not found, or the flag has no value address.
     Unknown,
 }
 
-/// Looks the `bool` flag `name` up in HotSpot's flag table.
-fn bool_flag_address(name: &CStr) -> FlagLookup {
+/// Looks the flag `name` up in HotSpot's flag table.
+fn flag_address(name: &CStr) -> FlagLookup {
     let Some(table) = flag_table() else {
         return FlagLookup::Unknown;
     };
     for index in 0..table.count {
         // SAFETY: `count` records of `size` bytes from `flags`; each
         // record's name is a static C string (null in the terminating
-        // record) and its address points at the flag's value, a C++ `bool`
-        // for the flags this module reads or sets.
+        // record) and its address points at the flag's value.
         unsafe {
             let record = table.flags.add(index * table.size);
             let flag_name = *(record.add(table.name_offset) as *const *const c_char);
             if flag_name.is_null() || CStr::from_ptr(flag_name) != name {
                 continue;
             }
-            let value_address = *(record.add(table.addr_offset) as *const *mut bool);
+            let value_address = *(record.add(table.addr_offset) as *const *mut u8);
             if value_address.is_null() {
                 return FlagLookup::Unknown;
             }
@@ -181,14 +181,50 @@ fn bool_flag_address(name: &CStr) -> FlagLookup {
 /// setting it before the code that reads it runs has the effect of the
 /// `-XX` option). False when the flag or the tables are not found.
 pub fn set_bool_flag(name: &CStr, value: bool) -> bool {
-    match bool_flag_address(name) {
+    match flag_address(name) {
         FlagLookup::Found(address) => {
-            // SAFETY: the flag's value address, a C++ `bool` (see above).
-            unsafe { address.write_volatile(value) };
+            // SAFETY: the value address of a flag the caller names as a
+            // `bool` one: a C++ `bool`.
+            unsafe { (address as *mut bool).write_volatile(value) };
             true
         }
         FlagLookup::Absent | FlagLookup::Unknown => false,
     }
+}
+
+/// Appends `items` to the comma-separated string flag `name` (such as
+/// `DisableIntrinsic`), keeping what the command line put there. The JVM
+/// reads such flags when its compilers start, after the agent loads: set
+/// from `Agent_OnLoad` they act as the `-XX` option would. The new value
+/// is never freed (the JVM may hold it for its whole life). False when
+/// the flag or the tables are not found.
+pub fn append_to_string_flag(name: &CStr, items: &str) -> bool {
+    let FlagLookup::Found(address) = flag_address(name) else {
+        return false;
+    };
+    let slot = address as *mut *const c_char;
+    // SAFETY: the value address of a flag the caller names as a string
+    // one: a `const char*`, null or a C string the JVM owns.
+    let old = unsafe { slot.read_volatile() };
+    let old = if old.is_null() {
+        String::new()
+    } else {
+        // SAFETY: a non-null string flag value is a C string.
+        unsafe { CStr::from_ptr(old) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let joined = if old.trim().is_empty() {
+        items.to_owned()
+    } else {
+        format!("{old},{items}")
+    };
+    let Ok(value) = std::ffi::CString::new(joined) else {
+        return false;
+    };
+    // SAFETY: as above; the leaked string lives as long as the process.
+    unsafe { slot.write_volatile(value.into_raw()) };
+    true
 }
 
 /// What the flag table says of one `bool` flag.
@@ -203,9 +239,12 @@ pub enum BoolFlag {
 
 /// The value of the HotSpot `bool` flag `name`.
 pub fn bool_flag(name: &CStr) -> BoolFlag {
-    match bool_flag_address(name) {
-        // SAFETY: the flag's value address, a C++ `bool` (see above).
-        FlagLookup::Found(address) => BoolFlag::Value(unsafe { address.read_volatile() }),
+    match flag_address(name) {
+        // SAFETY: the value address of a flag the caller names as a `bool`
+        // one: a C++ `bool`.
+        FlagLookup::Found(address) => {
+            BoolFlag::Value(unsafe { (address as *const bool).read_volatile() })
+        }
         FlagLookup::Absent => BoolFlag::Absent,
         FlagLookup::Unknown => BoolFlag::Unreadable,
     }

@@ -10,6 +10,7 @@ use crate::agent::classes::intern_class;
 use crate::agent::engine::{Engine, Run};
 use crate::agent::jvm::{self, LocalClass, LocalObject, LocalThread};
 use crate::agent::jvm_alloc_tracker;
+use crate::agent::libjvm;
 use crate::agent::site_cache;
 use crate::agent::threads;
 use crate::agent::traces::intern_counted;
@@ -301,6 +302,33 @@ fn intern_site(
     Some((site, known.object_id))
 }
 
+/// The JIT intrinsics that allocate without running the byte code they
+/// stand for (HotSpot's names): `Object.clone`, `Arrays.copyOf` and
+/// `copyOfRange` of object arrays, `Array.newInstance`'s native,
+/// `Unsafe.allocateInstance` and `allocateUninitializedArray`,
+/// `StringUTF16.toBytes`. Without them each allocation runs the byte code
+/// (counted there) or a VM entry that posts VMObjectAlloc.
+const ALLOCATING_INTRINSICS: &str = "_clone,_copyOf,_copyOfRange,_newArray,_allocateInstance,\
+     _allocateUninitializedArray,_toBytesStringU";
+
+/// At load time, before the JIT compilers start: the intrinsics that
+/// would allocate unseen are turned off (`-XX:DisableIntrinsic`), and so is
+/// C2's rewriting of StringBuilder chains, which makes a chain's String
+/// without running `toString()` (`-XX:-OptimizeStringConcat`). Said once
+/// when the flags cannot be found (counts may then miss those objects).
+fn keep_allocations_in_sight() {
+    let intrinsics = libjvm::append_to_string_flag(c"DisableIntrinsic", ALLOCATING_INTRINSICS);
+    // Absent from a JVM without C2: nothing to turn off then.
+    let concat = libjvm::set_bool_flag(c"OptimizeStringConcat", false)
+        || libjvm::bool_flag(c"OptimizeStringConcat") == libjvm::BoolFlag::Absent;
+    if !(intrinsics && concat) {
+        eprintln!(
+            "HPROF ERROR: alloc_count=bytecode could not turn off the JIT's allocating intrinsics; \
+             objects made by clone(), Arrays.copyOf() and the like may go uncounted once compiled"
+        );
+    }
+}
+
 /// The bytecode counters read, the classes they name found and tagged,
 /// and the live objects of those classes counted by a walk of the heap.
 fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv) -> CountedDump {
@@ -344,21 +372,13 @@ fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv) -> Counted
 }
 
 /// SITES rows of the bytecode counters: one per (allocated class, site
-/// frame), live objects of each class shared among its sites (those the
-/// events counted, `event_sites`, keep theirs).
+/// frame), the live objects of each class shared among its sites.
 fn counted_sites(
     run: &Run,
     model: &mut Model,
     counting: &BytecodeCounting,
     counted: CountedDump,
-    event_sites: &[SiteSnapshot],
 ) -> Vec<SiteSnapshot> {
-    let mut event_live: HashMap<u32, (u64, u64)> = HashMap::new();
-    for site in event_sites {
-        let entry = event_live.entry(site.class_serial).or_default();
-        entry.0 += site.stats.live_objects;
-        entry.1 += site.stats.live_bytes;
-    }
     let mut by_class: HashMap<&str, Vec<&CountedRow>> = HashMap::new();
     for row in &counted.rows {
         by_class
@@ -372,8 +392,6 @@ fn counted_sites(
         else {
             continue; // the class is gone (unloaded): nothing to name it by
         };
-        let (event_objects, event_bytes) =
-            event_live.get(&class_serial).copied().unwrap_or_default();
         let size = counting.instance_size(signature);
         let allocated: Vec<(u64, u64)> = rows
             .iter()
@@ -388,8 +406,22 @@ fn counted_sites(
             .collect();
         let objects: Vec<u64> = allocated.iter().map(|a| a.0).collect();
         let bytes: Vec<u64> = allocated.iter().map(|a| a.1).collect();
-        let live_objects = share_live(live_objects.saturating_sub(event_objects), &objects);
-        let live_bytes = share_live(live_bytes.saturating_sub(event_bytes), &bytes);
+        let live_objects = share_live(live_objects, &objects);
+        // A site's live objects weigh what its allocations weighed on
+        // average (exact for instances and fixed-length arrays); the
+        // class's live bytes bound the total.
+        let mut bytes_left = live_bytes;
+        let live_bytes: Vec<u64> = live_objects
+            .iter()
+            .zip(objects.iter().zip(&bytes))
+            .map(|(&live, (&allocated, &weight))| {
+                let share =
+                    (u128::from(live) * u128::from(weight) / u128::from(allocated.max(1))) as u64;
+                let share = share.min(bytes_left);
+                bytes_left -= share;
+                share
+            })
+            .collect();
         for (k, row) in rows.iter().enumerate() {
             let trace_serial = intern_counted(&run.traces, model, counting.method_key(row), row);
             let site = merged
@@ -434,6 +466,7 @@ impl Engine for AllocationSites {
     /// allocation; the JVMTI call takes an int.
     fn on_load(&self, jvmti: &Jvmti) -> Result<(), String> {
         if self.bytecode.is_some() {
+            keep_allocations_in_sight();
             return Ok(());
         }
         let interval = self.counts.interval.min(i32::MAX as u64) as i32;
@@ -460,7 +493,7 @@ impl Engine for AllocationSites {
     /// the bytecode counters' class is defined.
     fn vm_init(&self, run: &Run, jni: Option<&JniEnv>) {
         if let (Some(counting), Some(jni)) = (&self.bytecode, jni)
-            && let Err(why) = counting.define_tracker(jni)
+            && let Err(why) = counting.define_tracker(&run.jvmti.env(), jni)
         {
             eprintln!("HPROF ERROR: alloc_count=bytecode cannot run: {why}");
         }
@@ -522,7 +555,7 @@ impl Engine for AllocationSites {
     fn dump_section(&self, run: &Run, model: &mut Model, out: &mut Vec<u8>) {
         let mut sites = self.site_snapshot(model);
         if let (Some(counting), Some(counted)) = (&self.bytecode, self.counted.lock().take()) {
-            let rows = counted_sites(run, model, counting, counted, &sites);
+            let rows = counted_sites(run, model, counting, counted);
             sites.extend(rows);
         }
         self.note_written(&sites);
