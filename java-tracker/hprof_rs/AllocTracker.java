@@ -31,8 +31,8 @@
  * in `failure` for the agent to report.
  *
  * What the agent must do: define this class in the boot loader, export
- * jdk.internal.misc to its module (JVMTI AddModuleExports), and
- * initialise it (a static field lookup does) before any class calling it
+ * jdk.internal.misc to its module (JVMTI AddModuleExports), register its
+ * two native methods, and initialise it (a static field lookup does) before any class calling it
  * is loaded; it is never rewritten itself.
  */
 package hprof_rs;
@@ -100,6 +100,20 @@ public final class AllocTracker {
         long bytes = (BASE[element] + ((long) length << SHIFT[element]) + 7) & ~7L;
         bump(siteAndElement >>> 3, bytes);
     }
+
+    /**
+     * After a call that returns an object the VM made without telling the
+     * agent (JDK 11-17 reflection's native accessor): the agent counts it,
+     * with this thread's stack, unless it counted it already.
+     */
+    public static native void made(Object object);
+
+    /**
+     * After a call that returns a class file generated at run time (a
+     * lambda's class, a method handle form), to be defined as a hidden
+     * class: the same class with its allocations counted, by the agent.
+     */
+    public static native byte[] generated(byte[] classFile);
 
     /** After `multianewarray`: `array` and every array it holds, all new. */
     public static void arrays(Object array, int site) {

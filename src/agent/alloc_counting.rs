@@ -219,9 +219,15 @@ impl BytecodeCounting {
         }
     }
 
-    /// At VM init: defines and initialises the tracker.
-    pub fn define_tracker(&self, env: &Jvmti, jni: &JniEnv) -> Result<(), String> {
-        let tracker = AllocTracker::define(env, jni)?;
+    /// At VM init: defines and initialises the tracker, whose natives
+    /// report to `events`.
+    pub fn define_tracker(
+        &self,
+        env: &Jvmti,
+        jni: &JniEnv,
+        events: &'static dyn jvm_alloc_tracker::AllocEvents,
+    ) -> Result<(), String> {
+        let tracker = AllocTracker::define(env, jni, events)?;
         let _ = self.tracker.set(tracker);
         Ok(())
     }
@@ -254,7 +260,8 @@ impl BytecodeCounting {
         if outcome.sites.is_empty() {
             return None;
         }
-        registry.add(name.unwrap_or("Unknown_class"), &outcome);
+        let name = name.map_or_else(|| outcome.class_name.clone(), str::to_owned);
+        registry.add(&name, &outcome);
         Some(outcome.bytes)
     }
 

@@ -5,10 +5,83 @@
 //! of the JVM boundary with `jvm.rs`: the unsafe JNI and JVMTI calls live
 //! here, behind safe methods.
 
-use super::jvm::{self, GlobalRef, LocalClass, OwnedLocal, kind};
+use super::jvm::{self, GlobalRef, Local, LocalClass, LocalObject, OwnedLocal, kind};
 use crate::bci;
 use jvmti_bindings::prelude::*;
 use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// What the AllocTracker's native methods hand to the agent. Called on a
+/// Java thread from Java code: never panics across (the natives catch),
+/// never throws.
+pub trait AllocEvents: Send + Sync {
+    /// `object` was made by the VM unseen (the tracker's `made`): count it
+    /// with the current thread's stack unless it was counted already.
+    fn made(&self, jni: &JniEnv, object: LocalObject<'_>);
+    /// A class file generated at run time, with its allocations counted,
+    /// or None to leave it as it is.
+    fn generated(&self, class_file: &[u8]) -> Option<Vec<u8>>;
+}
+
+/// Where the natives send what they are told (set once, at definition).
+static EVENTS: OnceLock<&'static dyn AllocEvents> = OnceLock::new();
+
+/// `AllocTracker.made(Object)`.
+extern "system" fn made_native(env: *mut jni::JNIEnv, _tracker: jni::jclass, object: jni::jobject) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if object.is_null() {
+            return;
+        }
+        // SAFETY: the JNIEnv of this native call, on this thread.
+        let jni = unsafe { JniEnv::from_raw(env) };
+        // SAFETY: the Object argument of a native call, a local reference
+        // live until the call returns, on this thread.
+        let object: LocalObject<'_> = unsafe { Local::new(object) };
+        if let Some(events) = EVENTS.get() {
+            events.made(&jni, object);
+        }
+    }));
+}
+
+/// `AllocTracker.generated(byte[])`: the bytes it was given when nothing
+/// is to change or anything fails.
+extern "system" fn generated_native(
+    env: *mut jni::JNIEnv,
+    _tracker: jni::jclass,
+    class_file: jni::jobject,
+) -> jni::jobject {
+    let rewritten = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if class_file.is_null() {
+            return None;
+        }
+        // SAFETY: the JNIEnv of this native call, on this thread.
+        let jni = unsafe { JniEnv::from_raw(env) };
+        // SAFETY: `class_file` is the byte[] argument, live during the call.
+        let length = unsafe { jni.get_array_length(class_file) };
+        let mut bytes = vec![0i8; usize::try_from(length).ok()?];
+        // SAFETY: as above; the buffer holds `length` bytes.
+        unsafe { jni.get_byte_array_region(class_file, 0, length, &mut bytes) };
+        if jni.exception_check() {
+            jni.exception_clear();
+            return None;
+        }
+        let bytes: Vec<u8> = bytes.into_iter().map(|b| b as u8).collect();
+        let new = EVENTS.get()?.generated(&bytes)?;
+        let new_length = i32::try_from(new.len()).ok()?;
+        let array = jni.new_byte_array(new_length);
+        if jni.exception_check() {
+            jni.exception_clear();
+            return None;
+        }
+        let array = array?;
+        let signed: Vec<i8> = new.into_iter().map(|b| b as i8).collect();
+        // SAFETY: `array` is the new byte[] of `new_length` bytes, a local
+        // reference returned to the caller (the JVM frees it then).
+        unsafe { jni.set_byte_array_region(array, 0, new_length, &signed) };
+        Some(array)
+    }));
+    rewritten.ok().flatten().unwrap_or(class_file)
+}
 
 /// The AllocTracker, defined and initialised.
 #[derive(Clone, Copy)]
@@ -34,9 +107,17 @@ pub struct SiteCount {
 
 impl AllocTracker {
     /// Defines the class in the boot loader, exports the JDK's internal
-    /// Unsafe to it, and initialises it (looking up a static field does),
-    /// before any class that calls it exists.
-    pub fn define(env: &Jvmti, jni: &JniEnv) -> Result<Self, String> {
+    /// Unsafe to it, registers its natives (reporting to `events`), and
+    /// initialises it (looking up a static field does), before any class
+    /// that calls it exists. Once per run.
+    pub fn define(
+        env: &Jvmti,
+        jni: &JniEnv,
+        events: &'static dyn AllocEvents,
+    ) -> Result<Self, String> {
+        if EVENTS.set(events).is_err() {
+            return Err("the allocation tracker is defined already".into());
+        }
         // (The bytes are a class file of this very name: tests/bci_run.rs.)
         let class = jvm::define_boot_class(
             jni,
@@ -45,6 +126,7 @@ impl AllocTracker {
             "allocation tracker",
         )?;
         export_internal_unsafe(env, jni, class)?;
+        register_natives(jni, class)?;
         let field = |(name, signature): (&str, &str)| {
             // SAFETY: `class` is the AllocTracker, held by a global
             // reference; the lookup initialises it (JNI GetStaticFieldID).
@@ -131,6 +213,39 @@ impl AllocTracker {
             .unwrap_or_else(|| "an error".into());
         Some(name)
     }
+}
+
+/// Registers the tracker's `made` and `generated` natives.
+fn register_natives(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Result<(), String> {
+    let names = [
+        (
+            c"made",
+            c"(Ljava/lang/Object;)V",
+            made_native as *mut std::ffi::c_void,
+        ),
+        (
+            c"generated",
+            c"([B)[B",
+            generated_native as *mut std::ffi::c_void,
+        ),
+    ];
+    let methods: Vec<jni::JNINativeMethod> = names
+        .iter()
+        .map(|(name, signature, function)| jni::JNINativeMethod {
+            name: name.as_ptr() as *mut _,
+            signature: signature.as_ptr() as *mut _,
+            fnPtr: *function,
+        })
+        .collect();
+    // SAFETY: `class` is the AllocTracker, held by a global reference; the
+    // names and signatures are those of its two native methods, and the
+    // functions have the matching JNI signatures.
+    let registered = unsafe { jni.register_natives(class.raw() as jni::jclass, &methods) };
+    if registered.is_err() || jni.exception_check() {
+        jni.exception_clear();
+        return Err("the allocation tracker's natives cannot be registered".into());
+    }
+    Ok(())
 }
 
 /// Exports `jdk.internal.misc` (the JDK's internal Unsafe) from java.base

@@ -12,6 +12,14 @@
 //! multianewarray   ->  multianewarray ...; dup; ldc <site>; invokestatic AllocTracker.arrays(Ljava/lang/Object;I)V
 //! ```
 //!
+//! Two kinds of call get code after them too (they make objects the byte
+//! code of the program does not show, see [`CallRule`]):
+//!
+//! ```text
+//! invoke... <a call whose result is an object the VM made>  ->  ...; dup; invokestatic AllocTracker.made(Ljava/lang/Object;)V
+//! invoke... <a class file generated at run time, [B>       ->  ...; invokestatic AllocTracker.generated([B)[B
+//! ```
+//!
 //! `element` is log2 of a primitive element's size (0 to 3), 4 for a
 //! reference (whose size the tracker knows from the JVM's flags). A
 //! `multianewarray` makes several arrays at once, so its count comes after
@@ -66,6 +74,89 @@ const ANEWARRAY: u8 = 189;
 const MULTIANEWARRAY: u8 = 197;
 const DUP: u8 = 89;
 
+/// What the code after a matching call does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallAction {
+    /// The call returns an object the VM made without a JVMTI
+    /// VMObjectAlloc event: the tracker's native `made` counts it (with
+    /// the caller's stack) unless an event counted it already.
+    Made,
+    /// The call returns the bytes of a class generated at run time, which
+    /// will be defined as a hidden class (lambdas, method handle forms),
+    /// whose loading no ClassFileLoadHook sees: the tracker's native
+    /// `generated` returns them with their allocations counted.
+    Generated,
+}
+
+/// A call that gets code after it: owner (internal name), method name (a
+/// prefix when it ends with `*`), descriptor (its return type alone when
+/// it starts with `)`).
+#[derive(Clone, Copy, Debug)]
+pub struct CallRule {
+    /// Internal name of the class or interface the call names.
+    pub owner: &'static str,
+    /// Method name; `build*` matches every name starting with `build`.
+    pub name: &'static str,
+    /// Full descriptor, or `)[B` to match the return type only.
+    pub descriptor: &'static str,
+    /// What to do with the result.
+    pub action: CallAction,
+}
+
+/// The calls whose results are counted after them, JDK 11 to 25.
+pub const CALL_RULES: &[CallRule] = &[
+    // JDK 11-17 reflection makes its first objects per constructor in the
+    // VM (the "native accessor") and posts no VMObjectAlloc for them.
+    CallRule {
+        owner: "jdk/internal/reflect/NativeConstructorAccessorImpl",
+        name: "newInstance0",
+        descriptor: "(Ljava/lang/reflect/Constructor;[Ljava/lang/Object;)Ljava/lang/Object;",
+        action: CallAction::Made,
+    },
+    // Classes the JDK generates: with its copy of ASM (lambdas up to JDK
+    // 23, method handle forms) or its class-file API (JDK 22 and up).
+    CallRule {
+        owner: "jdk/internal/org/objectweb/asm/ClassWriter",
+        name: "toByteArray",
+        descriptor: "()[B",
+        action: CallAction::Generated,
+    },
+    CallRule {
+        owner: "java/lang/classfile/ClassFile",
+        name: "build*",
+        descriptor: ")[B",
+        action: CallAction::Generated,
+    },
+    CallRule {
+        owner: "jdk/internal/classfile/Classfile",
+        name: "build*",
+        descriptor: ")[B",
+        action: CallAction::Generated,
+    },
+    CallRule {
+        owner: "jdk/internal/classfile/ClassFile",
+        name: "build*",
+        descriptor: ")[B",
+        action: CallAction::Generated,
+    },
+];
+
+impl CallRule {
+    /// Whether a call of `owner.name descriptor` matches.
+    fn matches(&self, owner: &[u8], name: &[u8], descriptor: &[u8]) -> bool {
+        let name_matches = match self.name.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix.as_bytes()),
+            None => name == self.name.as_bytes(),
+        };
+        let descriptor_matches = if self.descriptor.starts_with(')') {
+            descriptor.ends_with(self.descriptor.as_bytes())
+        } else {
+            descriptor == self.descriptor.as_bytes()
+        };
+        owner == self.owner.as_bytes() && name_matches && descriptor_matches
+    }
+}
+
 /// What an allocation site makes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Allocated {
@@ -102,6 +193,8 @@ pub struct AllocationSite {
 pub struct CountingOutcome {
     /// The new class file; the input unchanged when no method was.
     pub bytes: Vec<u8>,
+    /// The class's internal name, from the class file.
+    pub class_name: String,
     /// The class's `SourceFile`, if it names one.
     pub source_file: Option<String>,
     /// The sites of the methods rewritten, in code order.
@@ -125,16 +218,20 @@ pub fn rewrite_counting_allocations(
     let this_name = class.this_name()?;
     let source_file = source_file(&class);
     let mut methods = method_reports(&class)?;
+    let class_name = decode_modified_utf8(&this_name);
     let unchanged = |methods: Vec<MethodInfo>, sites| CountingOutcome {
         bytes: class_file.to_vec(),
+        class_name: class_name.clone(),
         source_file: source_file.clone(),
         sites,
         methods,
     };
-    if this_name.starts_with(b"hprof_rs/") {
+    if this_name.starts_with(b"hprof_rs/") || calls_the_tracker(&class.pool) {
+        // The agent's own, or counted already (a generated class counted
+        // before it was defined, then seen by the ClassFileLoadHook).
         return Ok(unchanged(methods, vec![]));
     }
-    let calls = match TrackerCalls::resolve(&mut class.pool) {
+    let mut calls = match TrackerCalls::resolve(&mut class.pool) {
         Ok(calls) => calls,
         Err(why) => {
             for m in &mut methods {
@@ -164,7 +261,14 @@ pub fn rewrite_counting_allocations(
             index: index as u16,
         };
         let report = &mut methods[index];
-        match count_in_method(code.info, &mut class.pool, calls, facts, target, next_site) {
+        match count_in_method(
+            code.info,
+            &mut class.pool,
+            &mut calls,
+            facts,
+            target,
+            next_site,
+        ) {
             Ok(None) => report.skip_reason = Some("no allocation".into()),
             Ok(Some((body, found))) => {
                 next_site += found.len() as u32;
@@ -191,6 +295,7 @@ pub fn rewrite_counting_allocations(
     let bytes = writer::write_class(&class, &new_code).map_err(malformed)?;
     Ok(CountingOutcome {
         bytes,
+        class_name,
         source_file,
         sites,
         methods,
@@ -211,12 +316,23 @@ fn source_file(class: &ClassFile<'_>) -> Option<String> {
     Some(decode_modified_utf8(class.pool.utf8(index).ok()?))
 }
 
-/// The tracker's three methods, as `Methodref`s of the class's pool.
+/// Whether the pool names the tracker class.
+fn calls_the_tracker(pool: &ConstantPool<'_>) -> bool {
+    let tracker = ALLOC_TRACKER_CLASS.as_bytes();
+    (1..pool.count()).any(|index| {
+        pool.tag(index) == Some(7) && pool.class_name(index).is_ok_and(|n| n == tracker)
+    })
+}
+
+/// The tracker's methods, as `Methodref`s of the class's pool; the two
+/// for calls are added only when a call needs them.
 #[derive(Clone, Copy)]
 struct TrackerCalls {
     object: u16,
     array: u16,
     arrays: u16,
+    made: Option<u16>,
+    generated: Option<u16>,
 }
 
 impl TrackerCalls {
@@ -228,8 +344,48 @@ impl TrackerCalls {
             object: method(b"object", b"(I)V")?,
             array: method(b"array", b"(II)V")?,
             arrays: method(b"arrays", b"(Ljava/lang/Object;I)V")?,
+            made: None,
+            generated: None,
         })
     }
+
+    /// The code after a call that `action` names.
+    fn after_call(
+        &mut self,
+        pool: &mut ConstantPool<'_>,
+        action: CallAction,
+    ) -> Result<Vec<u8>, String> {
+        let class = encode_modified_utf8(ALLOC_TRACKER_CLASS);
+        let (slot, name, descriptor, dup): (&mut Option<u16>, &[u8], &[u8], bool) = match action {
+            CallAction::Made => (&mut self.made, b"made", b"(Ljava/lang/Object;)V", true),
+            CallAction::Generated => (&mut self.generated, b"generated", b"([B)[B", false),
+        };
+        let method = match *slot {
+            Some(method) => method,
+            None => *slot.insert(pool.add_method_ref(&class, name, descriptor)?),
+        };
+        let mut out = Vec::with_capacity(4);
+        if dup {
+            out.push(DUP);
+        }
+        out.push(op::INVOKESTATIC);
+        put_u16(&mut out, method);
+        Ok(out)
+    }
+}
+
+/// The rule a call instruction matches, if any.
+fn call_rule(pool: &ConstantPool<'_>, code: &[u8], insn: &Insn) -> Option<CallAction> {
+    if !(182..=185).contains(&insn.opcode) {
+        return None;
+    }
+    let index = read_u16(code, insn.offset as usize + 1)?;
+    let (class, name, descriptor) = pool.member_ref(index).ok()?;
+    let owner = pool.class_name(class).ok()?;
+    CALL_RULES
+        .iter()
+        .find(|rule| rule.matches(owner, name, descriptor))
+        .map(|rule| rule.action)
 }
 
 /// A site found in one method: number, bci, line, what it allocates.
@@ -305,18 +461,22 @@ fn line_of(table: &[u8], bci: u32) -> Option<u16> {
 fn count_in_method(
     info: &[u8],
     pool: &mut ConstantPool<'_>,
-    calls: TrackerCalls,
+    calls: &mut TrackerCalls,
     class: ClassFacts,
     method: MethodFacts<'_>,
     first_site: u32,
 ) -> Result<Option<CountedMethod>, String> {
     let code = CodeAttribute::parse(info).map_err(|e| format!("Code: {e}"))?;
     let insns = code::decode(code.code)?;
-    let allocations: Vec<&Insn> = insns
+    let rules: Vec<Option<CallAction>> = insns
+        .iter()
+        .map(|i| call_rule(pool, code.code, i))
+        .collect();
+    let allocations = insns
         .iter()
         .filter(|i| matches!(i.opcode, NEW | NEWARRAY | ANEWARRAY | MULTIANEWARRAY))
-        .collect();
-    if allocations.is_empty() {
+        .count();
+    if allocations == 0 && rules.iter().all(Option::is_none) {
         return Ok(None);
     }
     let subroutines = insns.iter().any(|i| {
@@ -347,8 +507,12 @@ fn count_in_method(
         after: vec![vec![]; insns.len()],
         extra_stack: 2,
     };
-    let mut found = Vec::with_capacity(allocations.len());
+    let mut found = Vec::with_capacity(allocations);
     for (k, insn) in insns.iter().enumerate() {
+        if let Some(action) = rules[k] {
+            injected.after[k] = calls.after_call(pool, action)?;
+            continue;
+        }
         if !matches!(insn.opcode, NEW | NEWARRAY | ANEWARRAY | MULTIANEWARRAY) {
             continue;
         }

@@ -8,8 +8,8 @@ use crate::agent::alloc::AllocationCounts;
 use crate::agent::alloc_counting::{BytecodeCounting, CountedRow, share_live};
 use crate::agent::classes::intern_class;
 use crate::agent::engine::{Engine, Run};
-use crate::agent::jvm::{self, LocalClass, LocalObject, LocalThread};
-use crate::agent::jvm_alloc_tracker;
+use crate::agent::jvm::{self, Local, LocalClass, LocalObject, LocalThread};
+use crate::agent::jvm_alloc_tracker::{self, AllocEvents};
 use crate::agent::libjvm;
 use crate::agent::site_cache;
 use crate::agent::threads;
@@ -91,6 +91,8 @@ pub struct AllocationSites {
     bytecode: Option<BytecodeCounting>,
     /// What the dump's first step read of the counters, for its section.
     counted: Mutex<Option<CountedDump>>,
+    /// The run, for the bytecode tracker's natives (set when it starts).
+    run: std::sync::OnceLock<&'static Run>,
 }
 
 /// The bytecode counters as a dump's first step found them.
@@ -112,6 +114,7 @@ impl AllocationSites {
             last_written: Mutex::default(),
             bytecode: bytecode.then(BytecodeCounting::new),
             counted: Mutex::default(),
+            run: std::sync::OnceLock::new(),
         }
     }
 
@@ -489,14 +492,8 @@ impl Engine for AllocationSites {
         }
     }
 
-    /// Instances of `java.lang.Class` are told apart by their class's tag;
-    /// the bytecode counters' class is defined.
+    /// Instances of `java.lang.Class` are told apart by their class's tag.
     fn vm_init(&self, run: &Run, jni: Option<&JniEnv>) {
-        if let (Some(counting), Some(jni)) = (&self.bytecode, jni)
-            && let Err(why) = counting.define_tracker(&run.jvmti.env(), jni)
-        {
-            eprintln!("HPROF ERROR: alloc_count=bytecode cannot run: {why}");
-        }
         let Some(class_class) = jni.and_then(|jni| jvm::find_class(jni, "java/lang/Class")) else {
             return;
         };
@@ -522,6 +519,12 @@ impl Engine for AllocationSites {
         let Some(jni) = jni else {
             return;
         };
+        let _ = self.run.set(run);
+        if let Some(counting) = &self.bytecode
+            && let Err(why) = counting.define_tracker(&run.jvmti.env(), jni, self)
+        {
+            eprintln!("HPROF ERROR: alloc_count=bytecode cannot run: {why}");
+        }
         match &self.bytecode {
             Some(counting) if counting.ready() => {
                 let env = run.jvmti.env();
@@ -563,6 +566,32 @@ impl Engine for AllocationSites {
             run.emitter
                 .sites(model, &sites, run.options.cutoff, ctime_now()),
         );
+    }
+}
+
+/// What the bytecode tracker's natives report.
+impl AllocEvents for AllocationSites {
+    /// Counted like a VMObjectAlloc event, unless one counted it (it is
+    /// tagged then).
+    fn made(&self, jni: &JniEnv, object: LocalObject<'_>) {
+        let Some(run) = self.run.get() else {
+            return;
+        };
+        let env = run.jvmti.env();
+        if jvm::tag_of(&env, object) != 0 {
+            return;
+        }
+        let Some(class) = jvm::object_class(jni, object) else {
+            return;
+        };
+        // SAFETY: `object` is live (a `Local` of the native call).
+        let size = unsafe { env.get_object_size(object.raw()) }.unwrap_or(0);
+        // A null thread is the current one for every JVMTI call made with it.
+        self.object_allocated(run, Local::null(), object, class.get(), size);
+    }
+
+    fn generated(&self, class_file: &[u8]) -> Option<Vec<u8>> {
+        self.bytecode.as_ref()?.rewrite(None, class_file)
     }
 }
 
