@@ -377,6 +377,7 @@ mod tests {
         };
         let outcome = |sites| bci::CountingOutcome {
             bytes: vec![],
+            class_name: "p/A".into(),
             source_file: Some("A.java".into()),
             sites,
             methods: vec![],
