@@ -233,98 +233,12 @@ fn javac_output_is_unchanged_under_cpu_times() {
 
 #[test]
 fn javac_compiling_the_jdk_compiler_module_writes_the_same_class_files_under_cpu_times() {
-    let sources_zip = Path::new("/usr/lib/jvm/java-17-openjdk-amd64/lib/src.zip");
-    if !sources_zip.is_file() {
-        assert!(
-            !common::strict(),
-            "{} is missing: run scripts/setup.sh",
-            sources_zip.display()
-        );
-        eprintln!(
-            "skipping: {} is missing (run scripts/setup.sh)",
-            sources_zip.display()
-        );
+    let Some(sources) = common::jdk_compiler_sources("cpu-times-jdk-compiler") else {
         return;
-    }
-    let dir = common::scratch_dir("cpu-times-jdk-compiler");
-    let jdk_bin = Path::new("/usr/lib/jvm/java-17-openjdk-amd64/bin");
-    let mut unzip = std::process::Command::new(jdk_bin.join("jar"));
-    unzip
-        .current_dir(&dir)
-        .arg("xf")
-        .arg(sources_zip)
-        .arg("jdk.compiler");
-    common::assert_success(&common::run(&mut unzip), "jar xf src.zip jdk.compiler");
-    let mut sources = Vec::new();
-    let mut pending = vec![dir.join("jdk.compiler")];
-    while let Some(folder) = pending.pop() {
-        for entry in fs::read_dir(&folder).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|x| x == "java") {
-                sources.push(path);
-            }
-        }
-    }
-    assert!(
-        sources.len() > 400,
-        "jdk.compiler has about 406 sources, found {}",
-        sources.len()
-    );
-    let list = dir.join("sources.txt");
-    fs::write(
-        &list,
-        sources
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join("\n"),
-    )
-    .unwrap();
-    let compile = |out: &str, agent: Option<&str>| {
-        let out_dir = dir.join(out);
-        fs::create_dir_all(&out_dir).unwrap();
-        let mut cmd = std::process::Command::new(jdk_bin.join("javac"));
-        cmd.current_dir(&dir).arg("-nowarn").arg("-d").arg(&out_dir);
-        cmd.arg("--patch-module").arg(format!(
-            "jdk.compiler={}",
-            dir.join("jdk.compiler").display()
-        ));
-        if let Some(options) = agent {
-            cmd.arg(format!(
-                "-J{}",
-                common::agentpath_arg(options).to_string_lossy()
-            ));
-        }
-        cmd.arg(format!("@{}", list.display()));
-        common::assert_success(
-            &common::run_timeout(&mut cmd, std::time::Duration::from_secs(900)),
-            &format!("javac into {out}"),
-        );
-        out_dir
     };
-    let plain = compile("plain", None);
-    let timed = compile("timed", Some("cpu=times,verbose=n"));
-    let mut compared = 0;
-    let mut pending = vec![plain.clone()];
-    while let Some(folder) = pending.pop() {
-        for entry in fs::read_dir(&folder).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-                continue;
-            }
-            let twin = timed.join(path.strip_prefix(&plain).unwrap());
-            assert_eq!(
-                fs::read(&path).unwrap(),
-                fs::read(&twin).unwrap_or_default(),
-                "{} differs",
-                path.display()
-            );
-            compared += 1;
-        }
-    }
+    let plain = sources.compile("plain", None);
+    let timed = sources.compile("timed", Some("cpu=times,verbose=n"));
+    let compared = common::assert_same_files(&plain, &timed);
     assert!(compared > 1000, "only {compared} class files compared");
 }
 

@@ -103,8 +103,8 @@ public final class AllocTracker {
 
     /**
      * After a call that returns an object the VM made without telling the
-     * agent (JDK 11-17 reflection's native accessor): the agent counts it,
-     * with this thread's stack, unless it counted it already.
+     * agent (Unsafe.allocateInstance before JDK 19, say): the agent counts
+     * it, with this thread's stack.
      */
     public static native void made(Object object);
 
@@ -115,7 +115,10 @@ public final class AllocTracker {
      */
     public static native byte[] generated(byte[] classFile);
 
-    /** After `multianewarray`: `array` and every array it holds, all new. */
+    /**
+     * After `multianewarray`: `array` at `site` and every array it holds,
+     * all new, each level down at the next site number.
+     */
     public static void arrays(Object array, int site) {
         try {
             countTree(array, site);
@@ -132,7 +135,7 @@ public final class AllocTracker {
             bump(site, size(4, elements.length));
             for (Object element : elements) {
                 if (element != null) {
-                    countTree(element, site);
+                    countTree(element, site + 1);
                 }
             }
         } else if (array instanceof byte[]) {

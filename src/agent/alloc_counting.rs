@@ -83,9 +83,7 @@ pub struct CountedRow {
 fn allocated_signature(allocated: &Allocated) -> (String, bool) {
     match allocated {
         Allocated::Instance(name) => (format!("L{name};"), true),
-        Allocated::Array(descriptor) | Allocated::MultiArray(descriptor, _) => {
-            (descriptor.clone(), false)
-        }
+        Allocated::Array(descriptor) => (descriptor.clone(), false),
     }
 }
 
@@ -199,6 +197,27 @@ pub struct BytecodeCounting {
     exhausted: AtomicBool,
     /// A number per (class name, method number): the frame key of its sites.
     method_keys: Mutex<HashMap<(String, u16), u64>>,
+    /// The calls that make objects in the VM without a VMObjectAlloc
+    /// event on this JVM, counted after them (found at start).
+    unreported_makers: OnceLock<Vec<bci::CallRule>>,
+}
+
+thread_local! {
+    /// Set while this thread tries whether a VM maker posts VMObjectAlloc;
+    /// the event handler sets it to `Some(true)` and counts nothing.
+    static PROBE: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
+/// For the VMObjectAlloc handler: true (the event is then not counted)
+/// when the agent is trying a VM maker on this thread.
+pub fn probing_noted() -> bool {
+    PROBE.with(|p| {
+        let probing = p.get().is_some();
+        if probing {
+            p.set(Some(true));
+        }
+        probing
+    })
 }
 
 impl Default for BytecodeCounting {
@@ -216,6 +235,7 @@ impl BytecodeCounting {
             failure_reported: AtomicBool::new(false),
             exhausted: AtomicBool::new(false),
             method_keys: Mutex::default(),
+            unreported_makers: OnceLock::new(),
         }
     }
 
@@ -228,6 +248,7 @@ impl BytecodeCounting {
         events: &'static dyn jvm_alloc_tracker::AllocEvents,
     ) -> Result<(), String> {
         let tracker = AllocTracker::define(env, jni, events)?;
+        let _ = self.unreported_makers.set(unreported_makers(jni));
         let _ = self.tracker.set(tracker);
         Ok(())
     }
@@ -256,7 +277,8 @@ impl BytecodeCounting {
             }
             return None;
         }
-        let outcome = bci::rewrite_counting_allocations(bytes, first).ok()?;
+        let makers = self.unreported_makers.get().map_or(&[][..], Vec::as_slice);
+        let outcome = bci::rewrite_counting_allocations(bytes, first, makers).ok()?;
         if outcome.sites.is_empty() {
             return None;
         }
@@ -344,6 +366,22 @@ impl BytecodeCounting {
     pub fn wanted_signatures(rows: &[CountedRow]) -> HashSet<String> {
         rows.iter().map(|r| r.identity.allocated.clone()).collect()
     }
+}
+
+/// The VM makers of `bci::VM_MAKER_RULES` that post no VMObjectAlloc
+/// event on this JVM: each is called once on this thread to see (JDK 17's
+/// `Unsafe.allocateInstance` posts none, JDK 21's does).
+fn unreported_makers(jni: &JniEnv) -> Vec<bci::CallRule> {
+    bci::VM_MAKER_RULES
+        .iter()
+        .filter(|rule| {
+            PROBE.with(|p| p.set(Some(false)));
+            let called = jvm_alloc_tracker::make_one_with(jni, rule);
+            let reported = PROBE.with(|p| p.replace(None)) == Some(true);
+            called && !reported
+        })
+        .copied()
+        .collect()
 }
 
 #[cfg(test)]

@@ -15,8 +15,8 @@ use std::sync::OnceLock;
 /// Java thread from Java code: never panics across (the natives catch),
 /// never throws.
 pub trait AllocEvents: Send + Sync {
-    /// `object` was made by the VM unseen (the tracker's `made`): count it
-    /// with the current thread's stack unless it was counted already.
+    /// `object` was made by the VM without a VMObjectAlloc event (the
+    /// tracker's `made`): count it with the current thread's stack.
     fn made(&self, jni: &JniEnv, object: LocalObject<'_>);
     /// A class file generated at run time, with its allocations counted,
     /// or None to leave it as it is.
@@ -288,6 +288,80 @@ fn export_internal_unsafe(
         unsafe { jni.delete_local_ref(java_base) };
     }
     result
+}
+
+/// Makes one `java.lang.Object` with the call `rule` names (one of
+/// `bci::VM_MAKER_RULES`), on this thread, and drops it; false when this
+/// JVM has no such call (nothing calls it then) or it failed.
+pub fn make_one_with(jni: &JniEnv, rule: &bci::CallRule) -> bool {
+    let Some(object_class) = jvm::find_class(jni, "java/lang/Object") else {
+        return false;
+    };
+    let Some(owner) = jvm::find_class(jni, rule.owner) else {
+        jni.exception_clear();
+        return false;
+    };
+    let (object_class, owner) = (object_class.get().raw(), owner.get().raw());
+    // SAFETY: both classes are live local references owned above; the
+    // methods are looked up by the exact name and descriptor of the rule
+    // and called with arguments of those types (JNI ignores the module
+    // boundary); each result is a local reference deleted here; a pending
+    // exception is cleared.
+    let made = unsafe {
+        match rule.name {
+            "allocateInstance" => jni
+                .get_static_method_id(owner, "getUnsafe", "()Ljdk/internal/misc/Unsafe;")
+                .map(|get| jni.call_static_object_method(owner, get, &[]))
+                .filter(|unsafe_object| !unsafe_object.is_null())
+                .and_then(|unsafe_object| {
+                    let made = jni
+                        .get_method_id(owner, rule.name, rule.descriptor)
+                        .map(|m| {
+                            jni.call_object_method(
+                                unsafe_object,
+                                m,
+                                &[jni::jvalue { l: object_class }],
+                            )
+                        });
+                    jni.delete_local_ref(unsafe_object);
+                    made
+                }),
+            "newInstance0" => jni
+                .get_method_id(object_class, "<init>", "()V")
+                .and_then(|init| jni.to_reflected_method(object_class, init, false))
+                .and_then(|constructor| {
+                    let made = jni
+                        .get_static_method_id(owner, rule.name, rule.descriptor)
+                        .map(|m| {
+                            jni.call_static_object_method(
+                                owner,
+                                m,
+                                &[
+                                    jni::jvalue { l: constructor },
+                                    jni::jvalue {
+                                        l: std::ptr::null_mut(),
+                                    },
+                                ],
+                            )
+                        });
+                    jni.delete_local_ref(constructor);
+                    made
+                }),
+            _ => None,
+        }
+    };
+    if jni.exception_check() {
+        jni.exception_clear();
+        return false;
+    }
+    match made {
+        Some(object) if !object.is_null() => {
+            // SAFETY: a local reference the call just returned.
+            unsafe { jni.delete_local_ref(object) };
+            true
+        }
+        _ => false,
+    }
 }
 
 /// The size of an instance of `class`, from a blank one made for the

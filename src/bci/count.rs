@@ -12,12 +12,11 @@
 //! multianewarray   ->  multianewarray ...; dup; ldc <site>; invokestatic AllocTracker.arrays(Ljava/lang/Object;I)V
 //! ```
 //!
-//! Two kinds of call get code after them too (they make objects the byte
-//! code of the program does not show, see [`CallRule`]):
+//! Two kinds of call get code after them too (see [`CallRule`]):
 //!
 //! ```text
-//! invoke... <a call whose result is an object the VM made>  ->  ...; dup; invokestatic AllocTracker.made(Ljava/lang/Object;)V
-//! invoke... <a class file generated at run time, [B>       ->  ...; invokestatic AllocTracker.generated([B)[B
+//! invoke... <a class file generated at run time, [B>  ->  ...; invokestatic AllocTracker.generated([B)[B
+//! invoke... <an object the VM made, unreported>       ->  ...; dup; invokestatic AllocTracker.made(Ljava/lang/Object;)V
 //! ```
 //!
 //! `element` is log2 of a primitive element's size (0 to 3), 4 for a
@@ -78,8 +77,8 @@ const DUP: u8 = 89;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallAction {
     /// The call returns an object the VM made without a JVMTI
-    /// VMObjectAlloc event: the tracker's native `made` counts it (with
-    /// the caller's stack) unless an event counted it already.
+    /// VMObjectAlloc event: the tracker's native `made` counts it with the
+    /// caller's stack.
     Made,
     /// The call returns the bytes of a class generated at run time, which
     /// will be defined as a hidden class (lambdas, method handle forms),
@@ -103,16 +102,29 @@ pub struct CallRule {
     pub action: CallAction,
 }
 
-/// The calls whose results are counted after them, JDK 11 to 25.
-pub const CALL_RULES: &[CallRule] = &[
-    // JDK 11-17 reflection makes its first objects per constructor in the
-    // VM (the "native accessor") and posts no VMObjectAlloc for them.
+/// The calls that make objects in the VM, which some JDKs report with a
+/// VMObjectAlloc event and some do not (the agent tries each once and
+/// passes [`rewrite_counting_allocations`] the rules of those that do not).
+pub const VM_MAKER_RULES: &[CallRule] = &[
+    // Method-handle constructors, and reflection from JDK 18 on.
+    CallRule {
+        owner: "jdk/internal/misc/Unsafe",
+        name: "allocateInstance",
+        descriptor: "(Ljava/lang/Class;)Ljava/lang/Object;",
+        action: CallAction::Made,
+    },
+    // Reflection's first objects per constructor up to JDK 17 (and during
+    // start-up later).
     CallRule {
         owner: "jdk/internal/reflect/NativeConstructorAccessorImpl",
         name: "newInstance0",
         descriptor: "(Ljava/lang/reflect/Constructor;[Ljava/lang/Object;)Ljava/lang/Object;",
         action: CallAction::Made,
     },
+];
+
+/// The calls whose results always get code after them, JDK 11 to 25.
+pub const CALL_RULES: &[CallRule] = &[
     // Classes the JDK generates: with its copy of ASM (lambdas up to JDK
     // 23, method handle forms) or its class-file API (JDK 22 and up).
     CallRule {
@@ -163,10 +175,9 @@ pub enum Allocated {
     /// An instance of this class (internal name, `java/lang/String`).
     Instance(String),
     /// One array of this type (descriptor, `[I`, `[Ljava/lang/String;`).
+    /// A `multianewarray` of `d` dimensions has `d` sites, one per level
+    /// (`[[I` then `[I`), numbered in a row.
     Array(String),
-    /// A `multianewarray` of this type and as many dimensions: one array
-    /// per dimension's element, all counted under this type's site.
-    MultiArray(String, u8),
 }
 
 /// One allocation site the rewrite numbered.
@@ -204,7 +215,8 @@ pub struct CountingOutcome {
 }
 
 /// Rewrites `class_file` so that each allocation bumps its site's counter,
-/// numbering sites from `first_site` on (the next free number is
+/// numbering sites from `first_site` on, and counting after each call
+/// that [`CALL_RULES`] or `makers` (some of [`VM_MAKER_RULES`]) names (the next free number is
 /// `first_site + sites.len()`, gaps aside: numbers of a method that could
 /// not be rewritten are not reused). Methods that cannot be rewritten
 /// safely are left as they are and reported; classes named `hprof_rs/...`
@@ -212,6 +224,7 @@ pub struct CountingOutcome {
 pub fn rewrite_counting_allocations(
     class_file: &[u8],
     first_site: u32,
+    makers: &[CallRule],
 ) -> Result<CountingOutcome, BciError> {
     let mut class = ClassFile::parse(class_file)?;
     let malformed = |what: String| BciError::Malformed { offset: 0, what };
@@ -268,6 +281,7 @@ pub fn rewrite_counting_allocations(
             facts,
             target,
             next_site,
+            makers,
         ) {
             Ok(None) => report.skip_reason = Some("no allocation".into()),
             Ok(Some((body, found))) => {
@@ -375,7 +389,12 @@ impl TrackerCalls {
 }
 
 /// The rule a call instruction matches, if any.
-fn call_rule(pool: &ConstantPool<'_>, code: &[u8], insn: &Insn) -> Option<CallAction> {
+fn call_rule(
+    pool: &ConstantPool<'_>,
+    code: &[u8],
+    insn: &Insn,
+    makers: &[CallRule],
+) -> Option<CallAction> {
     if !(182..=185).contains(&insn.opcode) {
         return None;
     }
@@ -384,6 +403,7 @@ fn call_rule(pool: &ConstantPool<'_>, code: &[u8], insn: &Insn) -> Option<CallAc
     let owner = pool.class_name(class).ok()?;
     CALL_RULES
         .iter()
+        .chain(makers)
         .find(|rule| rule.matches(owner, name, descriptor))
         .map(|rule| rule.action)
 }
@@ -465,12 +485,13 @@ fn count_in_method(
     class: ClassFacts,
     method: MethodFacts<'_>,
     first_site: u32,
+    makers: &[CallRule],
 ) -> Result<Option<CountedMethod>, String> {
     let code = CodeAttribute::parse(info).map_err(|e| format!("Code: {e}"))?;
     let insns = code::decode(code.code)?;
     let rules: Vec<Option<CallAction>> = insns
         .iter()
-        .map(|i| call_rule(pool, code.code, i))
+        .map(|i| call_rule(pool, code.code, i, makers))
         .collect();
     let allocations = insns
         .iter()
@@ -544,14 +565,25 @@ fn count_in_method(
                 Allocated::Array(descriptor)
             }
             _ => {
+                // One site per dimension made: the outer array's type at
+                // `site`, each level down at the next number.
                 let descriptor = class_name(operand_u16(insn)?)?;
                 let dimensions = code
                     .code
                     .get(insn.offset as usize + 3)
                     .copied()
                     .unwrap_or(1);
+                let levels = usize::from(dimensions.max(1)).min(descriptor.len());
+                if site + levels as u32 - 1 > MAX_SITE {
+                    return Err("no site numbers left".into());
+                }
                 injected.after[k] = counting_call(pool, true, site, calls.arrays)?;
-                Allocated::MultiArray(descriptor, dimensions)
+                let line = lines.and_then(|table| line_of(table, insn.offset));
+                for level in 0..levels {
+                    let allocated = Allocated::Array(descriptor[level..].to_owned());
+                    found.push((site + level as u32, insn.offset, line, allocated));
+                }
+                continue;
             }
         };
         let line = lines.and_then(|table| line_of(table, insn.offset));

@@ -83,7 +83,8 @@ mod writer;
 pub use count::{
     ALLOC_TRACKER_CLASS, ALLOC_TRACKER_CLASS_FILE, ALLOC_TRACKER_FAILURE_FIELD,
     ALLOC_TRACKER_PAGES_FIELD, ALLOC_TRACKER_SITES_PER_PAGE, ALLOC_TRACKER_STRIPES, Allocated,
-    AllocationSite, CountingOutcome, MAX_SITE, REFERENCE_ELEMENT, rewrite_counting_allocations,
+    AllocationSite, CALL_RULES, CallAction, CallRule, CountingOutcome, MAX_SITE, REFERENCE_ELEMENT,
+    VM_MAKER_RULES, rewrite_counting_allocations,
 };
 pub use lock_tracker::{
     LOCK_TRACKER_BLOCKED, LOCK_TRACKER_CLASS, LOCK_TRACKER_CLASS_FILE, LOCK_TRACKER_ENGAGED_FIELD,

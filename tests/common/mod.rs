@@ -15,9 +15,12 @@
 //! missing from the matrix or from `.cache` is a failure, never a skip.
 #![allow(dead_code)]
 
+pub mod jdk_compiler;
 pub mod profile;
 pub mod visualvm;
 #[allow(unused_imports)] // each test file uses its own part of the harness
+pub use jdk_compiler::{assert_same_files, jdk_compiler_sources};
+#[allow(unused_imports)]
 pub use profile::{AsciiProfile, assert_print_accepts, cpu_count_in};
 
 use std::collections::BTreeSet;

@@ -5,7 +5,7 @@
 //! section.
 
 use crate::agent::alloc::AllocationCounts;
-use crate::agent::alloc_counting::{BytecodeCounting, CountedRow, share_live};
+use crate::agent::alloc_counting::{self, BytecodeCounting, CountedRow, share_live};
 use crate::agent::classes::intern_class;
 use crate::agent::engine::{Engine, Run};
 use crate::agent::jvm::{self, Local, LocalClass, LocalObject, LocalThread};
@@ -37,6 +37,9 @@ const LARGE_ARRAY_BYTES: u64 = 256 << 10;
 fn is_primitive_array(signature: &str) -> bool {
     signature.len() == 2 && signature.starts_with('[')
 }
+
+/// Frames kept of an object the VM made under `alloc_count=bytecode`.
+const VM_MADE_FRAMES: u32 = 3;
 
 /// Frames an allocation's key holds without a heap buffer.
 const INLINE_FRAMES: usize = 64;
@@ -132,7 +135,8 @@ impl AllocationSites {
         class: LocalClass<'_>,
         size: i64,
     ) {
-        if !run.lifecycle.accepting_events()
+        if alloc_counting::probing_noted()
+            || !run.lifecycle.accepting_events()
             || object.is_null()
             || PRIMING.with(|p| p.replace(false))
             || threads::is_agent_thread()
@@ -143,7 +147,16 @@ impl AllocationSites {
             return;
         }
         let env = run.jvmti.env();
-        let depth = run.traces.depth as usize;
+        let depth = if self.bytecode.is_some() {
+            // Objects the VM made, beside the counters: their maker (a
+            // native such as Object.clone or Array.newArray) and two
+            // callers (Array.newInstance's caller is the program). The walk
+            // is most of what such an event costs: at the full depth of 4,
+            // H2 (millions of clones) ran 2.05x, at 2 frames 1.82x.
+            run.traces.depth.min(VM_MADE_FRAMES) as usize
+        } else {
+            run.traces.depth as usize
+        };
         let mut inline = [jvmti::jvmtiFrameInfo::default(); INLINE_FRAMES];
         let mut heap;
         let buffer: &mut [jvmti::jvmtiFrameInfo] = if depth <= INLINE_FRAMES {
@@ -194,6 +207,13 @@ impl AllocationSites {
             {
                 return;
             }
+        }
+        if self.bytecode.is_some() {
+            // Counted without a tag: the heap walk of each dump finds the
+            // live ones, as for the objects the byte code counts (a tag per
+            // object made H2, which clones millions of arrays, 3.5x).
+            allocations.allocated(site, size);
+            return;
         }
         let is_class_object =
             class_tag != 0 && class_tag == self.class_class_tag.load(Ordering::Relaxed);
@@ -364,84 +384,110 @@ fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv) -> Counted
         .map(|(signature, (class, tag, _))| (signature.clone(), (class.get(), *tag)))
         .collect();
     counting.learn_sizes(&env, jni, &by_tag, &live);
-    let classes = tagged
+    let mut classes: HashMap<String, (u32, (u64, u64))> = tagged
         .into_iter()
         .map(|(signature, (_, tag, serial))| {
             let alive = live.get(&tag).copied().unwrap_or_default();
             (signature, (serial, alive))
         })
         .collect();
+    // The classes of the objects VMObjectAlloc reported (tagged when
+    // their first object was counted).
+    let model = run.model.lock();
+    for (_, key) in model.sites.iter() {
+        if let Some(class) = model.classes.by_serial(key.class_serial) {
+            let alive = live.get(&class.object_id).copied().unwrap_or_default();
+            classes
+                .entry(class.signature.clone())
+                .or_insert((class.serial, alive));
+        }
+    }
+    drop(model);
     CountedDump { rows, classes }
 }
 
-/// SITES rows of the bytecode counters: one per (allocated class, site
-/// frame), the live objects of each class shared among its sites.
+/// One row taking part in the sharing of a class's live objects: its
+/// allocated objects and bytes, and where its shares go.
+struct Sharer {
+    objects: u64,
+    bytes: u64,
+    /// (class serial, trace serial) of its row.
+    key: (u32, u32),
+}
+
+/// The SITES rows of `alloc_count=bytecode`: one per (allocated class,
+/// site frame) of the counters, and `event_sites` (the objects VMObjectAlloc
+/// reported, untagged); each class's live objects, found by the heap walk,
+/// shared among all its rows.
 fn counted_sites(
     run: &Run,
     model: &mut Model,
     counting: &BytecodeCounting,
     counted: CountedDump,
+    event_sites: Vec<SiteSnapshot>,
 ) -> Vec<SiteSnapshot> {
-    let mut by_class: HashMap<&str, Vec<&CountedRow>> = HashMap::new();
-    for row in &counted.rows {
-        by_class
-            .entry(row.identity.allocated.as_str())
-            .or_default()
-            .push(row);
+    let mut rows: HashMap<(u32, u32), SiteSnapshot> = HashMap::new();
+    let mut sharers: HashMap<u32, Vec<Sharer>> = HashMap::new();
+    let mut live_of: HashMap<u32, (u64, u64)> = HashMap::new();
+    for &(serial, live) in counted.classes.values() {
+        live_of.insert(serial, live);
     }
-    let mut merged: HashMap<(u32, u32), SiteSnapshot> = HashMap::new();
-    for (signature, rows) in by_class {
-        let Some(&(class_serial, (live_objects, live_bytes))) = counted.classes.get(signature)
-        else {
+    for row in &counted.rows {
+        let signature = row.identity.allocated.as_str();
+        let Some(&(class_serial, _)) = counted.classes.get(signature) else {
             continue; // the class is gone (unloaded): nothing to name it by
         };
-        let size = counting.instance_size(signature);
-        let allocated: Vec<(u64, u64)> = rows
-            .iter()
-            .map(|row| {
-                let bytes = if row.instance {
-                    row.count.objects * size.unwrap_or(0)
-                } else {
-                    row.count.bytes
-                };
-                (row.count.objects, bytes)
-            })
-            .collect();
-        let objects: Vec<u64> = allocated.iter().map(|a| a.0).collect();
-        let bytes: Vec<u64> = allocated.iter().map(|a| a.1).collect();
-        let live_objects = share_live(live_objects, &objects);
-        // A site's live objects weigh what its allocations weighed on
+        let bytes = if row.instance {
+            row.count.objects * counting.instance_size(signature).unwrap_or(0)
+        } else {
+            row.count.bytes
+        };
+        let trace_serial = intern_counted(&run.traces, model, counting.method_key(row), row);
+        let key = (class_serial, trace_serial);
+        let site = rows.entry(key).or_insert_with(|| SiteSnapshot {
+            class_serial,
+            trace_serial,
+            class_signature: signature.to_owned(),
+            stats: SiteStats::default(),
+        });
+        site.stats.allocated_objects += row.count.objects;
+        site.stats.allocated_bytes += bytes;
+        sharers.entry(class_serial).or_default().push(Sharer {
+            objects: row.count.objects,
+            bytes,
+            key,
+        });
+    }
+    for mut site in event_sites {
+        let key = (site.class_serial, site.trace_serial);
+        sharers.entry(site.class_serial).or_default().push(Sharer {
+            objects: site.stats.allocated_objects,
+            bytes: site.stats.allocated_bytes,
+            key,
+        });
+        site.stats.live_objects = 0;
+        site.stats.live_bytes = 0;
+        rows.insert(key, site);
+    }
+    for (class_serial, sharers) in sharers {
+        let (live_objects, live_bytes) = live_of.get(&class_serial).copied().unwrap_or_default();
+        let objects: Vec<u64> = sharers.iter().map(|s| s.objects).collect();
+        let shares = share_live(live_objects, &objects);
+        // A row's live objects weigh what its allocations weighed on
         // average (exact for instances and fixed-length arrays); the
         // class's live bytes bound the total.
         let mut bytes_left = live_bytes;
-        let live_bytes: Vec<u64> = live_objects
-            .iter()
-            .zip(objects.iter().zip(&bytes))
-            .map(|(&live, (&allocated, &weight))| {
-                let share =
-                    (u128::from(live) * u128::from(weight) / u128::from(allocated.max(1))) as u64;
-                let share = share.min(bytes_left);
-                bytes_left -= share;
-                share
-            })
-            .collect();
-        for (k, row) in rows.iter().enumerate() {
-            let trace_serial = intern_counted(&run.traces, model, counting.method_key(row), row);
-            let site = merged
-                .entry((class_serial, trace_serial))
-                .or_insert_with(|| SiteSnapshot {
-                    class_serial,
-                    trace_serial,
-                    class_signature: signature.to_owned(),
-                    stats: SiteStats::default(),
-                });
-            site.stats.allocated_objects += objects[k];
-            site.stats.allocated_bytes += bytes[k];
-            site.stats.live_objects += live_objects[k];
-            site.stats.live_bytes += live_bytes[k];
+        for (sharer, live) in sharers.iter().zip(shares) {
+            let weight = u128::from(live) * u128::from(sharer.bytes);
+            let bytes = ((weight / u128::from(sharer.objects.max(1))) as u64).min(bytes_left);
+            bytes_left -= bytes;
+            if let Some(site) = rows.get_mut(&sharer.key) {
+                site.stats.live_objects += live;
+                site.stats.live_bytes += bytes;
+            }
         }
     }
-    let mut sites: Vec<SiteSnapshot> = merged.into_values().collect();
+    let mut sites: Vec<SiteSnapshot> = rows.into_values().collect();
     sites.sort_by_key(|s| (s.class_serial, s.trace_serial));
     sites
 }
@@ -558,8 +604,7 @@ impl Engine for AllocationSites {
     fn dump_section(&self, run: &Run, model: &mut Model, out: &mut Vec<u8>) {
         let mut sites = self.site_snapshot(model);
         if let (Some(counting), Some(counted)) = (&self.bytecode, self.counted.lock().take()) {
-            let rows = counted_sites(run, model, counting, counted);
-            sites.extend(rows);
+            sites = counted_sites(run, model, counting, counted, sites);
         }
         self.note_written(&sites);
         out.extend(
@@ -571,19 +616,16 @@ impl Engine for AllocationSites {
 
 /// What the bytecode tracker's natives report.
 impl AllocEvents for AllocationSites {
-    /// Counted like a VMObjectAlloc event, unless one counted it (it is
-    /// tagged then).
+    /// Counted like a VMObjectAlloc event: the call it follows posts none
+    /// on this JVM (tried at start).
     fn made(&self, jni: &JniEnv, object: LocalObject<'_>) {
         let Some(run) = self.run.get() else {
             return;
         };
-        let env = run.jvmti.env();
-        if jvm::tag_of(&env, object) != 0 {
-            return;
-        }
         let Some(class) = jvm::object_class(jni, object) else {
             return;
         };
+        let env = run.jvmti.env();
         // SAFETY: `object` is live (a `Local` of the native call).
         let size = unsafe { env.get_object_size(object.raw()) }.unwrap_or(0);
         // A null thread is the current one for every JVMTI call made with it.

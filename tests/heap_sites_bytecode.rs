@@ -1,0 +1,176 @@
+//! heap=sites counted in the bytecode (`alloc_count=bytecode`) on real
+//! JVMs: exact counts at known sites on every JDK, every way a program
+//! makes an object counted once even in code the JIT compiled, objects
+//! made inside classes loaded before VM init, and javac's output unchanged.
+
+mod common;
+
+use common::{AsciiProfile, Jdk};
+use hprof_rs::format::ascii::{LineInfo, SiteRow};
+
+const BYTECODE: &str = "heap=sites,alloc_count=bytecode,cutoff=0";
+
+/// Runs `main args` with `options` on `jdk`, returns the ASCII profile.
+fn profile_of(jdk: &Jdk, test: &str, options: &str, main: &str, args: &[&str]) -> AsciiProfile {
+    let dir = common::scratch_dir(&format!("{test}-{}", jdk.label));
+    let mut cmd = common::java_command(jdk, &dir);
+    cmd.arg(common::agentpath_arg(options)).arg(main).args(args);
+    let out = common::run(&mut cmd);
+    common::assert_success(&out, &format!("{main} with {options} on {}", jdk.label));
+    assert!(
+        !common::stderr_text(&out).contains("HPROF ERROR"),
+        "{main} on {}: {}",
+        jdk.label,
+        common::stderr_text(&out)
+    );
+    AsciiProfile::read(&dir.join("java.hprof.txt"))
+}
+
+/// Allocated and live objects, allocated and live bytes, summed over rows.
+fn totals(rows: &[&SiteRow]) -> (u64, u64, u64, u64) {
+    rows.iter().fold((0, 0, 0, 0), |t, r| {
+        (
+            t.0 + r.allocated_objects,
+            t.1 + r.live_objects,
+            t.2 + r.allocated_bytes,
+            t.3 + r.live_bytes,
+        )
+    })
+}
+
+#[test]
+fn bytecode_counts_are_exact_at_known_sites_on_every_jdk() {
+    common::on_each(&common::jdks(), |jdk| {
+        let sites = profile_of(jdk, "bytecode-exact", BYTECODE, "AllocSites", &[]);
+        let label = &jdk.label;
+        // (class, frame of the site, size, allocated, live): classes made
+        // at one site only, so their live counts are exact too.
+        let known = [
+            ("AllocSites$Item", "AllocSites.makeItem", 24, 10_000, 4_000),
+            (
+                "AllocSites$Cloned",
+                "AllocSites$Cloned.copy",
+                16,
+                1_000,
+                1_000,
+            ),
+        ];
+        for (class, frame, size, allocated, live) in known {
+            let rows = sites.sites_of_class_via(class, frame);
+            assert_eq!(rows.len(), 1, "{label}: {class} has one site in {frame}");
+            assert_eq!(
+                totals(&rows),
+                (allocated, live, allocated * size, live * size),
+                "{label}: {class} at {frame}: alloc'ed/live objects and bytes"
+            );
+        }
+        // int[] and long[] are made at many sites (the JDK's too): the
+        // allocated columns are exact, the class's live objects are shared
+        // among its sites by what each allocated, within 1% here.
+        for (class, frame, size, allocated, live) in [
+            ("int[]", "AllocSites.makeArray", 80, 10_000u64, 4_000u64),
+            ("long[]", "AllocSites.makeReflectArray", 48, 1_000, 1_000),
+        ] {
+            let rows = sites.sites_of_class_via(class, frame);
+            assert_eq!(rows.len(), 1, "{label}: {class} has one site in {frame}");
+            let (objects, live_objects, bytes, live_bytes) = totals(&rows);
+            assert_eq!(
+                (objects, bytes),
+                (allocated, allocated * size),
+                "{label}: {class}"
+            );
+            assert!(
+                live_objects.abs_diff(live) * 100 <= live
+                    && live_bytes.abs_diff(live * size) * 100 <= live * size,
+                "{label}: {class} live {live_objects} objects, {live_bytes} bytes; {live} expected"
+            );
+        }
+        // The site's own frame, at its line.
+        let item = sites.sites_of_class_via("AllocSites$Item", "AllocSites.makeItem")[0];
+        let frame = &sites.trace(item.trace_serial).frames[0];
+        assert_eq!(
+            (frame.source_file.as_str(), &frame.line),
+            ("AllocSites.java", &LineInfo::Line(49)),
+            "{label}: the site's frame"
+        );
+        // Reflection switches accessors (native, generated, method
+        // handles): its rows add up to the known counts all the same.
+        let reflected = sites.sites_of_class("AllocSites$Reflected");
+        assert_eq!(
+            totals(&reflected),
+            (10_000, 4_000, 160_000, 64_000),
+            "{label}: objects made by reflection"
+        );
+    });
+}
+
+#[test]
+fn every_way_of_making_an_object_is_counted_once_in_compiled_code() {
+    const N: u64 = 200_000;
+    common::on_each(&common::jdks(), |jdk| {
+        let sites = profile_of(jdk, "bytecode-paths", BYTECODE, "AllocPaths", &[]);
+        let label = &jdk.label;
+        let allocated = |class: &str| totals(&sites.sites_of_class(class)).0;
+        let expected = [
+            ("AllocPaths$ByNew", N),
+            ("AllocPaths$Cloned", N + 1),   // and the prototype
+            ("AllocPaths$Copied[]", N + 1), // and the original
+            ("AllocPaths$ByArray[]", N),
+            ("AllocPaths$ByRef", N),
+            ("AllocPaths$ByReflection", N),
+            ("AllocPaths$ByHandle", N),
+            ("AllocPaths$Cell[][]", N),
+            ("AllocPaths$Cell[]", 2 * N),
+            ("AllocPaths$Thrown", N),
+            ("AllocPaths$Point", N),
+        ];
+        for (class, count) in expected {
+            assert_eq!(allocated(class), count, "{label}: {class} allocated");
+        }
+        // Sizes: an empty instance is 16 bytes, a Cell[3] 16 + 3 references.
+        let (objects, _, bytes, _) = totals(&sites.sites_of_class("AllocPaths$ByNew"));
+        assert_eq!(bytes, objects * 16, "{label}: ByNew bytes");
+        let thrown = sites.sites_of_class("AllocPaths$Thrown");
+        assert_eq!(
+            sites.frames(thrown[0].trace_serial)[0],
+            "AllocPaths.thrower",
+            "{label}: the object of a method left by an exception is counted at its site"
+        );
+    });
+}
+
+#[test]
+fn objects_made_inside_classes_loaded_before_vm_init_are_counted() {
+    // StringBuilder and StringLatin1 are loaded before VM init: each
+    // StringBuilder.toString() of Latin-1 text makes its String in
+    // StringLatin1.newString. The program's own calls are the difference
+    // between a run with 10,000 of them and one with 20,000.
+    let jdk = common::jdks().into_iter().next().expect("a JDK");
+    let count_at = |calls: &str| {
+        let sites = profile_of(
+            &jdk,
+            &format!("bytecode-boot-{calls}"),
+            BYTECODE,
+            "AllocPaths",
+            &["builders", calls],
+        );
+        totals(&sites.sites_of_class_via("java.lang.String", "java.lang.StringLatin1.newString")).0
+    };
+    let (fewer, more) = (count_at("10000"), count_at("20000"));
+    assert_eq!(
+        more - fewer,
+        10_000,
+        "Strings made by StringBuilder.toString"
+    );
+}
+
+#[test]
+fn javac_writes_the_same_class_files_when_its_allocations_are_counted() {
+    let Some(sources) = common::jdk_compiler_sources("bytecode-jdk-compiler") else {
+        return;
+    };
+    let plain = sources.compile("plain", None);
+    let counted = sources.compile("counted", Some("heap=sites,alloc_count=bytecode,verbose=n"));
+    let compared = common::assert_same_files(&plain, &counted);
+    assert!(compared > 1000, "only {compared} class files compared");
+}
