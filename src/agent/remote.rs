@@ -56,11 +56,10 @@ impl Session {
                 None => self.not_applicable("ALLOC SITES", "heap=sites"),
             },
             Command::HeapSummary => write_section(profiler, || {
-                let model = run.model.lock();
                 let sites = engines
                     .allocation_sites
                     .as_ref()
-                    .map(|s| s.current_sites(run, &model))
+                    .map(|s| s.current_sites(run, jni))
                     .unwrap_or_default();
                 run.emitter.heap_summary(&sites)
             }),

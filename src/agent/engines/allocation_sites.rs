@@ -602,10 +602,7 @@ impl Engine for AllocationSites {
     }
 
     fn dump_section(&self, run: &Run, model: &mut Model, out: &mut Vec<u8>) {
-        let mut sites = self.site_snapshot(model);
-        if let (Some(counting), Some(counted)) = (&self.bytecode, self.counted.lock().take()) {
-            sites = counted_sites(run, model, counting, counted, sites);
-        }
+        let sites = self.prepared_sites(run, model);
         self.note_written(&sites);
         out.extend(
             run.emitter
@@ -644,7 +641,7 @@ impl AllocationSites {
     pub fn requested_section(&self, run: &Run, jni: &JniEnv, flags: u16, cutoff: f64) -> Vec<u8> {
         let _ = self.prepare_dump(run, Some(jni));
         let mut model = run.model.lock();
-        let mut sites = self.site_snapshot(&model);
+        let mut sites = self.prepared_sites(run, &mut model);
         let changed = self.note_written(&sites);
         if flags & site_flags::CHANGED_ONLY != 0 {
             let mut changed = changed.into_iter();
@@ -655,9 +652,19 @@ impl AllocationSites {
     }
 
     /// Every site as it stands (for HEAP SUMMARY).
-    pub fn current_sites(&self, run: &Run, model: &Model) -> Vec<SiteSnapshot> {
-        self.deliver_pending_frees(run);
-        self.site_snapshot(model)
+    pub fn current_sites(&self, run: &Run, jni: &JniEnv) -> Vec<SiteSnapshot> {
+        let _ = self.prepare_dump(run, Some(jni));
+        self.prepared_sites(run, &mut run.model.lock())
+    }
+
+    /// The sites as `prepare_dump` left them: the events' sites, with the
+    /// bytecode counters' rows when they run.
+    fn prepared_sites(&self, run: &Run, model: &mut Model) -> Vec<SiteSnapshot> {
+        let sites = self.site_snapshot(model);
+        match (&self.bytecode, self.counted.lock().take()) {
+            (Some(counting), Some(counted)) => counted_sites(run, model, counting, counted, sites),
+            _ => sites,
+        }
     }
 
     /// New allocations are counted, or no longer (frees of objects counted

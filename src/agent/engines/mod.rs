@@ -39,6 +39,12 @@ impl Engines {
         let method_times = options
             .cpu_times
             .then(|| MethodTimes::new(jvmti, options.prof_trace_depth));
+        if options.heap_sites && options.alloc_count_bytecode && options.thread {
+            eprintln!(
+                "HPROF: alloc_count=bytecode counts a site for all threads together: \
+                 thread=y does not split its rows"
+            );
+        }
         Self {
             monitors: options.monitor.then(Monitors::new),
             heap_dump: options.heap_dump.then(|| HeapDump::new(heap_dump_path)),
