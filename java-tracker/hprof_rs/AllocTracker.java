@@ -104,9 +104,10 @@ public final class AllocTracker {
     /**
      * After a call that returns an object the VM made without telling the
      * agent (Unsafe.allocateInstance before JDK 19, say): the agent counts
-     * it, with this thread's stack.
+     * it at `site` under its class (the same call makes objects of many
+     * classes: method-handle constructors, capturing lambdas).
      */
-    public static native void made(Object object);
+    public static native void made(Object object, int site);
 
     /**
      * After a call that returns a class file generated at run time (a

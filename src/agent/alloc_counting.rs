@@ -84,6 +84,8 @@ fn allocated_signature(allocated: &Allocated) -> (String, bool) {
     match allocated {
         Allocated::Instance(name) => (format!("L{name};"), true),
         Allocated::Array(descriptor) => (descriptor.clone(), false),
+        // Known per object: counted apart, with its bytes.
+        Allocated::Made => (String::new(), false),
     }
 }
 
@@ -126,7 +128,7 @@ impl SiteRegistry {
     pub fn rows(&self, counts: &[SiteCount]) -> Vec<CountedRow> {
         let mut rows: HashMap<SiteIdentity, CountedRow> = HashMap::new();
         for (site, count) in self.sites.iter().zip(counts) {
-            if count.objects == 0 {
+            if count.objects == 0 || site.allocated.is_empty() {
                 continue;
             }
             let class = &self.classes[site.class as usize];
@@ -200,6 +202,8 @@ pub struct BytecodeCounting {
     /// The calls that make objects in the VM without a VMObjectAlloc
     /// event on this JVM, counted after them (found at start).
     unreported_makers: OnceLock<Vec<bci::CallRule>>,
+    /// What those calls made, by (site, tag of the object's class).
+    made: Mutex<HashMap<(u32, u64), SiteCount>>,
 }
 
 thread_local! {
@@ -236,6 +240,7 @@ impl BytecodeCounting {
             exhausted: AtomicBool::new(false),
             method_keys: Mutex::default(),
             unreported_makers: OnceLock::new(),
+            made: Mutex::default(),
         }
     }
 
@@ -291,14 +296,20 @@ impl BytecodeCounting {
     /// loaded so far are rewritten too.
     /// Then the objects in the heap are marked, so that live counts leave
     /// them out.
-    pub fn retransform_loaded(&self, env: &Jvmti, jni: &JniEnv) {
+    /// (`class_class_tag`: the tag of `java.lang.Class`, whose instances
+    /// keep the tags the agent names classes by.)
+    pub fn retransform_loaded(&self, env: &Jvmti, jni: &JniEnv, class_class_tag: u64) {
         let (_done, failed) = jvm_alloc_tracker::retransform_loaded_classes(env, jni);
         if let Some(error) = failed {
             eprintln!(
                 "HPROF ERROR: heap=sites could not count the allocations of some classes loaded before VM init ({error:?})"
             );
         }
-        if let Err(error) = jvm_alloc_tracker::mark_present_objects(env) {
+        if class_class_tag == 0 {
+            eprintln!(
+                "HPROF ERROR: heap=sites cannot tell class objects apart; live counts may be high"
+            );
+        } else if let Err(error) = jvm_alloc_tracker::mark_present_objects(env, class_class_tag) {
             eprintln!(
                 "HPROF ERROR: heap=sites could not mark the objects made before it began ({error:?}); live counts may be high"
             );
@@ -360,6 +371,42 @@ impl BytecodeCounting {
         *keys
             .entry((row.identity.class_name.clone(), row.identity.method_index))
             .or_insert(next)
+    }
+
+    /// The tracker's `made`: an object of the class tagged `class_tag`,
+    /// `size` bytes, made by the call at `site`.
+    pub fn count_made(&self, site: u32, class_tag: u64, size: u64) {
+        let mut made = self.made.lock();
+        let count = made.entry((site, class_tag)).or_default();
+        count.objects += 1;
+        count.bytes += size;
+    }
+
+    /// The rows of what the VM-maker calls made, each class named by
+    /// `signature_of` its tag.
+    pub fn made_rows(&self, signature_of: impl Fn(u64) -> Option<String>) -> Vec<CountedRow> {
+        let made = self.made.lock().clone();
+        let registry = self.registry.lock();
+        made.into_iter()
+            .filter_map(|((site, class_tag), count)| {
+                let counted = registry.sites.get(site as usize)?;
+                let class = &registry.classes[counted.class as usize];
+                Some(CountedRow {
+                    identity: SiteIdentity {
+                        class_name: class.name.clone(),
+                        method_index: counted.method_index,
+                        bci: counted.bci,
+                        allocated: signature_of(class_tag)?,
+                    },
+                    method_name: counted.method_name.clone(),
+                    method_descriptor: counted.method_descriptor.clone(),
+                    source_file: class.source_file.clone(),
+                    line: counted.line,
+                    instance: false,
+                    count,
+                })
+            })
+            .collect()
     }
 
     /// The classes the rows allocate, by JVM signature.

@@ -15,9 +15,9 @@ use std::sync::OnceLock;
 /// Java thread from Java code: never panics across (the natives catch),
 /// never throws.
 pub trait AllocEvents: Send + Sync {
-    /// `object` was made by the VM without a VMObjectAlloc event (the
-    /// tracker's `made`): count it with the current thread's stack.
-    fn made(&self, jni: &JniEnv, object: LocalObject<'_>);
+    /// `object` was made by the VM without a VMObjectAlloc event, by the
+    /// call at `site` (the tracker's `made`): count it there.
+    fn made(&self, jni: &JniEnv, object: LocalObject<'_>, site: u32);
     /// A class file generated at run time, with its allocations counted,
     /// or None to leave it as it is.
     fn generated(&self, class_file: &[u8]) -> Option<Vec<u8>>;
@@ -26,8 +26,13 @@ pub trait AllocEvents: Send + Sync {
 /// Where the natives send what they are told (set once, at definition).
 static EVENTS: OnceLock<&'static dyn AllocEvents> = OnceLock::new();
 
-/// `AllocTracker.made(Object)`.
-extern "system" fn made_native(env: *mut jni::JNIEnv, _tracker: jni::jclass, object: jni::jobject) {
+/// `AllocTracker.made(Object, int)`.
+extern "system" fn made_native(
+    env: *mut jni::JNIEnv,
+    _tracker: jni::jclass,
+    object: jni::jobject,
+    site: jni::jint,
+) {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if object.is_null() {
             return;
@@ -38,7 +43,7 @@ extern "system" fn made_native(env: *mut jni::JNIEnv, _tracker: jni::jclass, obj
         // live until the call returns, on this thread.
         let object: LocalObject<'_> = unsafe { Local::new(object) };
         if let Some(events) = EVENTS.get() {
-            events.made(&jni, object);
+            events.made(&jni, object, site as u32);
         }
     }));
 }
@@ -220,7 +225,7 @@ fn register_natives(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Result<(), S
     let names = [
         (
             c"made",
-            c"(Ljava/lang/Object;)V",
+            c"(Ljava/lang/Object;I)V",
             made_native as *mut std::ffi::c_void,
         ),
         (
@@ -412,32 +417,39 @@ const PRESENT_AT_START: i64 = (1 << 62) | 2;
 
 /// Tags every untagged object in the heap now as [`PRESENT_AT_START`], so
 /// that [`live_by_class`] leaves out what was made before the counting
-/// began. One walk of the heap (a pause; the heap is small at VM init).
-pub fn mark_present_objects(env: &Jvmti) -> Result<(), jvmti::jvmtiError> {
+/// began; all but class objects (instances of the class tagged
+/// `class_class_tag`), whose tags are the agent's identifiers for them.
+/// One walk of the heap (a pause; the heap is small at VM init).
+pub fn mark_present_objects(env: &Jvmti, class_class_tag: u64) -> Result<(), jvmti::jvmtiError> {
     unsafe extern "system" fn mark(
-        _class_tag: jni::jlong,
+        class_tag: jni::jlong,
         _size: jni::jlong,
         tag_ptr: *mut jni::jlong,
         _length: jni::jint,
-        _user_data: *mut std::ffi::c_void,
+        user_data: *mut std::ffi::c_void,
     ) -> jni::jint {
-        // SAFETY: `tag_ptr` is the JVM's pointer to this object's tag,
-        // writable during the callback.
-        unsafe { *tag_ptr = PRESENT_AT_START };
+        // SAFETY: `user_data` is the tag passed to IterateThroughHeap below,
+        // alive for the whole walk; `tag_ptr` is the JVM's pointer to this
+        // object's tag, writable during the callback.
+        unsafe {
+            if class_tag as u64 != *(user_data as *const u64) {
+                *tag_ptr = PRESENT_AT_START;
+            }
+        }
         0
     }
     let callbacks = jvmti::jvmtiHeapCallbacks {
         heap_iteration_callback: Some(mark),
         ..Default::default()
     };
-    // SAFETY: the callback table outlives the call; the callback only
-    // writes the tag the JVM hands it.
+    // SAFETY: the callback table and the tag outlive the call; the
+    // callback only writes the tag the JVM hands it.
     unsafe {
         env.iterate_through_heap(
             jvmti::JVMTI_HEAP_FILTER_TAGGED,
             std::ptr::null_mut(),
             &callbacks,
-            std::ptr::null(),
+            &class_class_tag as *const u64 as *const std::ffi::c_void,
         )
     }
 }

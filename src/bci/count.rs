@@ -16,7 +16,7 @@
 //!
 //! ```text
 //! invoke... <a class file generated at run time, [B>  ->  ...; invokestatic AllocTracker.generated([B)[B
-//! invoke... <an object the VM made, unreported>       ->  ...; dup; invokestatic AllocTracker.made(Ljava/lang/Object;)V
+//! invoke... <an object the VM made, unreported>       ->  ...; dup; ldc <site>; invokestatic AllocTracker.made(Ljava/lang/Object;I)V
 //! ```
 //!
 //! `element` is log2 of a primitive element's size (0 to 3), 4 for a
@@ -77,8 +77,8 @@ const DUP: u8 = 89;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallAction {
     /// The call returns an object the VM made without a JVMTI
-    /// VMObjectAlloc event: the tracker's native `made` counts it with the
-    /// caller's stack.
+    /// VMObjectAlloc event: the tracker's native `made` counts it at the
+    /// call's site, under its class.
     Made,
     /// The call returns the bytes of a class generated at run time, which
     /// will be defined as a hidden class (lambdas, method handle forms),
@@ -178,6 +178,9 @@ pub enum Allocated {
     /// A `multianewarray` of `d` dimensions has `d` sites, one per level
     /// (`[[I` then `[I`), numbered in a row.
     Array(String),
+    /// Whatever the call at this site returns, an object the VM made
+    /// ([`CallAction::Made`]): its class is known when it is made.
+    Made,
 }
 
 /// One allocation site the rewrite numbered.
@@ -364,27 +367,32 @@ impl TrackerCalls {
     }
 
     /// The code after a call that `action` names.
+    /// The code after a call that `action` names (`site`: the number of
+    /// a [`CallAction::Made`] call).
     fn after_call(
         &mut self,
         pool: &mut ConstantPool<'_>,
         action: CallAction,
+        site: u32,
     ) -> Result<Vec<u8>, String> {
         let class = encode_modified_utf8(ALLOC_TRACKER_CLASS);
-        let (slot, name, descriptor, dup): (&mut Option<u16>, &[u8], &[u8], bool) = match action {
-            CallAction::Made => (&mut self.made, b"made", b"(Ljava/lang/Object;)V", true),
-            CallAction::Generated => (&mut self.generated, b"generated", b"([B)[B", false),
+        let (slot, name, descriptor): (&mut Option<u16>, &[u8], &[u8]) = match action {
+            CallAction::Made => (&mut self.made, b"made", b"(Ljava/lang/Object;I)V"),
+            CallAction::Generated => (&mut self.generated, b"generated", b"([B)[B"),
         };
         let method = match *slot {
             Some(method) => method,
             None => *slot.insert(pool.add_method_ref(&class, name, descriptor)?),
         };
-        let mut out = Vec::with_capacity(4);
-        if dup {
-            out.push(DUP);
+        match action {
+            CallAction::Made => counting_call(pool, true, site, method),
+            CallAction::Generated => {
+                let mut out = Vec::with_capacity(3);
+                out.push(op::INVOKESTATIC);
+                put_u16(&mut out, method);
+                Ok(out)
+            }
         }
-        out.push(op::INVOKESTATIC);
-        put_u16(&mut out, method);
-        Ok(out)
     }
 }
 
@@ -530,17 +538,21 @@ fn count_in_method(
     };
     let mut found = Vec::with_capacity(allocations);
     for (k, insn) in insns.iter().enumerate() {
+        let site = first_site
+            .checked_add(found.len() as u32)
+            .filter(|&s| s <= MAX_SITE)
+            .ok_or("no site numbers left")?;
         if let Some(action) = rules[k] {
-            injected.after[k] = calls.after_call(pool, action)?;
+            injected.after[k] = calls.after_call(pool, action, site)?;
+            if action == CallAction::Made {
+                let line = lines.and_then(|table| line_of(table, insn.offset));
+                found.push((site, insn.offset, line, Allocated::Made));
+            }
             continue;
         }
         if !matches!(insn.opcode, NEW | NEWARRAY | ANEWARRAY | MULTIANEWARRAY) {
             continue;
         }
-        let site = first_site
-            .checked_add(found.len() as u32)
-            .filter(|&s| s <= MAX_SITE)
-            .ok_or("no site numbers left")?;
         let class_name = |index: u16| -> Result<String, String> {
             Ok(decode_modified_utf8(pool.class_name(index)?))
         };
