@@ -373,61 +373,67 @@ fn javac_under_heap_sites_text_and_binary() {
 
 #[test]
 fn binary_alloc_sites_carry_the_exact_counts() {
+    // Counted from JVMTI events (the default) and in the bytecode.
+    let modes = [("events", ""), ("bytecode", ",alloc_count=bytecode")];
     common::on_each(&common::jdks(), |jdk| {
-        let dir = common::scratch_dir(&format!("sites-binary-{}", jdk.label));
-        let mut cmd = common::java_command(jdk, &dir);
-        cmd.arg(common::agentpath_arg("heap=sites,format=b,cutoff=0"))
+        for (mode, extra) in modes {
+            let dir = common::scratch_dir(&format!("sites-binary-{mode}-{}", jdk.label));
+            let mut cmd = common::java_command(jdk, &dir);
+            cmd.arg(common::agentpath_arg(&format!(
+                "heap=sites,format=b,cutoff=0{extra}"
+            )))
             .arg("AllocSites");
-        common::assert_success(
-            &common::run(&mut cmd),
-            &format!("format=b on {}", jdk.label),
-        );
-        let file =
-            binary::reader::parse(&fs::read(dir.join("java.hprof")).unwrap()).expect("parses");
-        let mut names = HashMap::new();
-        let mut class_names = HashMap::new();
-        let mut item_sites: Vec<&binary::AllocSite> = Vec::new();
-        for record in &file.records {
-            match &record.body {
-                RecordBody::Utf8 { id, text } => {
-                    names.insert(*id, String::from_utf8_lossy(text).into_owned());
+            common::assert_success(
+                &common::run(&mut cmd),
+                &format!("format=b ({mode}) on {}", jdk.label),
+            );
+            let file =
+                binary::reader::parse(&fs::read(dir.join("java.hprof")).unwrap()).expect("parses");
+            let mut names = HashMap::new();
+            let mut class_names = HashMap::new();
+            let mut item_sites: Vec<&binary::AllocSite> = Vec::new();
+            for record in &file.records {
+                match &record.body {
+                    RecordBody::Utf8 { id, text } => {
+                        names.insert(*id, String::from_utf8_lossy(text).into_owned());
+                    }
+                    RecordBody::LoadClass {
+                        class_serial,
+                        name_id,
+                        ..
+                    } => {
+                        class_names.insert(*class_serial, names[name_id].clone());
+                    }
+                    RecordBody::AllocSites { sites, .. } => {
+                        item_sites.extend(sites.iter().filter(|s| {
+                            class_names.get(&s.class_serial).map(String::as_str)
+                                == Some("AllocSites$Item")
+                        }));
+                    }
+                    _ => {}
                 }
-                RecordBody::LoadClass {
-                    class_serial,
-                    name_id,
-                    ..
-                } => {
-                    class_names.insert(*class_serial, names[name_id].clone());
-                }
-                RecordBody::AllocSites { sites, .. } => {
-                    item_sites.extend(sites.iter().filter(|s| {
-                        class_names.get(&s.class_serial).map(String::as_str)
-                            == Some("AllocSites$Item")
-                    }));
-                }
-                _ => {}
             }
+            assert_eq!(
+                item_sites.len(),
+                1,
+                "{} ({mode}): one ALLOC SITES row for Item",
+                jdk.label
+            );
+            let s = item_sites[0];
+            assert_eq!(
+                (s.allocated_instances, s.live_instances),
+                (10_000, 4_000),
+                "{}",
+                jdk.label
+            );
+            assert_eq!(
+                (s.allocated_bytes, s.live_bytes),
+                (240_000, 96_000),
+                "{}",
+                jdk.label
+            );
+            assert_eq!(s.array_type, 0);
         }
-        assert_eq!(
-            item_sites.len(),
-            1,
-            "{}: one ALLOC SITES row for Item",
-            jdk.label
-        );
-        let s = item_sites[0];
-        assert_eq!(
-            (s.allocated_instances, s.live_instances),
-            (10_000, 4_000),
-            "{}",
-            jdk.label
-        );
-        assert_eq!(
-            (s.allocated_bytes, s.live_bytes),
-            (240_000, 96_000),
-            "{}",
-            jdk.label
-        );
-        assert_eq!(s.array_type, 0);
     });
 }
 
