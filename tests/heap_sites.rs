@@ -39,18 +39,6 @@ fn assert_row(row: &SiteRow, size: u64, allocated: u64, live: u64, what: &str) {
     );
 }
 
-/// The sum of several rows: (allocated objects, live objects, allocated bytes, live bytes).
-fn sum(rows: &[&SiteRow]) -> (u64, u64, u64, u64) {
-    rows.iter().fold((0, 0, 0, 0), |t, r| {
-        (
-            t.0 + r.allocated_objects,
-            t.1 + r.live_objects,
-            t.2 + r.allocated_bytes,
-            t.3 + r.live_bytes,
-        )
-    })
-}
-
 #[test]
 fn exact_counts_at_known_sites_on_every_jdk() {
     common::on_each(&common::jdks(), |jdk| {
@@ -85,7 +73,7 @@ fn exact_counts_at_known_sites_on_every_jdk() {
         // few calls: the rows of the class add up to the known counts.
         let reflected = sites.sites_of_class("AllocSites$Reflected");
         assert!(!reflected.is_empty(), "{label}: no Reflected rows");
-        let (allocated, live, allocated_bytes, live_bytes) = sum(&reflected);
+        let (allocated, live, allocated_bytes, live_bytes) = common::site_totals(&reflected);
         assert_eq!(
             (allocated, live),
             (10_000, 4_000),

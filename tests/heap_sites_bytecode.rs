@@ -6,7 +6,7 @@
 mod common;
 
 use common::{AsciiProfile, Jdk};
-use hprof_rs::format::ascii::{LineInfo, SiteRow};
+use hprof_rs::format::ascii::LineInfo;
 
 const BYTECODE: &str = "heap=sites,alloc_count=bytecode,cutoff=0";
 
@@ -24,18 +24,6 @@ fn profile_of(jdk: &Jdk, test: &str, options: &str, main: &str, args: &[&str]) -
         common::stderr_text(&out)
     );
     AsciiProfile::read(&dir.join("java.hprof.txt"))
-}
-
-/// Allocated and live objects, allocated and live bytes, summed over rows.
-fn totals(rows: &[&SiteRow]) -> (u64, u64, u64, u64) {
-    rows.iter().fold((0, 0, 0, 0), |t, r| {
-        (
-            t.0 + r.allocated_objects,
-            t.1 + r.live_objects,
-            t.2 + r.allocated_bytes,
-            t.3 + r.live_bytes,
-        )
-    })
 }
 
 #[test]
@@ -59,7 +47,7 @@ fn bytecode_counts_are_exact_at_known_sites_on_every_jdk() {
             let rows = sites.sites_of_class_via(class, frame);
             assert_eq!(rows.len(), 1, "{label}: {class} has one site in {frame}");
             assert_eq!(
-                totals(&rows),
+                common::site_totals(&rows),
                 (allocated, live, allocated * size, live * size),
                 "{label}: {class} at {frame}: alloc'ed/live objects and bytes"
             );
@@ -73,7 +61,7 @@ fn bytecode_counts_are_exact_at_known_sites_on_every_jdk() {
         ] {
             let rows = sites.sites_of_class_via(class, frame);
             assert_eq!(rows.len(), 1, "{label}: {class} has one site in {frame}");
-            let (objects, live_objects, bytes, live_bytes) = totals(&rows);
+            let (objects, live_objects, bytes, live_bytes) = common::site_totals(&rows);
             assert_eq!(
                 (objects, bytes),
                 (allocated, allocated * size),
@@ -97,7 +85,7 @@ fn bytecode_counts_are_exact_at_known_sites_on_every_jdk() {
         // handles): its rows add up to the known counts all the same.
         let reflected = sites.sites_of_class("AllocSites$Reflected");
         assert_eq!(
-            totals(&reflected),
+            common::site_totals(&reflected),
             (10_000, 4_000, 160_000, 64_000),
             "{label}: objects made by reflection"
         );
@@ -110,7 +98,7 @@ fn every_way_of_making_an_object_is_counted_once_in_compiled_code() {
     common::on_each(&common::jdks(), |jdk| {
         let sites = profile_of(jdk, "bytecode-paths", BYTECODE, "AllocPaths", &[]);
         let label = &jdk.label;
-        let allocated = |class: &str| totals(&sites.sites_of_class(class)).0;
+        let allocated = |class: &str| common::site_totals(&sites.sites_of_class(class)).0;
         let expected = [
             ("AllocPaths$ByNew", N),
             ("AllocPaths$Cloned", N + 1),   // and the prototype
@@ -128,7 +116,7 @@ fn every_way_of_making_an_object_is_counted_once_in_compiled_code() {
             assert_eq!(allocated(class), count, "{label}: {class} allocated");
         }
         // Sizes: an empty instance is 16 bytes, a Cell[3] 16 + 3 references.
-        let (objects, _, bytes, _) = totals(&sites.sites_of_class("AllocPaths$ByNew"));
+        let (objects, _, bytes, _) = common::site_totals(&sites.sites_of_class("AllocPaths$ByNew"));
         assert_eq!(bytes, objects * 16, "{label}: ByNew bytes");
         let thrown = sites.sites_of_class("AllocPaths$Thrown");
         assert_eq!(
@@ -154,7 +142,10 @@ fn objects_made_inside_classes_loaded_before_vm_init_are_counted() {
             "AllocPaths",
             &["builders", calls],
         );
-        totals(&sites.sites_of_class_via("java.lang.String", "java.lang.StringLatin1.newString")).0
+        common::site_totals(
+            &sites.sites_of_class_via("java.lang.String", "java.lang.StringLatin1.newString"),
+        )
+        .0
     };
     let (fewer, more) = (count_at("10000"), count_at("20000"));
     assert_eq!(

@@ -9,11 +9,11 @@
 //! a live instance, else a blank one made by JNI AllocObject, once per
 //! class) and the live objects, counted per class by one walk of the heap
 //! and shared among that class's sites in proportion to what each
-//! allocated, never more than a site allocated. The objects in the heap
-//! when counting began are tagged then and left out of the walk, as are
-//! those counted by VMObjectAlloc (tagged, their frees counted): a class
-//! allocated at one counted site only (the common case) gets its exact live
-//! count.
+//! allocated, never more than a site allocated (the rows of the objects
+//! VMObjectAlloc reported take part in that sharing too). The objects in
+//! the heap when counting began are tagged then and left out of the walk:
+//! a class allocated at one site only (the common case) gets its exact
+//! live count.
 
 use super::jvm_alloc_tracker::{self, AllocTracker, SiteCount};
 use crate::bci::{self, Allocated};
@@ -89,6 +89,27 @@ fn allocated_signature(allocated: &Allocated) -> (String, bool) {
     }
 }
 
+impl CountedRow {
+    /// A row of no counts yet for site `site` of class `class`, allocating
+    /// `allocated` (a JVM signature).
+    fn empty(site: &CountedSite, class: &CountedClass, allocated: String) -> Self {
+        Self {
+            identity: SiteIdentity {
+                class_name: class.name.clone(),
+                method_index: site.method_index,
+                bci: site.bci,
+                allocated,
+            },
+            method_name: site.method_name.clone(),
+            method_descriptor: site.method_descriptor.clone(),
+            source_file: class.source_file.clone(),
+            line: site.line,
+            instance: site.instance,
+            count: SiteCount::default(),
+        }
+    }
+}
+
 impl SiteRegistry {
     /// Records the sites of a rewrite that numbered from `self.sites.len()`.
     fn add(&mut self, name: &str, outcome: &bci::CountingOutcome) {
@@ -132,21 +153,8 @@ impl SiteRegistry {
                 continue;
             }
             let class = &self.classes[site.class as usize];
-            let identity = SiteIdentity {
-                class_name: class.name.clone(),
-                method_index: site.method_index,
-                bci: site.bci,
-                allocated: site.allocated.clone(),
-            };
-            let row = rows.entry(identity.clone()).or_insert_with(|| CountedRow {
-                identity,
-                method_name: site.method_name.clone(),
-                method_descriptor: site.method_descriptor.clone(),
-                source_file: class.source_file.clone(),
-                line: site.line,
-                instance: site.instance,
-                count: SiteCount::default(),
-            });
+            let row = CountedRow::empty(site, class, site.allocated.clone());
+            let row = rows.entry(row.identity.clone()).or_insert(row);
             row.count.objects += count.objects;
             row.count.bytes += count.bytes;
         }
@@ -299,8 +307,7 @@ impl BytecodeCounting {
     /// (`class_class_tag`: the tag of `java.lang.Class`, whose instances
     /// keep the tags the agent names classes by.)
     pub fn retransform_loaded(&self, env: &Jvmti, jni: &JniEnv, class_class_tag: u64) {
-        let (_done, failed) = jvm_alloc_tracker::retransform_loaded_classes(env, jni);
-        if let Some(error) = failed {
+        if let Some(error) = jvm_alloc_tracker::retransform_loaded_classes(env, jni) {
             eprintln!(
                 "HPROF ERROR: heap=sites could not count the allocations of some classes loaded before VM init ({error:?})"
             );
@@ -391,20 +398,8 @@ impl BytecodeCounting {
             .filter_map(|((site, class_tag), count)| {
                 let counted = registry.sites.get(site as usize)?;
                 let class = &registry.classes[counted.class as usize];
-                Some(CountedRow {
-                    identity: SiteIdentity {
-                        class_name: class.name.clone(),
-                        method_index: counted.method_index,
-                        bci: counted.bci,
-                        allocated: signature_of(class_tag)?,
-                    },
-                    method_name: counted.method_name.clone(),
-                    method_descriptor: counted.method_descriptor.clone(),
-                    source_file: class.source_file.clone(),
-                    line: counted.line,
-                    instance: false,
-                    count,
-                })
+                let row = CountedRow::empty(counted, class, signature_of(class_tag)?);
+                Some(CountedRow { count, ..row })
             })
             .collect()
     }

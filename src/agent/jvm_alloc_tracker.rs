@@ -493,9 +493,9 @@ pub fn live_by_class(env: &Jvmti) -> Result<HashMap<u64, (u64, u64)>, jvmti::jvm
 }
 
 /// Every loaded class the JVM lets be modified is retransformed (the
-/// ClassFileLoadHook, enabled before, sees each again); returns how many
-/// were, and the error of the last batch that failed.
-pub fn retransform_loaded_classes(env: &Jvmti, jni: &JniEnv) -> (usize, Option<jvmti::jvmtiError>) {
+/// ClassFileLoadHook, enabled before, sees each again); returns the error
+/// of the last class the JVM refused, if any.
+pub fn retransform_loaded_classes(env: &Jvmti, jni: &JniEnv) -> Option<jvmti::jvmtiError> {
     let classes = jvm::loaded_classes(env, Some(jni));
     let modifiable: Vec<jni::jclass> = classes
         .iter()
@@ -505,27 +505,22 @@ pub fn retransform_loaded_classes(env: &Jvmti, jni: &JniEnv) -> (usize, Option<j
         .filter(|c| jvm::class_signature(env, *c).is_some_and(|s| !s.starts_with("Lhprof_rs/")))
         .map(|c| c.raw() as jni::jclass)
         .collect();
-    let mut done = 0;
     let mut failed = None;
     // In batches: one class the JVM refuses fails its whole batch, which
     // is then retried a class at a time.
     for batch in modifiable.chunks(64) {
         // SAFETY: every class of the batch is live (owned above).
-        match unsafe { env.retransform_classes(batch) } {
-            Ok(()) => done += batch.len(),
-            Err(_) => {
-                for class in batch {
-                    // SAFETY: as above.
-                    match unsafe { env.retransform_classes(std::slice::from_ref(class)) } {
-                        Ok(()) => done += 1,
-                        Err(e) => failed = Some(e),
-                    }
+        if unsafe { env.retransform_classes(batch) }.is_err() {
+            for class in batch {
+                // SAFETY: as above.
+                if let Err(e) = unsafe { env.retransform_classes(std::slice::from_ref(class)) } {
+                    failed = Some(e);
                 }
             }
         }
     }
     drop(classes);
-    (done, failed)
+    failed
 }
 
 /// Loaded classes by JVM signature (`Ljava/lang/String;`, `[I`), for the

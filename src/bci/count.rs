@@ -218,10 +218,10 @@ pub struct CountingOutcome {
 }
 
 /// Rewrites `class_file` so that each allocation bumps its site's counter,
-/// numbering sites from `first_site` on, and counting after each call
-/// that [`CALL_RULES`] or `makers` (some of [`VM_MAKER_RULES`]) names (the next free number is
+/// numbering sites from `first_site` on (the next free number is
 /// `first_site + sites.len()`, gaps aside: numbers of a method that could
-/// not be rewritten are not reused). Methods that cannot be rewritten
+/// not be rewritten are not reused), and adds code after each call that
+/// [`CALL_RULES`] or `makers` (some of [`VM_MAKER_RULES`]) names. Methods that cannot be rewritten
 /// safely are left as they are and reported; classes named `hprof_rs/...`
 /// are never rewritten.
 pub fn rewrite_counting_allocations(
@@ -538,19 +538,20 @@ fn count_in_method(
     };
     let mut found = Vec::with_capacity(allocations);
     for (k, insn) in insns.iter().enumerate() {
+        let allocates = matches!(insn.opcode, NEW | NEWARRAY | ANEWARRAY | MULTIANEWARRAY);
+        if rules[k].is_none() && !allocates {
+            continue;
+        }
         let site = first_site
             .checked_add(found.len() as u32)
             .filter(|&s| s <= MAX_SITE)
             .ok_or("no site numbers left")?;
+        let line = lines.and_then(|table| line_of(table, insn.offset));
         if let Some(action) = rules[k] {
             injected.after[k] = calls.after_call(pool, action, site)?;
             if action == CallAction::Made {
-                let line = lines.and_then(|table| line_of(table, insn.offset));
                 found.push((site, insn.offset, line, Allocated::Made));
             }
-            continue;
-        }
-        if !matches!(insn.opcode, NEW | NEWARRAY | ANEWARRAY | MULTIANEWARRAY) {
             continue;
         }
         let class_name = |index: u16| -> Result<String, String> {
@@ -590,7 +591,6 @@ fn count_in_method(
                     return Err("no site numbers left".into());
                 }
                 injected.after[k] = counting_call(pool, true, site, calls.arrays)?;
-                let line = lines.and_then(|table| line_of(table, insn.offset));
                 for level in 0..levels {
                     let allocated = Allocated::Array(descriptor[level..].to_owned());
                     found.push((site + level as u32, insn.offset, line, allocated));
@@ -598,7 +598,6 @@ fn count_in_method(
                 continue;
             }
         };
-        let line = lines.and_then(|table| line_of(table, insn.offset));
         found.push((site, insn.offset, line, allocated));
     }
     let body = relocate_method(&code, &insns, pool, class, method, &injected, false)?;

@@ -21,7 +21,7 @@ pub mod visualvm;
 #[allow(unused_imports)] // each test file uses its own part of the harness
 pub use jdk_compiler::{assert_same_files, jdk_compiler_sources};
 #[allow(unused_imports)]
-pub use profile::{AsciiProfile, assert_print_accepts, cpu_count_in};
+pub use profile::{AsciiProfile, assert_print_accepts, cpu_count_in, site_totals};
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;

@@ -192,6 +192,19 @@ impl AsciiProfile {
     }
 }
 
+/// The sum of several SITES rows: (allocated objects, live objects,
+/// allocated bytes, live bytes).
+pub fn site_totals(rows: &[&SiteRow]) -> (u64, u64, u64, u64) {
+    rows.iter().fold((0, 0, 0, 0), |t, r| {
+        (
+            t.0 + r.allocated_objects,
+            t.1 + r.live_objects,
+            t.2 + r.allocated_bytes,
+            t.3 + r.live_bytes,
+        )
+    })
+}
+
 /// `hprof-rs print <path>` must accept the file (`what` names the run in
 /// the failure); returns what it printed.
 pub fn assert_print_accepts(path: &Path, what: &str) -> String {

@@ -135,7 +135,7 @@ impl AllocationSites {
         class: LocalClass<'_>,
         size: i64,
     ) {
-        if alloc_counting::probing_noted()
+        if (self.bytecode.is_some() && alloc_counting::probing_noted())
             || !run.lifecycle.accepting_events()
             || object.is_null()
             || PRIMING.with(|p| p.replace(false))
