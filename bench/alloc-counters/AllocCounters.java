@@ -11,6 +11,8 @@ import sun.misc.Unsafe;
  *   context - striped, and every call site keeps a calling-context value per thread (v = 3v +
  *             site before the call, undone after: 3 is odd, so the step is invertible mod 2^64)
  *             in a slot chosen by thread id, which a count would then be keyed by
+ *   frame   - (see AllocCountersAgent) counts keyed by (site, calling-context window) in an
+ *             open-addressing table of 4M keys, inserted with a compare-and-set
  *   empty   - the calls are injected and return at once (what the calls cost, not the counting)
  *   rewrite - (the agent's mode) classes are rewritten by ASM with nothing injected
  */
@@ -26,7 +28,7 @@ public final class AllocCounters {
 
     public static void setMode(String name) {
         mode = name.equals("racy") ? 0 : name.equals("atomic") ? 1 : name.equals("striped") ? 2
-                : name.equals("context") ? 3 : 4;
+                : name.equals("context") ? 3 : name.equals("frame-striped") ? 5 : 4;
     }
 
     private static Unsafe unsafe() {
@@ -82,7 +84,54 @@ public final class AllocCounters {
         CONTEXT[slot] = (CONTEXT[slot] - site) * INVERSE_OF_3;
     }
 
+    private static final int KEYS = 1 << 22;
+    private static final long[] KEY = new long[KEYS];
+    private static final long[] KEYED = new long[2 * KEYS];
+
+    public static void objectIn(int site, long context) {
+        bumpIn(site, context, 16);
+    }
+
+    public static void arrayIn(int length, int site, long context) {
+        bumpIn(site, context, 16 + 4L * length);
+    }
+
+    private static void bumpIn(int site, long context, long bytes) {
+        Unsafe u = U;
+        if (u == null) {
+            return;
+        }
+        if (mode == 5) {
+            bump(site, bytes); // frame-striped: contexts kept, counts by site alone
+            return;
+        }
+        long key = (context * 0x9E3779B97F4A7C15L) ^ site ^ Long.MIN_VALUE;
+        int slot = (int) (key ^ (key >>> 29)) & (KEYS - 1);
+        for (int probe = 0; probe < 64; probe++) {
+            long at = KEY[slot];
+            if (at == key || (at == 0 && u.compareAndSwapLong(KEY, BASE + 8L * slot, 0, key))
+                    || KEY[slot] == key) {
+                u.getAndAddLong(KEYED, BASE + 16L * slot, 1);
+                u.getAndAddLong(KEYED, BASE + 16L * slot + 8, bytes);
+                return;
+            }
+            slot = (slot + 1) & (KEYS - 1);
+        }
+    }
+
+    /** Keys of mode "frame" in use: the real stack walks the design would take. */
+    public static long keys() {
+        long n = 0;
+        for (long k : KEY) {
+            n += k == 0 ? 0 : 1;
+        }
+        return n;
+    }
+
     public static long total() {
+        for (int i = 0; i < KEYED.length; i += 2) {
+            COUNTS[0] += KEYED[i];
+        }
         long n = 0;
         for (int i = 0; i < COUNTS.length; i += 2) {
             n += COUNTS[i];
