@@ -92,6 +92,88 @@ fn bytecode_counts_are_exact_at_known_sites_on_every_jdk() {
     });
 }
 
+/// `Class.method:line` of each frame of the trace of `row`.
+fn frames_with_lines(sites: &AsciiProfile, row: &hprof_rs::format::ascii::SiteRow) -> Vec<String> {
+    sites
+        .trace(row.trace_serial)
+        .frames
+        .iter()
+        .map(|f| match f.line {
+            LineInfo::Line(line) => format!("{}.{}:{line}", f.class_name, f.method_name),
+            _ => format!("{}.{}", f.class_name, f.method_name),
+        })
+        .collect()
+}
+
+#[test]
+fn traces_are_the_real_top_frames_through_recursion_exceptions_and_threads() {
+    const N: u64 = 1000;
+    common::on_each(&common::jdks(), |jdk| {
+        let sites = profile_of(jdk, "bytecode-traces", BYTECODE, "AllocTraces", &[]);
+        let label = &jdk.label;
+        // depth=4 (the default): the allocation's frame and 3 callers.
+        let known: [(&str, &[&str]); 3] = [
+            (
+                "AllocTraces$Leaf",
+                &[
+                    "AllocTraces.leaf:34",
+                    "AllocTraces.descend:27",
+                    "AllocTraces.descend:30",
+                    "AllocTraces.descend:30",
+                ],
+            ),
+            (
+                "AllocTraces$Thrown",
+                &[
+                    "AllocTraces.thrower:38",
+                    "AllocTraces.deeper:43",
+                    "AllocTraces.catcher:48",
+                    "AllocTraces.main:103",
+                ],
+            ),
+            // After the exception unwound two frames: main is the thread's
+            // first Java frame, so two frames only.
+            (
+                "AllocTraces$AfterCatch",
+                &["AllocTraces.catcher:52", "AllocTraces.main:103"],
+            ),
+        ];
+        for (class, frames) in known {
+            let rows = sites.sites_of_class(class);
+            assert_eq!(rows.len(), 1, "{label}: {class} has one row: {rows:?}");
+            assert_eq!(rows[0].allocated_objects, N, "{label}: {class} allocated");
+            assert_eq!(
+                frames_with_lines(&sites, rows[0]),
+                frames,
+                "{label}: {class}'s trace"
+            );
+        }
+        // Two threads reach one allocation through two callers: one row
+        // each, whose fourth frame is the Thread method that ran the task
+        // (Thread.run, or Thread.runWith from JDK 21 on).
+        let mut shared: Vec<Vec<String>> = sites
+            .sites_of_class("AllocTraces$Shared")
+            .into_iter()
+            .map(|row| {
+                assert_eq!(row.allocated_objects, N, "{label}: Shared per path");
+                frames_with_lines(&sites, row)
+            })
+            .collect();
+        shared.sort();
+        assert_eq!(shared.len(), 2, "{label}: Shared rows {shared:?}");
+        for (frames, (via, run)) in shared.iter().zip([
+            ("AllocTraces.viaA:60", "AllocTraces$PathA.run:77"),
+            ("AllocTraces.viaB:64", "AllocTraces$PathB.run:92"),
+        ]) {
+            assert_eq!(frames[..3], ["AllocTraces.shared:56", via, run], "{label}");
+            assert!(
+                frames.len() == 4 && frames[3].starts_with("java.lang.Thread.run"),
+                "{label}: {frames:?}"
+            );
+        }
+    });
+}
+
 #[test]
 fn every_way_of_making_an_object_is_counted_once_in_compiled_code() {
     const N: u64 = 200_000;

@@ -26,6 +26,15 @@
  * Bounds: sites numbered past MAX_PAGES * SITES_PER_PAGE (16,777,216) are
  * not counted; a page is 32 KiB of heap (512 sites x 4 stripes x 2 longs).
  *
+ * With calling contexts (heap=sites with depth above 1, src/bci/
+ * call_context.rs) the injected calls pass the caller's context too, and
+ * the counts are keyed by (site, context) in an open-addressing table of
+ * KEY_SLOTS keys, told by the agent (keySlots): a key is claimed with one
+ * compare-and-set, its counters bumped atomically. A key that finds no free
+ * slot within PROBES steps is counted by its site alone (its trace then
+ * stops at the site). Two threads claiming the same key at once may make
+ * two entries of it, which the agent adds up.
+ *
  * The tracker never throws into the program: a failure (a page that
  * cannot be allocated) leaves the allocation uncounted and is remembered
  * in `failure` for the agent to report.
@@ -53,6 +62,16 @@ public final class AllocTracker {
 
     private static final Unsafe U = Unsafe.getUnsafe();
     private static final long LONG_BASE = layout("arrayBaseOffset", long[].class);
+    private static final long INT_BASE = layout("arrayBaseOffset", int[].class);
+
+    /** Keyed counters (0 slots: no contexts); the agent reads all three. */
+    private static final int KEY_SLOTS = keySlots();
+    private static final int PROBES = 32;
+    /** Per slot: its site + 1, 0 while free, -1 while being claimed. */
+    private static final int[] KEY_SITE = new int[KEY_SLOTS];
+    private static final long[] KEY_CONTEXT = new long[KEY_SLOTS];
+    /** Per slot: objects, bytes. */
+    private static final long[] KEY_COUNTS = new long[2 * KEY_SLOTS];
     /** Array base offset by element code (log2 of the primitive size, 4: reference). */
     private static final long[] BASE = {
         layout("arrayBaseOffset", byte[].class),
@@ -86,6 +105,40 @@ public final class AllocTracker {
     public static void object(int site) {
         bump(site, 0);
     }
+
+    /** Before `new`: one instance at `site` called in `context`. */
+    public static void object(int site, long context) {
+        bumpIn(site, context, 0);
+    }
+
+    /** As array(int, int), called in `context`. */
+    public static void array(int length, int siteAndElement, long context) {
+        if (length < 0) {
+            return;
+        }
+        int element = siteAndElement & 7;
+        if (element > 4) {
+            return;
+        }
+        bumpIn(siteAndElement >>> 3, context, size(element, length));
+    }
+
+    /** As arrays(Object, int), called in `context`. */
+    public static void arrays(Object array, int site, long context) {
+        try {
+            countTree(array, site, context, true);
+        } catch (Throwable t) {
+            if (failure == null) {
+                failure = t;
+            }
+        }
+    }
+
+    /** As made(Object, int), called in `context`. */
+    public static native void made(Object object, int site, long context);
+
+    /** The size of the keyed table: 0 without calling contexts. */
+    private static native int keySlots();
 
     /** Before `newarray`/`anewarray`: one array of `length` elements at
      * `siteAndElement >>> 3`, element code `siteAndElement & 7`. */
@@ -122,7 +175,7 @@ public final class AllocTracker {
      */
     public static void arrays(Object array, int site) {
         try {
-            countTree(array, site);
+            countTree(array, site, 0, false);
         } catch (Throwable t) {
             if (failure == null) {
                 failure = t;
@@ -130,32 +183,77 @@ public final class AllocTracker {
         }
     }
 
-    private static void countTree(Object array, int site) {
+    private static void countTree(Object array, int site, long context, boolean keyed) {
         if (array instanceof Object[]) {
             Object[] elements = (Object[]) array;
-            bump(site, size(4, elements.length));
+            count(site, context, keyed, size(4, elements.length));
             for (Object element : elements) {
                 if (element != null) {
-                    countTree(element, site + 1);
+                    countTree(element, site + 1, context, keyed);
                 }
             }
         } else if (array instanceof byte[]) {
-            bump(site, size(0, ((byte[]) array).length));
+            count(site, context, keyed, size(0, ((byte[]) array).length));
         } else if (array instanceof boolean[]) {
-            bump(site, size(0, ((boolean[]) array).length));
+            count(site, context, keyed, size(0, ((boolean[]) array).length));
         } else if (array instanceof char[]) {
-            bump(site, size(1, ((char[]) array).length));
+            count(site, context, keyed, size(1, ((char[]) array).length));
         } else if (array instanceof short[]) {
-            bump(site, size(1, ((short[]) array).length));
+            count(site, context, keyed, size(1, ((short[]) array).length));
         } else if (array instanceof int[]) {
-            bump(site, size(2, ((int[]) array).length));
+            count(site, context, keyed, size(2, ((int[]) array).length));
         } else if (array instanceof float[]) {
-            bump(site, size(2, ((float[]) array).length));
+            count(site, context, keyed, size(2, ((float[]) array).length));
         } else if (array instanceof long[]) {
-            bump(site, size(3, ((long[]) array).length));
+            count(site, context, keyed, size(3, ((long[]) array).length));
         } else if (array instanceof double[]) {
-            bump(site, size(3, ((double[]) array).length));
+            count(site, context, keyed, size(3, ((double[]) array).length));
         }
+    }
+
+    private static void count(int site, long context, boolean keyed, long bytes) {
+        if (keyed) {
+            bumpIn(site, context, bytes);
+        } else {
+            bump(site, bytes);
+        }
+    }
+
+    /**
+     * One object at (`site`, `context`). The context's top bit is dropped:
+     * it is what is left of a fourth call site, which no trace shows.
+     */
+    private static void bumpIn(int site, long context, long bytes) {
+        if (KEY_SLOTS == 0) {
+            bump(site, bytes);
+            return;
+        }
+        long key = context & Long.MAX_VALUE;
+        long mixed = (key ^ (key >>> 31)) * 0x9E3779B97F4A7C15L + site;
+        int hash = (int) (mixed ^ (mixed >>> 32));
+        Unsafe u = U;
+        for (int probe = 0; probe < PROBES; probe++) {
+            int slot = (hash + probe) & (KEY_SLOTS - 1);
+            long at = INT_BASE + 4L * slot;
+            int owner = u.getIntAcquire(KEY_SITE, at);
+            if (owner == site + 1 ? KEY_CONTEXT[slot] == key
+                    : owner == 0 && u.compareAndSetInt(KEY_SITE, at, 0, -1) && claim(slot, site, key)) {
+                long counters = LONG_BASE + 16L * slot;
+                u.getAndAddLong(KEY_COUNTS, counters, 1);
+                if (bytes != 0) {
+                    u.getAndAddLong(KEY_COUNTS, counters + 8, bytes);
+                }
+                return;
+            }
+        }
+        bump(site, bytes);
+    }
+
+    /** Fills a slot this thread claimed, then opens it to the others. */
+    private static boolean claim(int slot, int site, long key) {
+        KEY_CONTEXT[slot] = key;
+        U.putIntRelease(KEY_SITE, INT_BASE + 4L * slot, site + 1);
+        return true;
     }
 
     private static long size(int element, int length) {

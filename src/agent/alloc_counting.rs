@@ -2,8 +2,10 @@
 //! is rewritten (src/bci/count.rs) so that each allocation bumps a counter
 //! of its site in `hprof_rs.AllocTracker`; classes loaded before VM init
 //! are retransformed once the tracker exists. At each dump the counters
-//! are read and turned into SITES rows, one per (allocated class, site),
-//! whose trace is the site's own frame.
+//! are read and turned into SITES rows, one per (allocated class, site,
+//! calling context), whose trace is the site's own frame and, with
+//! `depth` above 1, the callers' call sites the context holds (at most
+//! three: src/bci/call_context.rs).
 //!
 //! What the counters lack is found at the dump: an instance's size (from
 //! a live instance, else a blank one made by JNI AllocObject, once per
@@ -32,27 +34,55 @@ pub struct CountedClass {
     pub source_file: Option<String>,
 }
 
-/// One numbered site.
+/// A place in the code of a rewritten class: what a frame shows.
 #[derive(Debug, Clone)]
-pub struct CountedSite {
+pub struct CodePlace {
     /// Index of its class in [`SiteRegistry::classes`].
     pub class: u32,
     pub method_index: u16,
     pub method_name: Arc<str>,
     pub method_descriptor: Arc<str>,
+    /// Bytecode index in the original method.
     pub bci: u32,
     pub line: Option<u16>,
+}
+
+/// One numbered site.
+#[derive(Debug, Clone)]
+pub struct CountedSite {
+    pub place: CodePlace,
     /// JVM signature of what it allocates (`Ljava/lang/String;`, `[I`).
     pub allocated: String,
     /// True for an instance: its bytes are counted at the dump.
     pub instance: bool,
 }
 
-/// Every site numbered so far: site number `n` is `sites[n]`.
+/// One numbered call site (of calling contexts).
+#[derive(Debug, Clone)]
+pub struct CountedCallSite {
+    pub place: CodePlace,
+    /// The method the call names (name, descriptor); `None`: any method.
+    pub target: Option<(Arc<str>, Arc<str>)>,
+}
+
+/// Every site numbered so far: site number `n` is `sites[n]`, call site
+/// number `n` is `call_sites[n]` (number 0, no call site, holds nothing).
 #[derive(Debug, Default)]
 pub struct SiteRegistry {
     pub classes: Vec<CountedClass>,
     pub sites: Vec<CountedSite>,
+    pub call_sites: Vec<Option<CountedCallSite>>,
+}
+
+/// A caller's frame in a counted trace.
+#[derive(Debug, Clone)]
+pub struct CallerFrame {
+    /// Class internal name, method number, original bytecode index.
+    pub place: (String, u16, u32),
+    pub method_name: Arc<str>,
+    pub method_descriptor: Arc<str>,
+    pub source_file: Option<String>,
+    pub line: Option<u16>,
 }
 
 /// Where an allocation happened, merging the site numbers a class gets
@@ -65,6 +95,8 @@ pub struct SiteIdentity {
     pub bci: u32,
     /// JVM signature of the allocated class.
     pub allocated: String,
+    /// The callers' places, most recent first (none without contexts).
+    pub callers: Vec<(String, u16, u32)>,
 }
 
 /// The counts of one site identity, with what a frame needs.
@@ -77,6 +109,8 @@ pub struct CountedRow {
     pub line: Option<u16>,
     pub instance: bool,
     pub count: SiteCount,
+    /// The callers' frames, matching `identity.callers`.
+    pub callers: Vec<CallerFrame>,
 }
 
 /// JVM signature of what a site allocates.
@@ -93,27 +127,56 @@ impl CountedRow {
     /// A row of no counts yet for site `site` of class `class`, allocating
     /// `allocated` (a JVM signature).
     fn empty(site: &CountedSite, class: &CountedClass, allocated: String) -> Self {
+        let place = &site.place;
         Self {
             identity: SiteIdentity {
                 class_name: class.name.clone(),
-                method_index: site.method_index,
-                bci: site.bci,
+                method_index: place.method_index,
+                bci: place.bci,
                 allocated,
+                callers: vec![],
             },
-            method_name: site.method_name.clone(),
-            method_descriptor: site.method_descriptor.clone(),
+            method_name: place.method_name.clone(),
+            method_descriptor: place.method_descriptor.clone(),
             source_file: class.source_file.clone(),
-            line: site.line,
+            line: place.line,
             instance: site.instance,
             count: SiteCount::default(),
+            callers: vec![],
         }
+    }
+
+    /// The row with these callers.
+    fn called_by(mut self, callers: Vec<CallerFrame>) -> Self {
+        self.identity.callers = callers.iter().map(|c| c.place.clone()).collect();
+        self.callers = callers;
+        self
     }
 }
 
 impl SiteRegistry {
-    /// Records the sites of a rewrite that numbered from `self.sites.len()`.
+    /// Records the sites of a rewrite that numbered from `self.sites.len()`
+    /// (and its call sites from `self.call_sites.len()`).
     fn add(&mut self, name: &str, outcome: &bci::CountingOutcome) {
         let class = self.classes.len() as u32;
+        for call in &outcome.call_sites {
+            let method = outcome.methods.get(usize::from(call.method_index));
+            let (method_name, method_descriptor) =
+                method.map_or(("", ""), |m| (m.name.as_str(), m.descriptor.as_str()));
+            self.call_sites.push(Some(CountedCallSite {
+                place: CodePlace {
+                    class,
+                    method_index: call.method_index,
+                    method_name: Arc::from(method_name),
+                    method_descriptor: Arc::from(method_descriptor),
+                    bci: call.bci,
+                    line: call.line,
+                },
+                target: call.target.as_ref().map(|(name, descriptor)| {
+                    (Arc::from(name.as_str()), Arc::from(descriptor.as_str()))
+                }),
+            }));
+        }
         self.classes.push(CountedClass {
             name: name.to_owned(),
             source_file: outcome.source_file.clone(),
@@ -132,12 +195,14 @@ impl SiteRegistry {
                 .clone();
             let (allocated, instance) = allocated_signature(&site.allocated);
             self.sites.push(CountedSite {
-                class,
-                method_index: site.method_index,
-                method_name,
-                method_descriptor,
-                bci: site.bci,
-                line: site.line,
+                place: CodePlace {
+                    class,
+                    method_index: site.method_index,
+                    method_name,
+                    method_descriptor,
+                    bci: site.bci,
+                    line: site.line,
+                },
                 allocated,
                 instance,
             });
@@ -145,15 +210,36 @@ impl SiteRegistry {
     }
 
     /// The counts of every site that allocated, merged per site identity,
-    /// in a fixed order.
-    pub fn rows(&self, counts: &[SiteCount]) -> Vec<CountedRow> {
+    /// in a fixed order: `counts` by site number, `keyed` by (site,
+    /// calling context), whose callers (up to `callers` of them) the
+    /// context names.
+    pub fn rows(
+        &self,
+        counts: &[SiteCount],
+        keyed: &[(u32, u64, SiteCount)],
+        callers: usize,
+    ) -> Vec<CountedRow> {
+        let by_site = counts
+            .iter()
+            .enumerate()
+            .map(|(site, count)| (site as u32, None, *count));
+        let by_key = keyed
+            .iter()
+            .map(|&(site, context, count)| (site, Some(context), count));
         let mut rows: HashMap<SiteIdentity, CountedRow> = HashMap::new();
-        for (site, count) in self.sites.iter().zip(counts) {
-            if count.objects == 0 || site.allocated.is_empty() {
+        for (site, context, count) in by_site.chain(by_key) {
+            let Some(counted) = self.sites.get(site as usize) else {
+                continue;
+            };
+            if count.objects == 0 || counted.allocated.is_empty() {
                 continue;
             }
-            let class = &self.classes[site.class as usize];
-            let row = CountedRow::empty(site, class, site.allocated.clone());
+            let class = &self.classes[counted.place.class as usize];
+            let row = CountedRow::empty(counted, class, counted.allocated.clone());
+            let row = match context {
+                Some(context) => row.called_by(self.callers(context, callers, counted)),
+                None => row,
+            };
             let row = rows.entry(row.identity.clone()).or_insert(row);
             row.count.objects += count.objects;
             row.count.bytes += count.bytes;
@@ -161,6 +247,39 @@ impl SiteRegistry {
         let mut rows: Vec<CountedRow> = rows.into_values().collect();
         rows.sort_by(|a, b| a.identity.cmp(&b.identity));
         rows
+    }
+
+    /// The callers a calling context names for an allocation at `site`,
+    /// most recent first, at most `most` of them. They end at a call site
+    /// of number 0 (none), and where the chain breaks: each call must name
+    /// the method the frame below it is in (or be one that may run any
+    /// method). A break is a context the method did not get from a call of
+    /// ours: the VM called it (a static initialiser, `main`, a class
+    /// loader), or native code did, or a call to native code or an
+    /// intrinsic left the thread's window as it was.
+    pub fn callers(&self, context: u64, most: usize, site: &CountedSite) -> Vec<CallerFrame> {
+        let method =
+            |place: &CodePlace| (place.method_name.clone(), place.method_descriptor.clone());
+        let mut callee = method(&site.place);
+        let mut frames = Vec::new();
+        for number in bci::window_call_sites(context).into_iter().take(most) {
+            let Some(Some(call)) = self.call_sites.get(number as usize) else {
+                break;
+            };
+            if call.target.as_ref().is_some_and(|target| *target != callee) {
+                break;
+            }
+            let (place, class) = (&call.place, &self.classes[call.place.class as usize]);
+            frames.push(CallerFrame {
+                place: (class.name.clone(), place.method_index, place.bci),
+                method_name: place.method_name.clone(),
+                method_descriptor: place.method_descriptor.clone(),
+                source_file: class.source_file.clone(),
+                line: place.line,
+            });
+            callee = method(place);
+        }
+        frames
     }
 }
 
@@ -210,8 +329,18 @@ pub struct BytecodeCounting {
     /// The calls that make objects in the VM without a VMObjectAlloc
     /// event on this JVM, counted after them (found at start).
     unreported_makers: OnceLock<Vec<bci::CallRule>>,
-    /// What those calls made, by (site, tag of the object's class).
-    made: Mutex<HashMap<(u32, u64), SiteCount>>,
+    /// What those calls made, by (site, calling context, tag of the
+    /// object's class).
+    made: Mutex<HashMap<(u32, u64, u64), SiteCount>>,
+    /// Callers a trace shows (`depth` - 1, at most the three a calling
+    /// context holds; 0: no contexts are kept).
+    callers: usize,
+    /// Calling contexts are kept: wanted, and java.lang.Thread has the
+    /// field they live in (checked at VM init).
+    contexts: AtomicBool,
+    /// Set once a method was rewritten past HotSpot's huge-method limit
+    /// (and the limit turned off).
+    huge_allowed: AtomicBool,
 }
 
 thread_local! {
@@ -232,14 +361,11 @@ pub fn probing_noted() -> bool {
     })
 }
 
-impl Default for BytecodeCounting {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl BytecodeCounting {
-    pub fn new() -> Self {
+    /// Counting with traces of `depth` frames: the site's, and with `depth`
+    /// above 1 its callers' from calling contexts (at most 3 of them).
+    pub fn new(depth: usize) -> Self {
+        let callers = depth.saturating_sub(1).min(bci::WINDOW_CALL_SITES);
         Self {
             tracker: OnceLock::new(),
             registry: Mutex::default(),
@@ -249,7 +375,16 @@ impl BytecodeCounting {
             method_keys: Mutex::default(),
             unreported_makers: OnceLock::new(),
             made: Mutex::default(),
+            callers,
+            contexts: AtomicBool::new(callers > 0),
+            huge_allowed: AtomicBool::new(false),
         }
+    }
+
+    /// Whether calling contexts are wanted: java.lang.Thread then needs
+    /// its field from the moment the JVM loads it.
+    pub fn wants_contexts(&self) -> bool {
+        self.callers > 0
     }
 
     /// At VM init: defines and initialises the tracker, whose natives
@@ -260,7 +395,18 @@ impl BytecodeCounting {
         jni: &JniEnv,
         events: &'static dyn jvm_alloc_tracker::AllocEvents,
     ) -> Result<(), String> {
-        let tracker = AllocTracker::define(env, jni, events)?;
+        if self.wants_contexts() && !jvm_alloc_tracker::thread_has_context_field(jni) {
+            self.contexts.store(false, Ordering::Relaxed);
+            eprintln!(
+                "HPROF ERROR: heap=sites cannot keep calling contexts (java.lang.Thread was loaded without its field); traces stop at the allocating frame"
+            );
+        }
+        let key_slots = if self.contexts.load(Ordering::Relaxed) {
+            jvm_alloc_tracker::CONTEXT_KEY_SLOTS
+        } else {
+            0
+        };
+        let tracker = AllocTracker::define(env, jni, events, key_slots)?;
         let _ = self.unreported_makers.set(unreported_makers(jni));
         let _ = self.tracker.set(tracker);
         Ok(())
@@ -276,6 +422,19 @@ impl BytecodeCounting {
     /// allocation, no site numbers left, a class file the rewriter does not
     /// take).
     pub fn rewrite(&self, name: Option<&str>, bytes: &[u8]) -> Option<Vec<u8>> {
+        if self.wants_contexts() && name == Some("java/lang/Thread") {
+            // From its first load on (and again at each retransformation,
+            // which starts from the bytes before this change).
+            let with_field = bci::add_context_field(bytes).ok()?;
+            return Some(
+                self.rewrite_counted(name, &with_field)
+                    .unwrap_or(with_field),
+            );
+        }
+        self.rewrite_counted(name, bytes)
+    }
+
+    fn rewrite_counted(&self, name: Option<&str>, bytes: &[u8]) -> Option<Vec<u8>> {
         if !self.ready() || bytes.is_empty() || name.is_some_and(|n| n.starts_with("hprof_rs/")) {
             return None;
         }
@@ -291,13 +450,39 @@ impl BytecodeCounting {
             return None;
         }
         let makers = self.unreported_makers.get().map_or(&[][..], Vec::as_slice);
-        let outcome = bci::rewrite_counting_allocations(bytes, first, makers).ok()?;
-        if outcome.sites.is_empty() {
+        let first_call_site = self.contexts.load(Ordering::Relaxed).then(|| {
+            if registry.call_sites.is_empty() {
+                registry.call_sites.push(None); // number 0: no call site
+            }
+            registry.call_sites.len() as u32
+        });
+        let outcome =
+            bci::rewrite_counting_allocations(bytes, first, makers, first_call_site).ok()?;
+        if outcome.sites.is_empty() && outcome.call_sites.is_empty() {
             return None;
+        }
+        if !outcome.grown_huge.is_empty() {
+            self.allow_huge_methods(&outcome.grown_huge);
         }
         let name = name.map_or_else(|| outcome.class_name.clone(), str::to_owned);
         registry.add(&name, &outcome);
         Some(outcome.bytes)
+    }
+
+    /// HotSpot never compiles a method of more than 8,000 bytes of
+    /// bytecode; the calling-context code took one past that, so the limit
+    /// goes (`-XX:-DontCompileHugeMethods`), or the program's hottest loop
+    /// (Rhino's interpreter, say) could stay interpreted for good.
+    fn allow_huge_methods(&self, methods: &[String]) {
+        if self.huge_allowed.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        if !super::libjvm::set_bool_flag(c"DontCompileHugeMethods", false) {
+            eprintln!(
+                "HPROF ERROR: heap=sites made {} longer than the JIT compiles, and could not lift that limit; it may run slower",
+                methods.join(", ")
+            );
+        }
     }
 
     /// At VM init, once the ClassFileLoadHook is enabled: the classes
@@ -337,7 +522,8 @@ impl BytecodeCounting {
         }
         let sites = self.registry.lock().sites.len();
         let counts = tracker.read_counts(jni, sites);
-        self.registry.lock().rows(&counts)
+        let keyed = tracker.read_keyed(jni);
+        self.registry.lock().rows(&counts, &keyed, self.callers)
     }
 
     /// The instance size of each class named in `signatures` that has no
@@ -371,20 +557,23 @@ impl BytecodeCounting {
         self.sizes.lock().get(signature).copied().flatten()
     }
 
-    /// The number naming the method of `row` in frame keys.
-    pub fn method_key(&self, row: &CountedRow) -> u64 {
+    /// The number naming a method (class internal name, method number) in
+    /// frame keys.
+    pub fn method_key(&self, class_name: &str, method_index: u16) -> u64 {
         let mut keys = self.method_keys.lock();
         let next = keys.len() as u64 + 1;
         *keys
-            .entry((row.identity.class_name.clone(), row.identity.method_index))
+            .entry((class_name.to_owned(), method_index))
             .or_insert(next)
     }
 
     /// The tracker's `made`: an object of the class tagged `class_tag`,
-    /// `size` bytes, made by the call at `site`.
-    pub fn count_made(&self, site: u32, class_tag: u64, size: u64) {
+    /// `size` bytes, made by the call at `site` in calling context
+    /// `context`.
+    pub fn count_made(&self, site: u32, context: u64, class_tag: u64, size: u64) {
+        let context = context & (u64::MAX >> 1); // as the tracker keys it
         let mut made = self.made.lock();
-        let count = made.entry((site, class_tag)).or_default();
+        let count = made.entry((site, context, class_tag)).or_default();
         count.objects += 1;
         count.bytes += size;
     }
@@ -395,10 +584,11 @@ impl BytecodeCounting {
         let made = self.made.lock().clone();
         let registry = self.registry.lock();
         made.into_iter()
-            .filter_map(|((site, class_tag), count)| {
+            .filter_map(|((site, context, class_tag), count)| {
                 let counted = registry.sites.get(site as usize)?;
-                let class = &registry.classes[counted.class as usize];
-                let row = CountedRow::empty(counted, class, signature_of(class_tag)?);
+                let class = &registry.classes[counted.place.class as usize];
+                let row = CountedRow::empty(counted, class, signature_of(class_tag)?)
+                    .called_by(registry.callers(context, self.callers, counted));
                 Some(CountedRow { count, ..row })
             })
             .collect()
@@ -460,13 +650,16 @@ mod tests {
             class_name: "p/A".into(),
             source_file: Some("A.java".into()),
             sites,
+            call_sites: vec![],
+            grown_huge: vec![],
             methods: vec![],
         };
         registry.add("p/A", &outcome(vec![site(0, 4), site(1, 9)]));
         // Retransformed: the same two sites get new numbers.
         registry.add("p/A", &outcome(vec![site(2, 4), site(3, 9)]));
         let count = |objects, bytes| SiteCount { objects, bytes };
-        let rows = registry.rows(&[count(1, 80), count(0, 0), count(2, 160), count(5, 400)]);
+        let counts = [count(1, 80), count(0, 0), count(2, 160), count(5, 400)];
+        let rows = registry.rows(&counts, &[], 0);
         let summary: Vec<_> = rows
             .iter()
             .map(|r| (r.identity.bci, r.count.objects, r.count.bytes))

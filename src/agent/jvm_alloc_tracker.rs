@@ -10,14 +10,16 @@ use crate::bci;
 use jvmti_bindings::prelude::*;
 use std::collections::HashMap;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// What the AllocTracker's native methods hand to the agent. Called on a
 /// Java thread from Java code: never panics across (the natives catch),
 /// never throws.
 pub trait AllocEvents: Send + Sync {
     /// `object` was made by the VM without a VMObjectAlloc event, by the
-    /// call at `site` (the tracker's `made`): count it there.
-    fn made(&self, jni: &JniEnv, object: LocalObject<'_>, site: u32);
+    /// call at `site` in calling context `context` (0 without contexts; the
+    /// tracker's `made`): count it there.
+    fn made(&self, jni: &JniEnv, object: LocalObject<'_>, site: u32, context: u64);
     /// A class file generated at run time, with its allocations counted,
     /// or None to leave it as it is.
     fn generated(&self, class_file: &[u8]) -> Option<Vec<u8>>;
@@ -26,12 +28,36 @@ pub trait AllocEvents: Send + Sync {
 /// Where the natives send what they are told (set once, at definition).
 static EVENTS: OnceLock<&'static dyn AllocEvents> = OnceLock::new();
 
+/// The tracker's keyed table size (its `keySlots`), set before it is
+/// initialised: 0 without calling contexts.
+static KEY_SLOTS: AtomicI32 = AtomicI32::new(0);
+
+/// Keys of (site, calling context) the tracker counts under: 262,144
+/// (7 MiB of Java heap: an int, a long and two longs per key).
+pub const CONTEXT_KEY_SLOTS: i32 = 1 << 18;
+
+/// `AllocTracker.keySlots()`.
+extern "system" fn key_slots_native(_env: *mut jni::JNIEnv, _tracker: jni::jclass) -> jni::jint {
+    KEY_SLOTS.load(Ordering::Relaxed)
+}
+
 /// `AllocTracker.made(Object, int)`.
 extern "system" fn made_native(
+    env: *mut jni::JNIEnv,
+    tracker: jni::jclass,
+    object: jni::jobject,
+    site: jni::jint,
+) {
+    made_in_native(env, tracker, object, site, 0);
+}
+
+/// `AllocTracker.made(Object, int, long)`.
+extern "system" fn made_in_native(
     env: *mut jni::JNIEnv,
     _tracker: jni::jclass,
     object: jni::jobject,
     site: jni::jint,
+    context: jni::jlong,
 ) {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if object.is_null() {
@@ -43,7 +69,7 @@ extern "system" fn made_native(
         // live until the call returns, on this thread.
         let object: LocalObject<'_> = unsafe { Local::new(object) };
         if let Some(events) = EVENTS.get() {
-            events.made(&jni, object, site as u32);
+            events.made(&jni, object, site as u32, context as u64);
         }
     }));
 }
@@ -94,6 +120,8 @@ pub struct AllocTracker {
     class: GlobalRef<kind::Class>,
     pages: jni::jfieldID,
     failure: jni::jfieldID,
+    /// `KEY_SITE`, `KEY_CONTEXT`, `KEY_COUNTS`.
+    keyed: [jni::jfieldID; 3],
 }
 
 // SAFETY: a field identifier stays valid on every thread while its class is
@@ -119,10 +147,12 @@ impl AllocTracker {
         env: &Jvmti,
         jni: &JniEnv,
         events: &'static dyn AllocEvents,
+        key_slots: i32,
     ) -> Result<Self, String> {
         if EVENTS.set(events).is_err() {
             return Err("the allocation tracker is defined already".into());
         }
+        KEY_SLOTS.store(key_slots, Ordering::Relaxed);
         // (The bytes are a class file of this very name: tests/bci_run.rs.)
         let class = jvm::define_boot_class(
             jni,
@@ -150,7 +180,60 @@ impl AllocTracker {
             class,
             pages: field(bci::ALLOC_TRACKER_PAGES_FIELD)?,
             failure: field(bci::ALLOC_TRACKER_FAILURE_FIELD)?,
+            keyed: [
+                field(("KEY_SITE", "[I"))?,
+                field(("KEY_CONTEXT", "[J"))?,
+                field(("KEY_COUNTS", "[J"))?,
+            ],
         })
+    }
+
+    /// The keyed counts: (site, calling context, count) of every key
+    /// counted so far.
+    pub fn read_keyed(&self, jni: &JniEnv) -> Vec<(u32, u64, SiteCount)> {
+        let slots = KEY_SLOTS.load(Ordering::Relaxed).max(0) as usize;
+        if slots == 0 {
+            return Vec::new();
+        }
+        let array = |field: jni::jfieldID| {
+            // SAFETY: one of the tracker's static array fields.
+            let raw =
+                unsafe { jni.get_static_object_field(self.class.raw() as jni::jclass, field) };
+            // SAFETY: a local reference just made on this thread, deleted
+            // by its owner.
+            (!raw.is_null()).then(|| unsafe { OwnedLocal::<kind::Object>::new(Some(jni), raw) })
+        };
+        let (Some(sites), Some(contexts), Some(counts)) = (
+            array(self.keyed[0]),
+            array(self.keyed[1]),
+            array(self.keyed[2]),
+        ) else {
+            return Vec::new();
+        };
+        let mut site_of = vec![0i32; slots];
+        let mut context_of = vec![0i64; slots];
+        let mut counted = vec![0i64; 2 * slots];
+        // SAFETY: live arrays of exactly these lengths (the tracker made
+        // them from the same KEY_SLOTS).
+        unsafe {
+            jni.get_int_array_region(sites.get().raw(), 0, slots as i32, &mut site_of);
+            jni.get_long_array_region(contexts.get().raw(), 0, slots as i32, &mut context_of);
+            jni.get_long_array_region(counts.get().raw(), 0, 2 * slots as i32, &mut counted);
+        }
+        if jni.exception_check() {
+            jni.exception_clear();
+            return Vec::new();
+        }
+        (0..slots)
+            .filter(|&k| site_of[k] > 0 && counted[2 * k] > 0)
+            .map(|k| {
+                let count = SiteCount {
+                    objects: counted[2 * k] as u64,
+                    bytes: counted[2 * k + 1] as u64,
+                };
+                ((site_of[k] - 1) as u32, context_of[k] as u64, count)
+            })
+            .collect()
     }
 
     /// The counts of sites `0..sites`, stripes summed.
@@ -220,6 +303,24 @@ impl AllocTracker {
     }
 }
 
+/// Whether `java.lang.Thread` has the calling-context field (added as the
+/// JVM loaded it: without it, code keeping contexts would fail to link).
+pub fn thread_has_context_field(jni: &JniEnv) -> bool {
+    let Some(thread) = jvm::find_class(jni, "java/lang/Thread") else {
+        jni.exception_clear();
+        return false;
+    };
+    let (name, signature) = bci::CONTEXT_FIELD;
+    // SAFETY: `thread` is a live local reference to a class; a missing
+    // field raises NoSuchFieldError, cleared here.
+    let field = unsafe { jni.get_field_id(thread.get().raw(), name, signature) };
+    if jni.exception_check() {
+        jni.exception_clear();
+        return false;
+    }
+    field.is_some()
+}
+
 /// Registers the tracker's `made` and `generated` natives.
 fn register_natives(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Result<(), String> {
     let names = [
@@ -227,6 +328,16 @@ fn register_natives(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Result<(), S
             c"made",
             c"(Ljava/lang/Object;I)V",
             made_native as *mut std::ffi::c_void,
+        ),
+        (
+            c"made",
+            c"(Ljava/lang/Object;IJ)V",
+            made_in_native as *mut std::ffi::c_void,
+        ),
+        (
+            c"keySlots",
+            c"()I",
+            key_slots_native as *mut std::ffi::c_void,
         ),
         (
             c"generated",

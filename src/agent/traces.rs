@@ -222,37 +222,57 @@ pub fn intern_timed(
 const COUNTED_FRAME: u64 = 3 << 62;
 
 /// The serial of the trace of an allocation site counted in the bytecode:
-/// its one frame (the allocating method at the site's line), or no frame
-/// with `depth=0`. `site_key` names the site's method uniquely (with the
-/// bytecode index, the frame).
+/// the allocating method at the site's line, then the callers its calling
+/// context named, `depth` frames at most (none with `depth=0`).
+/// `method_key` names a method (class internal name, method number)
+/// uniquely; with the bytecode index, a frame.
 pub fn intern_counted(
     policy: &TracePolicy,
     model: &mut Model,
-    site_key: u64,
     row: &super::alloc_counting::CountedRow,
+    method_key: impl Fn(&str, u16) -> u64,
 ) -> u32 {
-    let mut frames = Vec::with_capacity(1);
-    if policy.depth > 0 {
-        let line = match (policy.line_numbers, row.line) {
+    let site = (
+        (row.identity.class_name.as_str(), row.identity.method_index),
+        row.identity.bci,
+        (&row.method_name, &row.method_descriptor),
+        (&row.source_file, row.line),
+    );
+    let callers = row.callers.iter().map(|c| {
+        (
+            (c.place.0.as_str(), c.place.1),
+            c.place.2,
+            (&c.method_name, &c.method_descriptor),
+            (&c.source_file, c.line),
+        )
+    });
+    let mut frames = Vec::with_capacity(1 + row.callers.len());
+    for ((class_name, method_index), bci, (name, descriptor), (source_file, line)) in
+        std::iter::once(site)
+            .chain(callers)
+            .take(policy.depth as usize)
+    {
+        let line = match (policy.line_numbers, line) {
             (true, Some(line)) => i32::from(line),
             _ => LINE_UNKNOWN,
         };
         let location = if policy.line_numbers {
-            i64::from(row.identity.bci)
+            i64::from(bci)
         } else {
             -1
         };
+        let key = method_key(class_name, method_index);
         frames.push(model.frames.intern(
             FrameKey {
-                method: COUNTED_FRAME | (site_key & !(3 << 62)),
+                method: COUNTED_FRAME | (key & !(3 << 62)),
                 location,
             },
             || FrameFacts {
                 class_serial: 0,
-                class_signature: format!("L{};", row.identity.class_name),
-                method_name: row.method_name.to_string(),
-                method_signature: row.method_descriptor.to_string(),
-                source_file: row.source_file.clone(),
+                class_signature: format!("L{class_name};"),
+                method_name: name.to_string(),
+                method_signature: descriptor.to_string(),
+                source_file: source_file.clone(),
                 line,
             },
         ));

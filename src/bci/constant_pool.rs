@@ -262,6 +262,26 @@ impl<'a> ConstantPool<'a> {
         name: &[u8],
         descriptor: &[u8],
     ) -> Result<u16, String> {
+        self.add_member_ref(METHODREF, class, name, descriptor)
+    }
+
+    /// A `CONSTANT_Fieldref` to `class.name descriptor`.
+    pub(crate) fn add_field_ref(
+        &mut self,
+        class: &[u8],
+        name: &[u8],
+        descriptor: &[u8],
+    ) -> Result<u16, String> {
+        self.add_member_ref(FIELDREF, class, name, descriptor)
+    }
+
+    fn add_member_ref(
+        &mut self,
+        tag: u8,
+        class: &[u8],
+        name: &[u8],
+        descriptor: &[u8],
+    ) -> Result<u16, String> {
         let class = self.add_class(class)?;
         let name = self.add_utf8(name)?;
         let descriptor = self.add_utf8(descriptor)?;
@@ -269,10 +289,10 @@ impl<'a> ConstantPool<'a> {
         put_u16(&mut encoded, name);
         put_u16(&mut encoded, descriptor);
         let nat = self.find_or_add(Entry::NameAndType(name, descriptor), &encoded)?;
-        let mut encoded = vec![METHODREF];
+        let mut encoded = vec![tag];
         put_u16(&mut encoded, class);
         put_u16(&mut encoded, nat);
-        self.find_or_add(Entry::MemberRef(METHODREF, class, nat), &encoded)
+        self.find_or_add(Entry::MemberRef(tag, class, nat), &encoded)
     }
 }
 

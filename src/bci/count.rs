@@ -30,6 +30,7 @@
 //! offsets are relocated as for the entry/exit rewrite (`relocate.rs`).
 
 use super::bytes::{Reader, put_u16};
+use super::call_context::{self, ContextRefs, HUGE_METHOD_LIMIT, MAX_CALL_SITE};
 use super::class_file::{ACC_STATIC, ClassFile, CodeAttribute, read_attributes};
 use super::code::{self, Insn, op, read_u16};
 use super::constant_pool::{ConstantPool, decode_modified_utf8, encode_modified_utf8};
@@ -202,6 +203,44 @@ pub struct AllocationSite {
     pub allocated: Allocated,
 }
 
+/// One call site numbered for calling contexts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallSite {
+    /// The number the window holds (1 to [`MAX_CALL_SITE`]).
+    pub number: u32,
+    /// The calling method's position in the class's `methods` table.
+    pub method_index: u16,
+    /// Byte-code index of the call in the original method.
+    pub bci: u32,
+    /// Source line of that index.
+    pub line: Option<u16>,
+    /// The method the call names (name, descriptor); `None` when its
+    /// callee can be any method (`invokedynamic`, a method handle's
+    /// signature-polymorphic `invoke*`).
+    pub target: Option<(String, String)>,
+}
+
+/// The owners whose `native` methods are signature polymorphic: a call of
+/// one runs whatever the handle links to.
+const POLYMORPHIC_OWNERS: [&[u8]; 2] = [
+    b"java/lang/invoke/MethodHandle",
+    b"java/lang/invoke/VarHandle",
+];
+
+/// The method a call instruction names, or `None` when it may run any.
+fn call_target(pool: &ConstantPool<'_>, code: &[u8], insn: &Insn) -> Option<(String, String)> {
+    if insn.opcode == 186 {
+        return None; // invokedynamic
+    }
+    let index = read_u16(code, insn.offset as usize + 1)?;
+    let (class, name, descriptor) = pool.member_ref(index).ok()?;
+    let owner = pool.class_name(class).ok()?;
+    if POLYMORPHIC_OWNERS.contains(&owner) {
+        return None;
+    }
+    Some((decode_modified_utf8(name), decode_modified_utf8(descriptor)))
+}
+
 /// The class rewritten to count its allocations.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CountingOutcome {
@@ -213,6 +252,11 @@ pub struct CountingOutcome {
     pub source_file: Option<String>,
     /// The sites of the methods rewritten, in code order.
     pub sites: Vec<AllocationSite>,
+    /// The call sites numbered for calling contexts, in code order.
+    pub call_sites: Vec<CallSite>,
+    /// Methods (name and descriptor) the rewrite took past HotSpot's
+    /// huge-method limit.
+    pub grown_huge: Vec<String>,
     /// One entry per method, in class-file order.
     pub methods: Vec<MethodInfo>,
 }
@@ -223,11 +267,14 @@ pub struct CountingOutcome {
 /// not be rewritten are not reused), and adds code after each call that
 /// [`CALL_RULES`] or `makers` (some of [`VM_MAKER_RULES`]) names. Methods that cannot be rewritten
 /// safely are left as they are and reported; classes named `hprof_rs/...`
-/// are never rewritten.
+/// are never rewritten. With `first_call_site` the calls keep calling
+/// contexts too (`call_context.rs`), their sites numbered from it on, and
+/// the allocations are counted under the context.
 pub fn rewrite_counting_allocations(
     class_file: &[u8],
     first_site: u32,
     makers: &[CallRule],
+    first_call_site: Option<u32>,
 ) -> Result<CountingOutcome, BciError> {
     let mut class = ClassFile::parse(class_file)?;
     let malformed = |what: String| BciError::Malformed { offset: 0, what };
@@ -240,6 +287,8 @@ pub fn rewrite_counting_allocations(
         class_name: class_name.clone(),
         source_file: source_file.clone(),
         sites,
+        call_sites: vec![],
+        grown_huge: vec![],
         methods,
     };
     if this_name.starts_with(b"hprof_rs/") || calls_the_tracker(&class.pool) {
@@ -247,8 +296,16 @@ pub fn rewrite_counting_allocations(
         // before it was defined, then seen by the ClassFileLoadHook).
         return Ok(unchanged(methods, vec![]));
     }
-    let mut calls = match TrackerCalls::resolve(&mut class.pool) {
-        Ok(calls) => calls,
+    let contexts = first_call_site.is_some();
+    let resolved = TrackerCalls::resolve(&mut class.pool, contexts).and_then(|calls| {
+        let refs = match contexts {
+            true => Some(ContextRefs::resolve(&mut class.pool)?),
+            false => None,
+        };
+        Ok((calls, refs))
+    });
+    let (mut calls, context_refs) = match resolved {
+        Ok(resolved) => resolved,
         Err(why) => {
             for m in &mut methods {
                 m.skip_reason = Some(why.clone());
@@ -261,7 +318,10 @@ pub fn rewrite_counting_allocations(
         this_class: class.this_class,
     };
     let mut next_site = first_site;
+    let mut next_call_site = first_call_site.unwrap_or(0);
     let mut sites = Vec::new();
+    let mut call_sites = Vec::new();
+    let mut grown_huge = Vec::new();
     let mut new_code = vec![None; class.methods.len()];
     for (index, method) in class.methods.iter().enumerate() {
         let code = code_attributes(&class, method);
@@ -277,18 +337,42 @@ pub fn rewrite_counting_allocations(
             index: index as u16,
         };
         let report = &mut methods[index];
+        let numbering = Numbering {
+            first_site: next_site,
+            first_call_site: next_call_site,
+            makers,
+            contexts: context_refs,
+        };
         match count_in_method(
             code.info,
             &mut class.pool,
             &mut calls,
             facts,
             target,
-            next_site,
-            makers,
+            &numbering,
         ) {
             Ok(None) => report.skip_reason = Some("no allocation".into()),
-            Ok(Some((body, found))) => {
+            Ok(Some(counted)) => {
+                let CountedMethod {
+                    body,
+                    sites: found,
+                    call_sites: calls_found,
+                    grew_huge,
+                } = counted;
                 next_site += found.len() as u32;
+                next_call_site += calls_found.len() as u32;
+                call_sites.extend(calls_found.into_iter().map(|(number, bci, line, target)| {
+                    CallSite {
+                        number,
+                        method_index: index as u16,
+                        bci,
+                        line,
+                        target,
+                    }
+                }));
+                if grew_huge {
+                    grown_huge.push(format!("{}{}", report.name, report.descriptor));
+                }
                 sites.extend(found.into_iter().map(|(number, bci, line, allocated)| {
                     AllocationSite {
                         number,
@@ -315,6 +399,8 @@ pub fn rewrite_counting_allocations(
         class_name,
         source_file,
         sites,
+        call_sites,
+        grown_huge,
         methods,
     })
 }
@@ -350,19 +436,25 @@ struct TrackerCalls {
     arrays: u16,
     made: Option<u16>,
     generated: Option<u16>,
+    /// The counting calls take the calling context too (a `long` after
+    /// the site).
+    contexts: bool,
 }
 
 impl TrackerCalls {
-    fn resolve(pool: &mut ConstantPool<'_>) -> Result<Self, String> {
+    fn resolve(pool: &mut ConstantPool<'_>, contexts: bool) -> Result<Self, String> {
         let class = encode_modified_utf8(ALLOC_TRACKER_CLASS);
-        let mut method =
-            |name: &[u8], descriptor: &[u8]| pool.add_method_ref(&class, name, descriptor);
+        let mut method = |name: &[u8], descriptor: &str| {
+            let descriptor = with_context(descriptor, contexts);
+            pool.add_method_ref(&class, name, descriptor.as_bytes())
+        };
         Ok(Self {
-            object: method(b"object", b"(I)V")?,
-            array: method(b"array", b"(II)V")?,
-            arrays: method(b"arrays", b"(Ljava/lang/Object;I)V")?,
+            object: method(b"object", "(I)V")?,
+            array: method(b"array", "(II)V")?,
+            arrays: method(b"arrays", "(Ljava/lang/Object;I)V")?,
             made: None,
             generated: None,
+            contexts,
         })
     }
 
@@ -374,10 +466,12 @@ impl TrackerCalls {
         pool: &mut ConstantPool<'_>,
         action: CallAction,
         site: u32,
+        context: Option<u16>,
     ) -> Result<Vec<u8>, String> {
         let class = encode_modified_utf8(ALLOC_TRACKER_CLASS);
+        let made = with_context("(Ljava/lang/Object;I)V", self.contexts);
         let (slot, name, descriptor): (&mut Option<u16>, &[u8], &[u8]) = match action {
-            CallAction::Made => (&mut self.made, b"made", b"(Ljava/lang/Object;I)V"),
+            CallAction::Made => (&mut self.made, b"made", made.as_bytes()),
             CallAction::Generated => (&mut self.generated, b"generated", b"([B)[B"),
         };
         let method = match *slot {
@@ -385,7 +479,7 @@ impl TrackerCalls {
             None => *slot.insert(pool.add_method_ref(&class, name, descriptor)?),
         };
         match action {
-            CallAction::Made => counting_call(pool, true, site, method),
+            CallAction::Made => counting_call(pool, true, site, method, context),
             CallAction::Generated => {
                 let mut out = Vec::with_capacity(3);
                 out.push(op::INVOKESTATIC);
@@ -419,8 +513,26 @@ fn call_rule(
 /// A site found in one method: number, bci, line, what it allocates.
 type FoundSite = (u32, u32, Option<u16>, Allocated);
 
+/// A call site found in one method: number, bci, line, the method named.
+type FoundCall = (u32, u32, Option<u16>, Option<(String, String)>);
+
 /// A method's new `Code` body and the sites found in it.
-type CountedMethod = (Vec<u8>, Vec<FoundSite>);
+struct CountedMethod {
+    body: Vec<u8>,
+    sites: Vec<FoundSite>,
+    call_sites: Vec<FoundCall>,
+    /// The rewrite took the method past [`HUGE_METHOD_LIMIT`].
+    grew_huge: bool,
+}
+
+/// Where a method's numbering starts, and what else it rewrites.
+struct Numbering<'r> {
+    first_site: u32,
+    first_call_site: u32,
+    makers: &'r [CallRule],
+    /// Calling contexts kept, with these pool entries.
+    contexts: Option<ContextRefs>,
+}
 
 /// The element code and array descriptor of `newarray`'s `atype`.
 fn primitive_array(atype: u8) -> Option<(u32, &'static str)> {
@@ -447,12 +559,23 @@ fn array_of(name: &str) -> String {
     }
 }
 
-/// `ldc[_w] <value>; invokestatic method`, with `dup` first when `dup`.
+/// A counting call's descriptor, with the context's `long` after the
+/// site when `contexts`.
+fn with_context(descriptor: &str, contexts: bool) -> String {
+    match contexts {
+        true => descriptor.replace(")V", "J)V"),
+        false => descriptor.to_owned(),
+    }
+}
+
+/// `ldc[_w] <value>; invokestatic method`, with `dup` first when `dup` and
+/// `lload <context>` before the call when there is a context local.
 fn counting_call(
     pool: &mut ConstantPool<'_>,
     dup: bool,
     value: u32,
     method: u16,
+    context: Option<u16>,
 ) -> Result<Vec<u8>, String> {
     let index = pool.add_integer(value as i32)?;
     let mut out = Vec::with_capacity(7);
@@ -465,9 +588,18 @@ fn counting_call(
         out.push(op::LDC_W);
         put_u16(&mut out, index);
     }
+    if let Some(local) = context {
+        out.extend_from_slice(&call_context::load_context(local));
+    }
     out.push(op::INVOKESTATIC);
     put_u16(&mut out, method);
     Ok(out)
+}
+
+/// The big-endian `u32` at `at`.
+fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
+    let b = bytes.get(at..at + 4)?;
+    Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 /// The line of `bci` in a LineNumberTable body.
@@ -492,9 +624,9 @@ fn count_in_method(
     calls: &mut TrackerCalls,
     class: ClassFacts,
     method: MethodFacts<'_>,
-    first_site: u32,
-    makers: &[CallRule],
+    numbering: &Numbering<'_>,
 ) -> Result<Option<CountedMethod>, String> {
+    let (first_site, makers) = (numbering.first_site, numbering.makers);
     let code = CodeAttribute::parse(info).map_err(|e| format!("Code: {e}"))?;
     let insns = code::decode(code.code)?;
     let rules: Vec<Option<CallAction>> = insns
@@ -505,9 +637,13 @@ fn count_in_method(
         .iter()
         .filter(|i| matches!(i.opcode, NEW | NEWARRAY | ANEWARRAY | MULTIANEWARRAY))
         .count();
-    if allocations == 0 && rules.iter().all(Option::is_none) {
+    let is_call = |insn: &Insn| (182..=186).contains(&insn.opcode);
+    let keeps_contexts = numbering.contexts.is_some() && insns.iter().any(is_call);
+    if allocations == 0 && rules.iter().all(Option::is_none) && !keeps_contexts {
         return Ok(None);
     }
+    // The context local comes after the method's own.
+    let context = numbering.contexts.map(|_| code.max_locals);
     let subroutines = insns.iter().any(|i| {
         matches!(i.opcode, 168 | 169 | 201)
             || (i.opcode == op::WIDE && code.code.get(i.offset as usize + 1) == Some(&169))
@@ -534,9 +670,26 @@ fn count_in_method(
         entry: vec![],
         before: vec![vec![]; insns.len()],
         after: vec![vec![]; insns.len()],
-        extra_stack: 2,
+        // A call's context code needs 5 slots (thread, long, long), a
+        // counting call 2, or 4 with the context.
+        extra_stack: if context.is_some() { 5 } else { 2 },
+        extra_long_local: context.is_some(),
     };
     let mut found = Vec::with_capacity(allocations);
+    let mut calls_found = Vec::new();
+    if let (Some(refs), Some(local)) = (numbering.contexts, context) {
+        injected.entry = refs.entry_code(local);
+        for (k, insn) in insns.iter().enumerate().filter(|(_, i)| is_call(i)) {
+            let number = numbering.first_call_site + calls_found.len() as u32;
+            // Past the last number, calls pass 0: their callees' traces
+            // stop there.
+            let number = if number <= MAX_CALL_SITE { number } else { 0 };
+            injected.before[k] = refs.call_code(pool, local, number)?;
+            let line = lines.and_then(|table| line_of(table, insn.offset));
+            let target = call_target(pool, code.code, insn);
+            calls_found.push((number, insn.offset, line, target));
+        }
+    }
     for (k, insn) in insns.iter().enumerate() {
         let allocates = matches!(insn.opcode, NEW | NEWARRAY | ANEWARRAY | MULTIANEWARRAY);
         if rules[k].is_none() && !allocates {
@@ -548,7 +701,7 @@ fn count_in_method(
             .ok_or("no site numbers left")?;
         let line = lines.and_then(|table| line_of(table, insn.offset));
         if let Some(action) = rules[k] {
-            injected.after[k] = calls.after_call(pool, action, site)?;
+            injected.after[k] = calls.after_call(pool, action, site, context)?;
             if action == CallAction::Made {
                 found.push((site, insn.offset, line, Allocated::Made));
             }
@@ -560,7 +713,7 @@ fn count_in_method(
         let allocated = match insn.opcode {
             NEW => {
                 let name = class_name(operand_u16(insn)?)?;
-                injected.before[k] = counting_call(pool, false, site, calls.object)?;
+                injected.before[k] = counting_call(pool, false, site, calls.object, context)?;
                 Allocated::Instance(name)
             }
             NEWARRAY => {
@@ -568,13 +721,14 @@ fn count_in_method(
                 let (element, descriptor) = atype
                     .and_then(primitive_array)
                     .ok_or_else(|| format!("newarray of unknown type at {}", insn.offset))?;
-                injected.before[k] = counting_call(pool, true, site << 3 | element, calls.array)?;
+                let value = site << 3 | element;
+                injected.before[k] = counting_call(pool, true, value, calls.array, context)?;
                 Allocated::Array(descriptor.to_owned())
             }
             ANEWARRAY => {
                 let descriptor = array_of(&class_name(operand_u16(insn)?)?);
                 let value = site << 3 | REFERENCE_ELEMENT;
-                injected.before[k] = counting_call(pool, true, value, calls.array)?;
+                injected.before[k] = counting_call(pool, true, value, calls.array, context)?;
                 Allocated::Array(descriptor)
             }
             _ => {
@@ -590,7 +744,7 @@ fn count_in_method(
                 if site + levels as u32 - 1 > MAX_SITE {
                     return Err("no site numbers left".into());
                 }
-                injected.after[k] = counting_call(pool, true, site, calls.arrays)?;
+                injected.after[k] = counting_call(pool, true, site, calls.arrays, context)?;
                 for level in 0..levels {
                     let allocated = Allocated::Array(descriptor[level..].to_owned());
                     found.push((site + level as u32, insn.offset, line, allocated));
@@ -601,5 +755,11 @@ fn count_in_method(
         found.push((site, insn.offset, line, allocated));
     }
     let body = relocate_method(&code, &insns, pool, class, method, &injected, false)?;
-    Ok(Some((body, found)))
+    let new_length = read_u32(&body, 4).unwrap_or(0) as usize;
+    Ok(Some(CountedMethod {
+        body,
+        sites: found,
+        call_sites: calls_found,
+        grew_huge: code.code.len() <= HUGE_METHOD_LIMIT && new_length > HUGE_METHOD_LIMIT,
+    }))
 }

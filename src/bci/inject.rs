@@ -9,7 +9,7 @@ use super::constant_pool::ConstantPool;
 use super::relocate::Layout;
 use super::simulate;
 use super::stackmap::{self, FrameState, OutFrame};
-use super::types::initial_locals;
+use super::types::{VType, initial_locals};
 
 /// The largest code a method may have (JVMS 4.7.3: `code_length < 65536`).
 const MAX_CODE: u32 = 65535;
@@ -254,6 +254,9 @@ struct Rewrite<'r, 'c> {
     /// Instruction indices of the widened conditionals whose fall-through
     /// needs a frame (from class version 50).
     needed: Vec<usize>,
+    /// The slot of a `long` local added after the method's own, which every
+    /// frame must then list.
+    added_long: Option<u16>,
 }
 
 impl Rewrite<'_, '_> {
@@ -284,7 +287,7 @@ impl Rewrite<'_, '_> {
             return Ok(None);
         }
         let mut added: Vec<(u32, FrameState)> = Vec::new();
-        let states = if missing.is_empty() {
+        let states = if missing.is_empty() && self.added_long.is_none() {
             vec![]
         } else {
             let initial = initial_locals(
@@ -327,6 +330,28 @@ impl Rewrite<'_, '_> {
             }
             states
         };
+        if let Some(slot) = self.added_long {
+            // Every frame in full, each with the added local.
+            let mut all: Vec<(u32, FrameState)> = frames
+                .iter()
+                .zip(&states)
+                .map(|(f, s)| (f.offset, s.clone()))
+                .chain(added)
+                .collect();
+            all.sort_by_key(|(offset, _)| *offset);
+            for (_, state) in &mut all {
+                append_long_local(state, slot)?;
+            }
+            let out: Vec<OutFrame<'_>> = all
+                .iter()
+                .map(|(offset, state)| OutFrame {
+                    offset: *offset,
+                    kind: None,
+                    state: Some(state),
+                })
+                .collect();
+            return Ok(Some(stackmap::encode(&out, self.layout, pool)?));
+        }
         // Merge by original offset; an original frame right after an added one
         // is written in full.
         let mut out: Vec<OutFrame<'_>> = Vec::with_capacity(frames.len() + added.len());
@@ -357,6 +382,26 @@ impl Rewrite<'_, '_> {
         }
         Ok(Some(stackmap::encode(&out, self.layout, pool)?))
     }
+}
+
+/// Adds a `long` local at `slot` to a frame's locals, after `top`s up to it.
+fn append_long_local(state: &mut FrameState, slot: u16) -> Result<(), String> {
+    let mut used: u32 = state
+        .locals
+        .iter()
+        .map(|t| if t.is_wide() { 2 } else { 1 })
+        .sum();
+    if used > u32::from(slot) {
+        return Err(format!(
+            "a frame lists locals past max_locals ({used} > {slot})"
+        ));
+    }
+    while used < u32::from(slot) {
+        state.locals.push(VType::Top);
+        used += 1;
+    }
+    state.locals.push(VType::Long);
+    Ok(())
 }
 
 /// Rewrites the body of one `Code` attribute. `Ok(None)`: nothing to inject
@@ -408,6 +453,7 @@ pub(crate) fn rewrite_code(
         before,
         after: vec![vec![]; insns.len()],
         extra_stack: 2,
+        extra_long_local: false,
     };
     relocate_method(
         &code,
@@ -429,6 +475,10 @@ pub(crate) struct Injected {
     pub before: Vec<Vec<u8>>,
     pub after: Vec<Vec<u8>>,
     pub extra_stack: u16,
+    /// A `long` local the injected code keeps after the method's own (at
+    /// slot `max_locals`), set by the entry code before anything else runs:
+    /// every stack map frame then lists it.
+    pub extra_long_local: bool,
 }
 
 /// The new `Code` attribute body of `code` (decoded as `insns`) with
@@ -477,6 +527,13 @@ pub(crate) fn relocate_method(
         return Err("a widened branch in code with jsr/ret".into());
     }
 
+    let max_locals = if injected.extra_long_local {
+        code.max_locals
+            .checked_add(2)
+            .ok_or("max_locals would pass 65535")?
+    } else {
+        code.max_locals
+    };
     let rewrite = Rewrite {
         code,
         insns,
@@ -484,6 +541,7 @@ pub(crate) fn relocate_method(
         class,
         method,
         needed,
+        added_long: injected.extra_long_local.then_some(code.max_locals),
     };
     let mut stack_map_seen = false;
     let mut attributes = Vec::new();
@@ -519,7 +577,7 @@ pub(crate) fn relocate_method(
     });
     let mut out = Vec::with_capacity(code.code.len() + new_code.len() + 64);
     put_u16(&mut out, max_stack);
-    put_u16(&mut out, code.max_locals);
+    put_u16(&mut out, max_locals);
     put_u32(&mut out, new_code.len() as u32);
     out.extend_from_slice(&new_code);
     exception_table(code, &layout, &mut out)?;

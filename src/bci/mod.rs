@@ -65,6 +65,7 @@
 #![deny(missing_docs)]
 
 mod bytes;
+mod call_context;
 mod class_file;
 mod code;
 mod constant_pool;
@@ -80,11 +81,15 @@ mod tracker;
 mod types;
 mod writer;
 
+pub use call_context::{
+    CALL_SITE_BITS, CONTEXT_FIELD, HUGE_METHOD_LIMIT, MAX_CALL_SITE, WINDOW_CALL_SITES,
+    add_context_field, window_call_sites,
+};
 pub use count::{
     ALLOC_TRACKER_CLASS, ALLOC_TRACKER_CLASS_FILE, ALLOC_TRACKER_FAILURE_FIELD,
     ALLOC_TRACKER_PAGES_FIELD, ALLOC_TRACKER_SITES_PER_PAGE, ALLOC_TRACKER_STRIPES, Allocated,
-    AllocationSite, CALL_RULES, CallAction, CallRule, CountingOutcome, MAX_SITE, REFERENCE_ELEMENT,
-    VM_MAKER_RULES, rewrite_counting_allocations,
+    AllocationSite, CALL_RULES, CallAction, CallRule, CallSite, CountingOutcome, MAX_SITE,
+    REFERENCE_ELEMENT, VM_MAKER_RULES, rewrite_counting_allocations,
 };
 pub use lock_tracker::{
     LOCK_TRACKER_BLOCKED, LOCK_TRACKER_CLASS, LOCK_TRACKER_CLASS_FILE, LOCK_TRACKER_ENGAGED_FIELD,

@@ -10,12 +10,21 @@ pub(crate) fn write_class(
     class: &ClassFile<'_>,
     new_code: &[Option<Vec<u8>>],
 ) -> Result<Vec<u8>, String> {
+    write_class_with_members(class, class.before_methods, new_code)
+}
+
+/// As [`write_class`], with `before_methods` (flags, names, interfaces and
+/// fields) in place of the class's own.
+pub(crate) fn write_class_with_members(
+    class: &ClassFile<'_>,
+    before_methods: &[u8],
+    new_code: &[Option<Vec<u8>>],
+) -> Result<Vec<u8>, String> {
     let grown: usize = new_code.iter().flatten().map(Vec::len).sum();
-    let mut out =
-        Vec::with_capacity(class.header.len() + class.before_methods.len() + grown + 4096);
+    let mut out = Vec::with_capacity(class.header.len() + before_methods.len() + grown + 4096);
     out.extend_from_slice(class.header);
     class.pool.write(&mut out);
-    out.extend_from_slice(class.before_methods);
+    out.extend_from_slice(before_methods);
     put_u16(&mut out, class.methods.len() as u16);
     for (method, code) in class.methods.iter().zip(new_code) {
         put_u16(&mut out, method.access_flags);

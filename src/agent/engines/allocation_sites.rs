@@ -109,13 +109,13 @@ struct CountedDump {
 impl AllocationSites {
     /// Counting every allocation (`interval` 0) or one per `interval`
     /// bytes, from JVMTI events or (`bytecode`) from counters in the byte
-    /// code.
-    pub fn new(interval: u64, bytecode: bool) -> Self {
+    /// code, with traces of `depth` frames.
+    pub fn new(interval: u64, bytecode: bool, depth: usize) -> Self {
         Self {
             counts: AllocationCounts::new(interval),
             class_class_tag: AtomicU64::new(0),
             last_written: Mutex::default(),
-            bytecode: bytecode.then(BytecodeCounting::new),
+            bytecode: bytecode.then(|| BytecodeCounting::new(depth)),
             counted: Mutex::default(),
             run: std::sync::OnceLock::new(),
         }
@@ -446,7 +446,9 @@ fn counted_sites(
         } else {
             row.count.bytes
         };
-        let trace_serial = intern_counted(&run.traces, model, counting.method_key(row), row);
+        let trace_serial = intern_counted(&run.traces, model, row, |class, method| {
+            counting.method_key(class, method)
+        });
         let key = (class_serial, trace_serial);
         let site = rows.entry(key).or_insert_with(|| SiteSnapshot {
             class_serial,
@@ -503,10 +505,13 @@ impl Engine for AllocationSites {
         _potential: &jvmti::jvmtiCapabilities,
     ) {
         caps.set_can_generate_object_free_events(true);
-        if self.bytecode.is_some() {
+        if let Some(counting) = &self.bytecode {
             caps.set_can_generate_vm_object_alloc_events(true);
             caps.set_can_generate_all_class_hook_events(true);
             caps.set_can_retransform_classes(true);
+            // java.lang.Thread gets the calling-context field as the JVM
+            // first loads it, in the primordial phase.
+            caps.set_can_generate_early_class_hook_events(counting.wants_contexts());
         } else {
             caps.set_can_generate_sampled_object_alloc_events(true);
         }
@@ -518,8 +523,16 @@ impl Engine for AllocationSites {
     /// KiB) before every allocation is reported. 0 reports every
     /// allocation; the JVMTI call takes an int.
     fn on_load(&self, jvmti: &Jvmti) -> Result<(), String> {
-        if self.bytecode.is_some() {
+        if let Some(counting) = &self.bytecode {
             keep_allocations_in_sight();
+            if counting.wants_contexts() {
+                let hook = [jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK];
+                if let Err(e) = jvmti.enable_events_global(&hook) {
+                    eprintln!(
+                        "HPROF ERROR: heap=sites cannot see java.lang.Thread load ({e:?}); traces stop at the allocating frame"
+                    );
+                }
+            }
             return Ok(());
         }
         let interval = self.counts.interval.min(i32::MAX as u64) as i32;
@@ -625,7 +638,7 @@ impl AllocEvents for AllocationSites {
     /// stack walk: the call posts no VMObjectAlloc on this JVM (tried at
     /// start), and on JDK 17 it makes every capturing lambda (a JVMTI walk
     /// of its stack made javac 1.86x instead of 1.2x).
-    fn made(&self, jni: &JniEnv, object: LocalObject<'_>, site: u32) {
+    fn made(&self, jni: &JniEnv, object: LocalObject<'_>, site: u32, context: u64) {
         let (Some(run), Some(counting)) = (self.run.get(), &self.bytecode) else {
             return;
         };
@@ -653,7 +666,7 @@ impl AllocEvents for AllocationSites {
         }
         // SAFETY: `object` is live (a `Local` of the native call).
         let size = unsafe { env.get_object_size(object.raw()) }.unwrap_or(0);
-        counting.count_made(site, class_tag, size.max(0) as u64);
+        counting.count_made(site, context, class_tag, size.max(0) as u64);
     }
 
     fn generated(&self, class_file: &[u8]) -> Option<Vec<u8>> {

@@ -49,7 +49,11 @@ impl Engines {
             monitors: options.monitor.then(Monitors::new),
             heap_dump: options.heap_dump.then(|| HeapDump::new(heap_dump_path)),
             allocation_sites: options.heap_sites.then(|| {
-                AllocationSites::new(options.alloc_interval, options.alloc_count_bytecode)
+                AllocationSites::new(
+                    options.alloc_interval,
+                    options.alloc_count_bytecode,
+                    options.depth as usize,
+                )
             }),
             cpu_samples: options.cpu_samples.then(|| CpuSamples::new(options)),
             method_times,

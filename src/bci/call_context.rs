@@ -1,0 +1,254 @@
+//! Calling contexts for exact allocation traces (`heap=sites` counted in
+//! the bytecode with `depth` above 1).
+//!
+//! Each thread carries a window of the last three call sites it passed,
+//! 21 bits each, in a field the agent adds to `java.lang.Thread` when the
+//! JVM first loads it ([`add_context_field`]). A rewritten method copies the
+//! field into a local of its own at entry (and clears the field, so that a
+//! method the VM calls with no call site of ours before it, a static
+//! initialiser say, starts from an empty window rather than a stale one),
+//! stores `local << 21 | call site` into it before each call, and counts its
+//! allocations under (site, local). Its site plus the window are the top
+//! four frames, HPROF's default depth. Nothing is undone after a call, so an
+//! exception unwinding through frames leaves nothing to repair: every frame
+//! still holds, in its own local, the window it was called with.
+//!
+//! ```text
+//! entry:        invokestatic Thread.currentThread; dup; getfield context; lstore L; lconst_0; putfield context
+//! before calls: invokestatic Thread.currentThread; lload L; bipush 21; lshl; ldc <call site>; i2l; lor; putfield context
+//! ```
+//!
+//! A method grows by about 14 bytes per call: HotSpot never compiles a
+//! method of more than 8,000 bytes of bytecode ([`HUGE_METHOD_LIMIT`]), so
+//! the rewrite says when it took one past that size (the agent then lets
+//! such methods compile, or the program's hottest loop could stay
+//! interpreted for good).
+
+use super::BciError;
+use super::bytes::put_u16;
+use super::class_file::ClassFile;
+use super::code::op;
+use super::constant_pool::ConstantPool;
+
+/// The field added to `java.lang.Thread`: name and descriptor.
+pub const CONTEXT_FIELD: (&str, &str) = ("hprof_rs$context", "J");
+
+/// Bits of one call site in the window.
+pub const CALL_SITE_BITS: u32 = 21;
+
+/// The largest call-site number: 2,097,151 (0 means no call site).
+pub const MAX_CALL_SITE: u32 = (1 << CALL_SITE_BITS) - 1;
+
+/// Call sites a window holds (with the allocation's own site: 4 frames).
+pub const WINDOW_CALL_SITES: usize = 3;
+
+/// HotSpot's `HugeMethodLimit`: a method whose bytecode is longer is never
+/// compiled while `DontCompileHugeMethods` is on (the default).
+pub const HUGE_METHOD_LIMIT: usize = 8000;
+
+const THREAD_CLASS: &[u8] = b"java/lang/Thread";
+const DUP: u8 = 89;
+const GETFIELD: u8 = 180;
+const PUTFIELD: u8 = 181;
+const LLOAD: u8 = 22;
+const LLOAD_0: u8 = 30;
+const LSTORE: u8 = 55;
+const LSTORE_0: u8 = 63;
+const LCONST_0: u8 = 9;
+const LSHL: u8 = 121;
+const I2L: u8 = 133;
+const LOR: u8 = 129;
+/// `ACC_PUBLIC | ACC_SYNTHETIC`: read and written from every class.
+const FIELD_ACCESS: u16 = 0x0001 | 0x1000;
+
+/// The call-site numbers of a window, most recent first (0: none).
+pub fn window_call_sites(window: u64) -> [u32; WINDOW_CALL_SITES] {
+    let mask = u64::from(MAX_CALL_SITE);
+    std::array::from_fn(|k| ((window >> (k as u32 * CALL_SITE_BITS)) & mask) as u32)
+}
+
+/// The pool entries the context code uses.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ContextRefs {
+    current_thread: u16,
+    field: u16,
+}
+
+impl ContextRefs {
+    pub(crate) fn resolve(pool: &mut ConstantPool<'_>) -> Result<Self, String> {
+        let (name, descriptor) = CONTEXT_FIELD;
+        Ok(Self {
+            current_thread: pool.add_method_ref(
+                THREAD_CLASS,
+                b"currentThread",
+                b"()Ljava/lang/Thread;",
+            )?,
+            field: pool.add_field_ref(THREAD_CLASS, name.as_bytes(), descriptor.as_bytes())?,
+        })
+    }
+
+    fn current_thread(&self, out: &mut Vec<u8>) {
+        out.push(op::INVOKESTATIC);
+        put_u16(out, self.current_thread);
+    }
+
+    fn field_insn(&self, out: &mut Vec<u8>, opcode: u8) {
+        out.push(opcode);
+        put_u16(out, self.field);
+    }
+
+    /// The entry code: the thread's window into `local`, the field cleared.
+    /// Needs 3 stack slots.
+    pub(crate) fn entry_code(&self, local: u16) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16);
+        self.current_thread(&mut out);
+        out.push(DUP);
+        self.field_insn(&mut out, GETFIELD);
+        local_insn(&mut out, LSTORE, LSTORE_0, local);
+        out.push(LCONST_0);
+        self.field_insn(&mut out, PUTFIELD);
+        out
+    }
+
+    /// The code before a call: the callee's window set. Needs 4 stack slots.
+    pub(crate) fn call_code(
+        &self,
+        pool: &mut ConstantPool<'_>,
+        local: u16,
+        call_site: u32,
+    ) -> Result<Vec<u8>, String> {
+        let mut out = Vec::with_capacity(18);
+        self.current_thread(&mut out);
+        local_insn(&mut out, LLOAD, LLOAD_0, local);
+        out.extend_from_slice(&[op::BIPUSH, CALL_SITE_BITS as u8, LSHL]);
+        push_int_constant(&mut out, pool, call_site as i32)?;
+        out.extend_from_slice(&[I2L, LOR]);
+        self.field_insn(&mut out, PUTFIELD);
+        Ok(out)
+    }
+}
+
+/// `lload L` / `lstore L` in its shortest form.
+pub(crate) fn local_insn(out: &mut Vec<u8>, opcode: u8, short_form: u8, local: u16) {
+    match local {
+        0..=3 => out.push(short_form + local as u8),
+        4..=255 => out.extend_from_slice(&[opcode, local as u8]),
+        _ => {
+            out.extend_from_slice(&[op::WIDE, opcode]);
+            put_u16(out, local);
+        }
+    }
+}
+
+/// `lload L`.
+pub(crate) fn load_context(local: u16) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4);
+    local_insn(&mut out, LLOAD, LLOAD_0, local);
+    out
+}
+
+/// `ldc[_w]` of an int constant.
+fn push_int_constant(
+    out: &mut Vec<u8>,
+    pool: &mut ConstantPool<'_>,
+    value: i32,
+) -> Result<(), String> {
+    let index = pool.add_integer(value)?;
+    if let Ok(short) = u8::try_from(index) {
+        out.extend_from_slice(&[op::LDC, short]);
+    } else {
+        out.push(op::LDC_W);
+        put_u16(out, index);
+    }
+    Ok(())
+}
+
+/// `java/lang/Thread`'s class file with the context field added (a class
+/// that has it already comes back unchanged). Done when the JVM first loads
+/// the class, and again at each retransformation, which is handed the bytes
+/// from before this agent's change and must not drop the field.
+pub fn add_context_field(class_file: &[u8]) -> Result<Vec<u8>, BciError> {
+    let mut class = ClassFile::parse(class_file)?;
+    let malformed = |what: String| BciError::Malformed { offset: 0, what };
+    let (name, descriptor) = CONTEXT_FIELD;
+    let before = class.before_methods;
+    // access, this, super, interfaces, then the fields.
+    let interfaces = usize::from(u16::from_be_bytes([before[6], before[7]]));
+    let fields_at = 8 + 2 * interfaces;
+    let count_bytes = before
+        .get(fields_at..fields_at + 2)
+        .ok_or_else(|| malformed("fields_count past the end".into()))?;
+    let fields = u16::from_be_bytes([count_bytes[0], count_bytes[1]]);
+    if has_field(&class, fields_at + 2, fields, name.as_bytes()) {
+        return Ok(class_file.to_vec());
+    }
+    let name_index = class.pool.add_utf8(name.as_bytes()).map_err(malformed)?;
+    let descriptor_index = class
+        .pool
+        .add_utf8(descriptor.as_bytes())
+        .map_err(malformed)?;
+    let mut members = Vec::with_capacity(before.len() + 8);
+    members.extend_from_slice(&before[..fields_at]);
+    put_u16(
+        &mut members,
+        fields
+            .checked_add(1)
+            .ok_or_else(|| malformed("65535 fields".into()))?,
+    );
+    members.extend_from_slice(&before[fields_at + 2..]);
+    put_u16(&mut members, FIELD_ACCESS);
+    put_u16(&mut members, name_index);
+    put_u16(&mut members, descriptor_index);
+    put_u16(&mut members, 0);
+    let unchanged = vec![None; class.methods.len()];
+    super::writer::write_class_with_members(&class, &members, &unchanged).map_err(malformed)
+}
+
+/// Whether the fields table (`count` fields from `at` in
+/// `before_methods`) has one named `name`.
+fn has_field(class: &ClassFile<'_>, mut at: usize, count: u16, name: &[u8]) -> bool {
+    let before = class.before_methods;
+    for _ in 0..count {
+        let Some(header) = before.get(at..at + 8) else {
+            return false;
+        };
+        let name_index = u16::from_be_bytes([header[2], header[3]]);
+        if class.pool.utf8(name_index).is_ok_and(|n| n == name) {
+            return true;
+        }
+        let mut attributes = usize::from(u16::from_be_bytes([header[6], header[7]]));
+        at += 8;
+        while attributes > 0 {
+            let Some(length) = before.get(at + 2..at + 6) else {
+                return false;
+            };
+            at += 6 + u32::from_be_bytes([length[0], length[1], length[2], length[3]]) as usize;
+            attributes -= 1;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_holds_the_last_three_call_sites_most_recent_first() {
+        let push = |window: u64, site: u32| window << CALL_SITE_BITS | u64::from(site);
+        let window = [7, 9, 11, 13].into_iter().fold(0, push);
+        assert_eq!(window_call_sites(window), [13, 11, 9]);
+        assert_eq!(window_call_sites(push(0, 5)), [5, 0, 0]);
+        assert_eq!(
+            window_call_sites(push(0, MAX_CALL_SITE)),
+            [MAX_CALL_SITE, 0, 0]
+        );
+    }
+
+    #[test]
+    fn long_locals_take_their_short_wide_and_plain_forms() {
+        assert_eq!(load_context(2), [LLOAD_0 + 2]);
+        assert_eq!(load_context(200), [LLOAD, 200]);
+        assert_eq!(load_context(300), [op::WIDE, LLOAD, 1, 44]);
+    }
+}
