@@ -15,10 +15,17 @@
 //!
 //! ```text
 //! entry:        invokestatic Thread.currentThread; dup; getfield context; lstore L; lconst_0; putfield context
-//! before calls: invokestatic Thread.currentThread; lload L; bipush 21; lshl; ldc <call site>; i2l; lor; putfield context
+//!               lload L; bipush 21; lshl; ldc <base>; i2l; ladd; lstore N
+//! before calls: invokestatic Thread.currentThread; lload N; (bi|si)push <offset>; i2l; ladd; putfield context
 //! ```
 //!
-//! A method grows by about 14 bytes per call: HotSpot never compiles a
+//! A class's call sites are numbered in a row from a base, the one
+//! constant the class gets (a constant per call site made the JVM's
+//! retransformation of the classes loaded before VM init, which merges
+//! constant pools, take 0.6 s instead of 0.2 s): the entry code also keeps
+//! `L << 21 | base` in a second local, and each call adds its offset.
+//!
+//! A method grows by about 10 bytes per call: HotSpot never compiles a
 //! method of more than 8,000 bytes of bytecode ([`HUGE_METHOD_LIMIT`]), so
 //! the rewrite says when it took one past that size (the agent then lets
 //! such methods compile, or the program's hottest loop could stay
@@ -57,7 +64,7 @@ const LSTORE_0: u8 = 63;
 const LCONST_0: u8 = 9;
 const LSHL: u8 = 121;
 const I2L: u8 = 133;
-const LOR: u8 = 129;
+const LADD: u8 = 97;
 /// `ACC_PUBLIC | ACC_SYNTHETIC`: read and written from every class.
 const FIELD_ACCESS: u16 = 0x0001 | 0x1000;
 
@@ -72,10 +79,13 @@ pub fn window_call_sites(window: u64) -> [u32; WINDOW_CALL_SITES] {
 pub(crate) struct ContextRefs {
     current_thread: u16,
     field: u16,
+    /// The `CONSTANT_Integer` of the class's first call-site number.
+    base: u16,
 }
 
 impl ContextRefs {
-    pub(crate) fn resolve(pool: &mut ConstantPool<'_>) -> Result<Self, String> {
+    /// The entries of a class whose call sites are numbered from `base`.
+    pub(crate) fn resolve(pool: &mut ConstantPool<'_>, base: u32) -> Result<Self, String> {
         let (name, descriptor) = CONTEXT_FIELD;
         Ok(Self {
             current_thread: pool.add_method_ref(
@@ -84,6 +94,7 @@ impl ContextRefs {
                 b"()Ljava/lang/Thread;",
             )?,
             field: pool.add_field_ref(THREAD_CLASS, name.as_bytes(), descriptor.as_bytes())?,
+            base: pool.add_integer(base as i32)?,
         })
     }
 
@@ -97,32 +108,45 @@ impl ContextRefs {
         put_u16(out, self.field);
     }
 
-    /// The entry code: the thread's window into `local`, the field cleared.
-    /// Needs 3 stack slots.
+    /// The entry code: the thread's window into `local`, the field
+    /// cleared, and the callees' window less their call site into
+    /// `local + 2`. Needs 4 stack slots.
     pub(crate) fn entry_code(&self, local: u16) -> Vec<u8> {
-        let mut out = Vec::with_capacity(16);
+        let mut out = Vec::with_capacity(32);
         self.current_thread(&mut out);
         out.push(DUP);
         self.field_insn(&mut out, GETFIELD);
         local_insn(&mut out, LSTORE, LSTORE_0, local);
         out.push(LCONST_0);
         self.field_insn(&mut out, PUTFIELD);
+        local_insn(&mut out, LLOAD, LLOAD_0, local);
+        out.extend_from_slice(&[op::BIPUSH, CALL_SITE_BITS as u8, LSHL]);
+        push_constant(&mut out, self.base);
+        out.extend_from_slice(&[I2L, LADD]);
+        local_insn(&mut out, LSTORE, LSTORE_0, local + 2);
         out
     }
 
-    /// The code before a call: the callee's window set. Needs 4 stack slots.
+    /// The code before the call `offset` places after the class's base:
+    /// the callee's window set from `local + 2`. Needs 5 stack slots.
     pub(crate) fn call_code(
         &self,
         pool: &mut ConstantPool<'_>,
         local: u16,
-        call_site: u32,
+        offset: i32,
     ) -> Result<Vec<u8>, String> {
-        let mut out = Vec::with_capacity(18);
+        let mut out = Vec::with_capacity(16);
         self.current_thread(&mut out);
-        local_insn(&mut out, LLOAD, LLOAD_0, local);
-        out.extend_from_slice(&[op::BIPUSH, CALL_SITE_BITS as u8, LSHL]);
-        push_int_constant(&mut out, pool, call_site as i32)?;
-        out.extend_from_slice(&[I2L, LOR]);
+        local_insn(&mut out, LLOAD, LLOAD_0, local + 2);
+        match offset {
+            -128..=127 => out.extend_from_slice(&[op::BIPUSH, offset as u8]),
+            -32768..=32767 => {
+                out.push(op::SIPUSH);
+                put_u16(&mut out, offset as u16);
+            }
+            _ => push_constant(&mut out, pool.add_integer(offset)?),
+        }
+        out.extend_from_slice(&[I2L, LADD]);
         self.field_insn(&mut out, PUTFIELD);
         Ok(out)
     }
@@ -147,20 +171,14 @@ pub(crate) fn load_context(local: u16) -> Vec<u8> {
     out
 }
 
-/// `ldc[_w]` of an int constant.
-fn push_int_constant(
-    out: &mut Vec<u8>,
-    pool: &mut ConstantPool<'_>,
-    value: i32,
-) -> Result<(), String> {
-    let index = pool.add_integer(value)?;
+/// `ldc[_w]` of constant `index`.
+fn push_constant(out: &mut Vec<u8>, index: u16) {
     if let Ok(short) = u8::try_from(index) {
         out.extend_from_slice(&[op::LDC, short]);
     } else {
         out.push(op::LDC_W);
         put_u16(out, index);
     }
-    Ok(())
 }
 
 /// `java/lang/Thread`'s class file with the context field added (a class

@@ -298,9 +298,9 @@ pub fn rewrite_counting_allocations(
     }
     let contexts = first_call_site.is_some();
     let resolved = TrackerCalls::resolve(&mut class.pool, contexts).and_then(|calls| {
-        let refs = match contexts {
-            true => Some(ContextRefs::resolve(&mut class.pool)?),
-            false => None,
+        let refs = match first_call_site {
+            Some(base) => Some(ContextRefs::resolve(&mut class.pool, base)?),
+            None => None,
         };
         Ok((calls, refs))
     });
@@ -318,7 +318,8 @@ pub fn rewrite_counting_allocations(
         this_class: class.this_class,
     };
     let mut next_site = first_site;
-    let mut next_call_site = first_call_site.unwrap_or(0);
+    let base = first_call_site.unwrap_or(0);
+    let mut next_call_site = base;
     let mut sites = Vec::new();
     let mut call_sites = Vec::new();
     let mut grown_huge = Vec::new();
@@ -340,6 +341,7 @@ pub fn rewrite_counting_allocations(
         let numbering = Numbering {
             first_site: next_site,
             first_call_site: next_call_site,
+            call_site_base: base,
             makers,
             contexts: context_refs,
         };
@@ -529,6 +531,8 @@ struct CountedMethod {
 struct Numbering<'r> {
     first_site: u32,
     first_call_site: u32,
+    /// The class's first call-site number, which the code adds offsets to.
+    call_site_base: u32,
     makers: &'r [CallRule],
     /// Calling contexts kept, with these pool entries.
     contexts: Option<ContextRefs>,
@@ -673,7 +677,8 @@ fn count_in_method(
         // A call's context code needs 5 slots (thread, long, long), a
         // counting call 2, or 4 with the context.
         extra_stack: if context.is_some() { 5 } else { 2 },
-        extra_long_local: context.is_some(),
+        // The context and the callees' window less their call site.
+        extra_long_locals: if context.is_some() { 2 } else { 0 },
     };
     let mut found = Vec::with_capacity(allocations);
     let mut calls_found = Vec::new();
@@ -681,10 +686,11 @@ fn count_in_method(
         injected.entry = refs.entry_code(local);
         for (k, insn) in insns.iter().enumerate().filter(|(_, i)| is_call(i)) {
             let number = numbering.first_call_site + calls_found.len() as u32;
-            // Past the last number, calls pass 0: their callees' traces
-            // stop there.
+            // Past the last number, calls pass 0 (the offset that brings
+            // the base back to it): their callees' traces stop there.
             let number = if number <= MAX_CALL_SITE { number } else { 0 };
-            injected.before[k] = refs.call_code(pool, local, number)?;
+            let offset = i64::from(number) - i64::from(numbering.call_site_base);
+            injected.before[k] = refs.call_code(pool, local, offset as i32)?;
             let line = lines.and_then(|table| line_of(table, insn.offset));
             let target = call_target(pool, code.code, insn);
             calls_found.push((number, insn.offset, line, target));

@@ -254,9 +254,9 @@ struct Rewrite<'r, 'c> {
     /// Instruction indices of the widened conditionals whose fall-through
     /// needs a frame (from class version 50).
     needed: Vec<usize>,
-    /// The slot of a `long` local added after the method's own, which every
-    /// frame must then list.
-    added_long: Option<u16>,
+    /// The first slot and the number of the `long` locals added after the
+    /// method's own, which every frame must then list.
+    added_longs: Option<(u16, u16)>,
 }
 
 impl Rewrite<'_, '_> {
@@ -287,7 +287,7 @@ impl Rewrite<'_, '_> {
             return Ok(None);
         }
         let mut added: Vec<(u32, FrameState)> = Vec::new();
-        let states = if missing.is_empty() && self.added_long.is_none() {
+        let states = if missing.is_empty() && self.added_longs.is_none() {
             vec![]
         } else {
             let initial = initial_locals(
@@ -330,8 +330,8 @@ impl Rewrite<'_, '_> {
             }
             states
         };
-        if let Some(slot) = self.added_long {
-            // Every frame in full, each with the added local.
+        if let Some((slot, count)) = self.added_longs {
+            // Every frame in full, each with the added locals.
             let mut all: Vec<(u32, FrameState)> = frames
                 .iter()
                 .zip(&states)
@@ -340,7 +340,7 @@ impl Rewrite<'_, '_> {
                 .collect();
             all.sort_by_key(|(offset, _)| *offset);
             for (_, state) in &mut all {
-                append_long_local(state, slot)?;
+                append_long_locals(state, slot, count)?;
             }
             let out: Vec<OutFrame<'_>> = all
                 .iter()
@@ -384,8 +384,9 @@ impl Rewrite<'_, '_> {
     }
 }
 
-/// Adds a `long` local at `slot` to a frame's locals, after `top`s up to it.
-fn append_long_local(state: &mut FrameState, slot: u16) -> Result<(), String> {
+/// Adds `count` `long` locals from `slot` on to a frame's locals, after
+/// `top`s up to it.
+fn append_long_locals(state: &mut FrameState, slot: u16, count: u16) -> Result<(), String> {
     let mut used: u32 = state
         .locals
         .iter()
@@ -400,7 +401,9 @@ fn append_long_local(state: &mut FrameState, slot: u16) -> Result<(), String> {
         state.locals.push(VType::Top);
         used += 1;
     }
-    state.locals.push(VType::Long);
+    state
+        .locals
+        .extend(std::iter::repeat_n(VType::Long, usize::from(count)));
     Ok(())
 }
 
@@ -453,7 +456,7 @@ pub(crate) fn rewrite_code(
         before,
         after: vec![vec![]; insns.len()],
         extra_stack: 2,
-        extra_long_local: false,
+        extra_long_locals: 0,
     };
     relocate_method(
         &code,
@@ -475,10 +478,10 @@ pub(crate) struct Injected {
     pub before: Vec<Vec<u8>>,
     pub after: Vec<Vec<u8>>,
     pub extra_stack: u16,
-    /// A `long` local the injected code keeps after the method's own (at
-    /// slot `max_locals`), set by the entry code before anything else runs:
-    /// every stack map frame then lists it.
-    pub extra_long_local: bool,
+    /// `long` locals the injected code keeps after the method's own (from
+    /// slot `max_locals` on), set by the entry code before anything else
+    /// runs: every stack map frame then lists them.
+    pub extra_long_locals: u16,
 }
 
 /// The new `Code` attribute body of `code` (decoded as `insns`) with
@@ -527,13 +530,10 @@ pub(crate) fn relocate_method(
         return Err("a widened branch in code with jsr/ret".into());
     }
 
-    let max_locals = if injected.extra_long_local {
-        code.max_locals
-            .checked_add(2)
-            .ok_or("max_locals would pass 65535")?
-    } else {
-        code.max_locals
-    };
+    let max_locals = code
+        .max_locals
+        .checked_add(2 * injected.extra_long_locals)
+        .ok_or("max_locals would pass 65535")?;
     let rewrite = Rewrite {
         code,
         insns,
@@ -541,7 +541,8 @@ pub(crate) fn relocate_method(
         class,
         method,
         needed,
-        added_long: injected.extra_long_local.then_some(code.max_locals),
+        added_longs: (injected.extra_long_locals > 0)
+            .then_some((code.max_locals, injected.extra_long_locals)),
     };
     let mut stack_map_seen = false;
     let mut attributes = Vec::new();
