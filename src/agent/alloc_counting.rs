@@ -258,16 +258,33 @@ impl SiteRegistry {
     /// loader), or native code did, or a call to native code or an
     /// intrinsic left the thread's window as it was.
     pub fn callers(&self, context: u64, most: usize, site: &CountedSite) -> Vec<CallerFrame> {
+        let place = &site.place;
+        let callee = (place.method_name.clone(), place.method_descriptor.clone());
+        self.callers_below(context, most, callee).0
+    }
+
+    /// The callers `context` names above a frame in method `callee` (name,
+    /// descriptor), at most `most`, and whether the chain held (it ended at
+    /// `most` callers or at a call site of number 0, the thread's first
+    /// frame).
+    pub fn callers_below(
+        &self,
+        context: u64,
+        most: usize,
+        mut callee: (Arc<str>, Arc<str>),
+    ) -> (Vec<CallerFrame>, bool) {
         let method =
             |place: &CodePlace| (place.method_name.clone(), place.method_descriptor.clone());
-        let mut callee = method(&site.place);
         let mut frames = Vec::new();
         for number in bci::window_call_sites(context).into_iter().take(most) {
-            let Some(Some(call)) = self.call_sites.get(number as usize) else {
+            if number == 0 {
                 break;
+            }
+            let Some(Some(call)) = self.call_sites.get(number as usize) else {
+                return (frames, false);
             };
             if call.target.as_ref().is_some_and(|target| *target != callee) {
-                break;
+                return (frames, false);
             }
             let (place, class) = (&call.place, &self.classes[call.place.class as usize]);
             frames.push(CallerFrame {
@@ -279,7 +296,7 @@ impl SiteRegistry {
             });
             callee = method(place);
         }
-        frames
+        (frames, true)
     }
 }
 
@@ -335,6 +352,8 @@ pub struct BytecodeCounting {
     /// Callers a trace shows (`depth` - 1, at most the three a calling
     /// context holds; 0: no contexts are kept).
     callers: usize,
+    /// java.lang.Thread's context field (found at VM init).
+    context_field: OnceLock<jvm_alloc_tracker::ContextField>,
     /// Calling contexts are kept: wanted, and java.lang.Thread has the
     /// field they live in (checked at VM init).
     contexts: AtomicBool,
@@ -376,6 +395,7 @@ impl BytecodeCounting {
             unreported_makers: OnceLock::new(),
             made: Mutex::default(),
             callers,
+            context_field: OnceLock::new(),
             contexts: AtomicBool::new(callers > 0),
             huge_allowed: AtomicBool::new(false),
         }
@@ -387,6 +407,30 @@ impl BytecodeCounting {
         self.callers > 0
     }
 
+    /// Whether calling contexts are kept (wanted, and the field is there).
+    pub fn keeps_contexts(&self) -> bool {
+        self.contexts.load(Ordering::Relaxed)
+    }
+
+    /// The calling context `thread` holds now (its top bit dropped, as the
+    /// tracker keys it), when contexts are kept.
+    pub fn thread_context(&self, jni: &JniEnv, thread: super::jvm::LocalThread<'_>) -> Option<u64> {
+        if !self.contexts.load(Ordering::Relaxed) {
+            return None;
+        }
+        let window = self.context_field.get()?.read(jni, thread)?;
+        Some(window & (u64::MAX >> 1))
+    }
+
+    /// The callers `context` names for a frame in method `(name,
+    /// descriptor)`, and whether the chain held: false when a call does not
+    /// name the method below it (see [`SiteRegistry::callers`]).
+    pub fn callers_of(&self, context: u64, method: (&str, &str)) -> (Vec<CallerFrame>, bool) {
+        let registry = self.registry.lock();
+        let callee = (Arc::from(method.0), Arc::from(method.1));
+        registry.callers_below(context, self.callers, callee)
+    }
+
     /// At VM init: defines and initialises the tracker, whose natives
     /// report to `events`.
     pub fn define_tracker(
@@ -395,7 +439,11 @@ impl BytecodeCounting {
         jni: &JniEnv,
         events: &'static dyn jvm_alloc_tracker::AllocEvents,
     ) -> Result<(), String> {
-        if self.wants_contexts() && !jvm_alloc_tracker::thread_has_context_field(jni) {
+        let field = jvm_alloc_tracker::ContextField::find(jni);
+        if let Some(field) = field {
+            let _ = self.context_field.set(field);
+        }
+        if self.wants_contexts() && field.is_none() {
             self.contexts.store(false, Ordering::Relaxed);
             eprintln!(
                 "HPROF ERROR: heap=sites cannot keep calling contexts (java.lang.Thread was loaded without its field); traces stop at the allocating frame"

@@ -364,7 +364,8 @@ fn object_allocated(context: &CallbackContext<'_>, event: &ObjectAllocationEvent
                 event_ref(context, event.class()),
             )
         };
-        sites.object_allocated(&profiler.run, thread, object, class, event.size());
+        let jni = context.jni().map(|j| &**j);
+        sites.object_allocated(&profiler.run, jni, thread, object, class, event.size());
     }
 }
 

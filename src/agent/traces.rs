@@ -232,54 +232,93 @@ pub fn intern_counted(
     row: &super::alloc_counting::CountedRow,
     method_key: impl Fn(&str, u16) -> u64,
 ) -> u32 {
-    let site = (
-        (row.identity.class_name.as_str(), row.identity.method_index),
-        row.identity.bci,
-        (&row.method_name, &row.method_descriptor),
-        (&row.source_file, row.line),
-    );
-    let callers = row.callers.iter().map(|c| {
-        (
-            (c.place.0.as_str(), c.place.1),
-            c.place.2,
-            (&c.method_name, &c.method_descriptor),
-            (&c.source_file, c.line),
-        )
-    });
-    let mut frames = Vec::with_capacity(1 + row.callers.len());
-    for ((class_name, method_index), bci, (name, descriptor), (source_file, line)) in
-        std::iter::once(site)
-            .chain(callers)
-            .take(policy.depth as usize)
+    let site = super::alloc_counting::CallerFrame {
+        place: (
+            row.identity.class_name.clone(),
+            row.identity.method_index,
+            row.identity.bci,
+        ),
+        method_name: row.method_name.clone(),
+        method_descriptor: row.method_descriptor.clone(),
+        source_file: row.source_file.clone(),
+        line: row.line,
+    };
+    let frames = std::iter::once(&site)
+        .chain(&row.callers)
+        .take(policy.depth as usize)
+        .map(|frame| intern_counted_frame(policy, model, frame, &method_key))
+        .collect();
+    model.traces.intern(TraceKey {
+        frames,
+        thread_serial: None,
+        phase: None,
+    })
+}
+
+/// The serial of the trace of an object the VM made under calling
+/// contexts: the method that made it (a JVMTI frame: `Object.clone`,
+/// `Array.newArray`...), then the callers the context named.
+pub fn intern_vm_made(
+    policy: &TracePolicy,
+    env: &Jvmti,
+    model: &mut Model,
+    top: RawFrame,
+    callers: &[super::alloc_counting::CallerFrame],
+    method_key: impl Fn(&str, u16) -> u64,
+) -> u32 {
+    let mut frames = Vec::with_capacity(1 + callers.len());
+    if policy.depth > 0 {
+        let (method, location) = top;
+        let location = if policy.line_numbers { location } else { -1 };
+        let (classes, objects) = (&mut model.classes, &model.objects);
+        frames.push(model.frames.intern(FrameKey { method, location }, || {
+            resolve_frame(env, classes, objects, method, location)
+        }));
+    }
+    for frame in callers
+        .iter()
+        .take((policy.depth as usize).saturating_sub(1))
     {
-        let line = match (policy.line_numbers, line) {
-            (true, Some(line)) => i32::from(line),
-            _ => LINE_UNKNOWN,
-        };
-        let location = if policy.line_numbers {
-            i64::from(bci)
-        } else {
-            -1
-        };
-        let key = method_key(class_name, method_index);
-        frames.push(model.frames.intern(
-            FrameKey {
-                method: COUNTED_FRAME | (key & !(3 << 62)),
-                location,
-            },
-            || FrameFacts {
-                class_serial: 0,
-                class_signature: format!("L{class_name};"),
-                method_name: name.to_string(),
-                method_signature: descriptor.to_string(),
-                source_file: source_file.clone(),
-                line,
-            },
-        ));
+        frames.push(intern_counted_frame(policy, model, frame, &method_key));
     }
     model.traces.intern(TraceKey {
         frames,
         thread_serial: None,
         phase: None,
     })
+}
+
+/// One frame of a rewritten class's code, named by what the rewrite
+/// recorded.
+fn intern_counted_frame(
+    policy: &TracePolicy,
+    model: &mut Model,
+    frame: &super::alloc_counting::CallerFrame,
+    method_key: &impl Fn(&str, u16) -> u64,
+) -> u64 {
+    let (class_name, method_index, bci) = &frame.place;
+    let line = match (policy.line_numbers, frame.line) {
+        (true, Some(line)) => i32::from(line),
+        _ => LINE_UNKNOWN,
+    };
+    let location = if policy.line_numbers {
+        i64::from(*bci)
+    } else {
+        -1
+    };
+    let key = method_key(class_name, *method_index);
+    model.frames.intern(
+        FrameKey {
+            method: COUNTED_FRAME | (key & !(3 << 62)),
+            location,
+        },
+        || FrameFacts {
+            class_serial: 0,
+            class_signature: format!("L{class_name};"),
+            method_name: frame.method_name.to_string(),
+            method_signature: frame.method_descriptor.to_string(),
+            source_file: frame.source_file.clone(),
+            line,
+        },
+    )
 }

@@ -13,7 +13,7 @@ use crate::agent::jvm_alloc_tracker::{self, AllocEvents};
 use crate::agent::libjvm;
 use crate::agent::site_cache;
 use crate::agent::threads;
-use crate::agent::traces::intern_counted;
+use crate::agent::traces::{intern_counted, intern_vm_made};
 use crate::emit::sites::SiteSnapshot;
 use crate::format::ascii::time::ctime_now;
 use crate::model::SiteStats;
@@ -130,6 +130,7 @@ impl AllocationSites {
     pub fn object_allocated(
         &self,
         run: &Run,
+        jni: Option<&JniEnv>,
         thread: LocalThread<'_>,
         object: LocalObject<'_>,
         class: LocalClass<'_>,
@@ -147,13 +148,24 @@ impl AllocationSites {
             return;
         }
         let env = run.jvmti.env();
+        if let (Some(counting), Some(jni)) = (&self.bytecode, jni)
+            && let Some(site) = vm_made_site(run, &env, counting, jni, thread, class)
+        {
+            self.counts.allocated(site, size.max(0) as u64);
+            return;
+        }
         let depth = if self.bytecode.is_some() {
             // Objects the VM made, beside the counters: their maker (a
             // native such as Object.clone or Array.newArray) and two
             // callers (Array.newInstance's caller is the program). The walk
             // is most of what such an event costs: at the full depth of 4,
             // H2 (millions of clones) ran 2.05x, at 2 frames 1.82x.
-            run.traces.depth.min(VM_MADE_FRAMES) as usize
+            match self.bytecode.as_ref().is_some_and(|c| c.keeps_contexts()) {
+                // Contexts give the others their full depth: so does this
+                // walk (a context the chain check refused).
+                true => run.traces.depth as usize,
+                false => run.traces.depth.min(VM_MADE_FRAMES) as usize,
+            }
         } else {
             run.traces.depth as usize
         };
@@ -325,6 +337,71 @@ fn intern_site(
     Some((site, known.object_id))
 }
 
+/// Marks the site-cache keys of objects the VM made under calling contexts.
+const VM_MADE_KEY: u64 = u64::MAX;
+/// Cached for a (class, context) whose objects are walked one by one.
+const WALK_EACH: u32 = u32::MAX;
+
+/// The site of an object the VM made, from the thread's calling context
+/// (the native that made it was called from a rewritten method, whose call
+/// set the context): no stack walk but the first time a thread sees a
+/// (class, context), when the maker's frame is taken (one frame) and the
+/// context's chain checked against it. `None` when contexts are not kept,
+/// or the chain does not hold (a VM-made exception, say, under a context
+/// left by an earlier call): the caller walks the stack then, as before.
+/// H2, which clones millions of arrays, spent most of its time under
+/// alloc_count=bytecode in that walk.
+fn vm_made_site(
+    run: &Run,
+    env: &Jvmti,
+    counting: &BytecodeCounting,
+    jni: &JniEnv,
+    thread: LocalThread<'_>,
+    class: LocalClass<'_>,
+) -> Option<u32> {
+    let context = counting.thread_context(jni, thread)?;
+    let class_tag = jvm::tag_of(env, class);
+    let key = [VM_MADE_KEY, class_tag, context];
+    if class_tag != 0
+        && let Some(site) = site_cache::lookup(&key)
+    {
+        return (site != WALK_EACH).then_some(site);
+    }
+    let mut top = [jvmti::jvmtiFrameInfo::default(); 1];
+    if jvm::stack_frames_into(env, thread, &mut top) != 1 {
+        return None;
+    }
+    let top = (top[0].method as u64, top[0].location);
+    let (name, descriptor) = jvm::method_name(env, top.0)?;
+    let (callers, held) = counting.callers_of(context, (&name, &descriptor));
+    let mut guard = run.model.lock();
+    let model = &mut *guard;
+    let known = intern_class(
+        env,
+        &mut model.classes,
+        &model.objects,
+        class,
+        EMPTY_TRACE_SERIAL,
+    )?;
+    let site = if held {
+        let trace_serial = intern_vm_made(&run.traces, env, model, top, &callers, |c, m| {
+            counting.method_key(c, m)
+        });
+        model.sites.intern(SiteKey {
+            class_serial: known.serial,
+            trace_serial,
+        })
+    } else {
+        None
+    };
+    drop(guard);
+    site_cache::remember(
+        &[VM_MADE_KEY, known.object_id, context],
+        site.unwrap_or(WALK_EACH),
+    );
+    site
+}
+
 /// The JIT intrinsics that allocate without running the byte code they
 /// stand for (HotSpot's names): `Object.clone`, `Arrays.copyOf` and
 /// `copyOfRange` of object arrays, `Array.newInstance`'s native,
@@ -410,6 +487,26 @@ fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv) -> Counted
     CountedDump { rows, classes }
 }
 
+/// What a frame prints: class, method, signature, line.
+type PrintedFrame = (String, String, String, i32);
+
+/// The frames of trace `serial` as they print.
+fn printed_frames(model: &Model, serial: u32) -> Vec<PrintedFrame> {
+    let Some(trace) = model.traces.get(serial) else {
+        return Vec::new();
+    };
+    trace
+        .key
+        .frames
+        .iter()
+        .filter_map(|&id| model.frames.get(id))
+        .map(|f| {
+            let (class, method) = (f.class_signature.clone(), f.method_name.clone());
+            (class, method, f.method_signature.clone(), f.line)
+        })
+        .collect()
+}
+
 /// One row taking part in the sharing of a class's live objects: its
 /// allocated objects and bytes, and where its shares go.
 struct Sharer {
@@ -432,6 +529,8 @@ fn counted_sites(
 ) -> Vec<SiteSnapshot> {
     let mut rows: HashMap<(u32, u32), SiteSnapshot> = HashMap::new();
     let mut sharers: HashMap<u32, Vec<Sharer>> = HashMap::new();
+    // Trace serials by what their frames print.
+    let mut printed: HashMap<Vec<PrintedFrame>, u32> = HashMap::new();
     let mut live_of: HashMap<u32, (u64, u64)> = HashMap::new();
     for &(serial, live) in counted.classes.values() {
         live_of.insert(serial, live);
@@ -449,6 +548,9 @@ fn counted_sites(
         let trace_serial = intern_counted(&run.traces, model, row, |class, method| {
             counting.method_key(class, method)
         });
+        let trace_serial = *printed
+            .entry(printed_frames(model, trace_serial))
+            .or_insert(trace_serial);
         let key = (class_serial, trace_serial);
         let site = rows.entry(key).or_insert_with(|| SiteSnapshot {
             class_serial,
@@ -465,6 +567,12 @@ fn counted_sites(
         });
     }
     for mut site in event_sites {
+        // A stack walked for an object the VM made prints like the frames
+        // a calling context names (the first call through a class being
+        // loaded is walked): one row for both.
+        site.trace_serial = *printed
+            .entry(printed_frames(model, site.trace_serial))
+            .or_insert(site.trace_serial);
         let key = (site.class_serial, site.trace_serial);
         sharers.entry(site.class_serial).or_default().push(Sharer {
             objects: site.stats.allocated_objects,
@@ -473,7 +581,15 @@ fn counted_sites(
         });
         site.stats.live_objects = 0;
         site.stats.live_bytes = 0;
-        rows.insert(key, site);
+        match rows.get_mut(&key) {
+            Some(row) => {
+                row.stats.allocated_objects += site.stats.allocated_objects;
+                row.stats.allocated_bytes += site.stats.allocated_bytes;
+            }
+            None => {
+                rows.insert(key, site);
+            }
+        }
     }
     for (class_serial, sharers) in sharers {
         let (live_objects, live_bytes) = live_of.get(&class_serial).copied().unwrap_or_default();
