@@ -322,19 +322,28 @@ fn intern_site(
     let mut guard = run.model.lock();
     let model = &mut *guard;
     let thread_serial = threads::trace_thread_serial(run, env, model, thread);
-    let known = intern_class(
-        env,
-        &mut model.classes,
-        &model.objects,
-        class,
-        EMPTY_TRACE_SERIAL,
-    )?;
+    let known = intern_class_in(env, model, class)?;
     let trace_serial = run.traces.intern(env, model, &raw, thread_serial);
     let site = model.sites.intern(SiteKey {
         class_serial: known.serial,
         trace_serial,
     })?;
     Some((site, known.object_id))
+}
+
+/// `class` in the model's class table (tagged if new).
+fn intern_class_in(
+    env: &Jvmti,
+    model: &mut Model,
+    class: LocalClass<'_>,
+) -> Option<crate::agent::classes::KnownClass> {
+    intern_class(
+        env,
+        &mut model.classes,
+        &model.objects,
+        class,
+        EMPTY_TRACE_SERIAL,
+    )
 }
 
 /// Marks the site-cache keys of objects the VM made under calling contexts.
@@ -376,13 +385,7 @@ fn vm_made_site(
     let (callers, held) = counting.callers_of(context, (&name, &descriptor));
     let mut guard = run.model.lock();
     let model = &mut *guard;
-    let known = intern_class(
-        env,
-        &mut model.classes,
-        &model.objects,
-        class,
-        EMPTY_TRACE_SERIAL,
-    )?;
+    let known = intern_class_in(env, model, class)?;
     let site = if held {
         let trace_serial = intern_vm_made(&run.traces, env, model, top, &callers, |c, m| {
             counting.method_key(c, m)
