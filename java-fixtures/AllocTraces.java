@@ -10,6 +10,9 @@
  *   - Shared:     N on each of two threads, through two different callers:
  *                 shared <- viaA <- PathA.run <- (Thread's method that runs it)
  *                 shared <- viaB <- PathB.run <- (the same)
+ *   - LazyMade:   N in a method of a class that the first call loads (the class
+ *                 loader runs between the call and the method):
+ *                 Lazy.make <- main
  *
  * Usage: java AllocTraces [n]   (default 1000)
  */
@@ -21,6 +24,13 @@ public class AllocTraces {
     static class Thrown {}
     static class AfterCatch {}
     static class Shared {}
+    static class LazyMade {}
+
+    static final class Lazy {
+        static Object make() {
+            return new LazyMade();
+        }
+    }
 
     static void descend(int depth) {
         if (depth == 0) {
@@ -96,6 +106,9 @@ public class AllocTraces {
 
     public static void main(String[] args) throws InterruptedException {
         int n = args.length > 0 ? Integer.parseInt(args[0]) : 1000;
+        for (int i = 0; i < n; i++) {
+            sink = Lazy.make();
+        }
         for (int i = 0; i < n; i++) {
             descend(DEPTH);
         }

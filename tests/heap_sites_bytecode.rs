@@ -112,30 +112,37 @@ fn traces_are_the_real_top_frames_through_recursion_exceptions_and_threads() {
         let sites = profile_of(jdk, "bytecode-traces", BYTECODE, "AllocTraces", &[]);
         let label = &jdk.label;
         // depth=4 (the default): the allocation's frame and 3 callers.
-        let known: [(&str, &[&str]); 3] = [
+        let known: [(&str, &[&str]); 4] = [
+            // Made in a class the first call loads: that call's context is
+            // the class loader's, found out against the real stack, and
+            // the allocation walked; the other calls count by context.
+            (
+                "AllocTraces$LazyMade",
+                &["AllocTraces$Lazy.make:31", "AllocTraces.main:110"],
+            ),
             (
                 "AllocTraces$Leaf",
                 &[
-                    "AllocTraces.leaf:34",
-                    "AllocTraces.descend:27",
-                    "AllocTraces.descend:30",
-                    "AllocTraces.descend:30",
+                    "AllocTraces.leaf:44",
+                    "AllocTraces.descend:37",
+                    "AllocTraces.descend:40",
+                    "AllocTraces.descend:40",
                 ],
             ),
             (
                 "AllocTraces$Thrown",
                 &[
-                    "AllocTraces.thrower:38",
-                    "AllocTraces.deeper:43",
-                    "AllocTraces.catcher:48",
-                    "AllocTraces.main:103",
+                    "AllocTraces.thrower:48",
+                    "AllocTraces.deeper:53",
+                    "AllocTraces.catcher:58",
+                    "AllocTraces.main:116",
                 ],
             ),
             // After the exception unwound two frames: main is the thread's
             // first Java frame, so two frames only.
             (
                 "AllocTraces$AfterCatch",
-                &["AllocTraces.catcher:52", "AllocTraces.main:103"],
+                &["AllocTraces.catcher:62", "AllocTraces.main:116"],
             ),
         ];
         for (class, frames) in known {
@@ -162,10 +169,10 @@ fn traces_are_the_real_top_frames_through_recursion_exceptions_and_threads() {
         shared.sort();
         assert_eq!(shared.len(), 2, "{label}: Shared rows {shared:?}");
         for (frames, (via, run)) in shared.iter().zip([
-            ("AllocTraces.viaA:60", "AllocTraces$PathA.run:77"),
-            ("AllocTraces.viaB:64", "AllocTraces$PathB.run:92"),
+            ("AllocTraces.viaA:70", "AllocTraces$PathA.run:87"),
+            ("AllocTraces.viaB:74", "AllocTraces$PathB.run:102"),
         ]) {
-            assert_eq!(frames[..3], ["AllocTraces.shared:56", via, run], "{label}");
+            assert_eq!(frames[..3], ["AllocTraces.shared:66", via, run], "{label}");
             assert!(
                 frames.len() == 4 && frames[3].starts_with("java.lang.Thread.run"),
                 "{label}: {frames:?}"

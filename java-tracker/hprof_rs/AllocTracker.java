@@ -33,7 +33,12 @@
  * compare-and-set, its counters bumped atomically. A key that finds no free
  * slot within PROBES steps is counted by its site alone (its trace then
  * stops at the site). Two threads claiming the same key at once may make
- * two entries of it, which the agent adds up.
+ * two entries of it, which the agent adds up. A new key is shown to the
+ * agent (trusted): a context whose call chain does not name the methods
+ * below it (the VM entered a method with no call of ours before it: a
+ * class loader run while a first call was being linked, say) is marked,
+ * and each allocation under it is counted by the agent with a walk of this
+ * thread's stack (walked).
  *
  * The tracker never throws into the program: a failure (a page that
  * cannot be allocated) leaves the allocation uncounted and is remembered
@@ -140,6 +145,13 @@ public final class AllocTracker {
     /** The size of the keyed table: 0 without calling contexts. */
     private static native int keySlots();
 
+    /** Whether `context` names the real callers of `site`'s method. */
+    private static native boolean trusted(int site, long context);
+
+    /** One allocation at `site` under an untrusted context: the agent counts
+     * it with this thread's stack. */
+    private static native void walked(int site, long bytes);
+
     /** Before `newarray`/`anewarray`: one array of `length` elements at
      * `siteAndElement >>> 3`, element code `siteAndElement & 7`. */
     public static void array(int length, int siteAndElement) {
@@ -236,24 +248,35 @@ public final class AllocTracker {
             int slot = (hash + probe) & (KEY_SLOTS - 1);
             long at = INT_BASE + 4L * slot;
             int owner = u.getIntAcquire(KEY_SITE, at);
-            if (owner == site + 1 ? KEY_CONTEXT[slot] == key
-                    : owner == 0 && u.compareAndSetInt(KEY_SITE, at, 0, -1) && claim(slot, site, key)) {
-                long counters = LONG_BASE + 16L * slot;
-                u.getAndAddLong(KEY_COUNTS, counters, 1);
-                if (bytes != 0) {
-                    u.getAndAddLong(KEY_COUNTS, counters + 8, bytes);
-                }
+            if (owner == 0 && u.compareAndSetInt(KEY_SITE, at, 0, -1)) {
+                owner = claim(slot, site, key);
+            } else if ((owner != site + 1 && owner != -(site + 2)) || KEY_CONTEXT[slot] != key) {
+                continue;
+            }
+            if (owner < 0) {
+                walked(site, bytes);
                 return;
             }
+            long counters = LONG_BASE + 16L * slot;
+            u.getAndAddLong(KEY_COUNTS, counters, 1);
+            if (bytes != 0) {
+                u.getAndAddLong(KEY_COUNTS, counters + 8, bytes);
+            }
+            return;
         }
         bump(site, bytes);
     }
 
-    /** Fills a slot this thread claimed, then opens it to the others. */
-    private static boolean claim(int slot, int site, long key) {
+    /**
+     * Fills a slot this thread claimed, then opens it to the others: owned
+     * by site + 1, or by -(site + 2) when the agent did not trust the
+     * context (its allocations are walked).
+     */
+    private static int claim(int slot, int site, long key) {
         KEY_CONTEXT[slot] = key;
-        U.putIntRelease(KEY_SITE, INT_BASE + 4L * slot, site + 1);
-        return true;
+        int owner = trusted(site, key) ? site + 1 : -(site + 2);
+        U.putIntRelease(KEY_SITE, INT_BASE + 4L * slot, owner);
+        return owner;
     }
 
     private static long size(int element, int length) {

@@ -97,6 +97,8 @@ pub struct SiteIdentity {
     pub allocated: String,
     /// The callers' places, most recent first (none without contexts).
     pub callers: Vec<(String, u16, u32)>,
+    /// The trace serial of a walked stack, for objects counted by one.
+    pub walked: Option<u32>,
 }
 
 /// The counts of one site identity, with what a frame needs.
@@ -135,6 +137,7 @@ impl CountedRow {
                 bci: place.bci,
                 allocated,
                 callers: vec![],
+                walked: None,
             },
             method_name: place.method_name.clone(),
             method_descriptor: place.method_descriptor.clone(),
@@ -349,6 +352,8 @@ pub struct BytecodeCounting {
     /// What those calls made, by (site, calling context, tag of the
     /// object's class).
     made: Mutex<HashMap<(u32, u64, u64), SiteCount>>,
+    /// Allocations under contexts not trusted, by (site, walked trace).
+    walked: Mutex<HashMap<(u32, u32), SiteCount>>,
     /// Callers a trace shows (`depth` - 1, at most the three a calling
     /// context holds; 0: no contexts are kept).
     callers: usize,
@@ -394,6 +399,7 @@ impl BytecodeCounting {
             method_keys: Mutex::default(),
             unreported_makers: OnceLock::new(),
             made: Mutex::default(),
+            walked: Mutex::default(),
             callers,
             context_field: OnceLock::new(),
             contexts: AtomicBool::new(callers > 0),
@@ -420,6 +426,25 @@ impl BytecodeCounting {
         }
         let window = self.context_field.get()?.read(jni, thread)?;
         Some(window & (u64::MAX >> 1))
+    }
+
+    /// The callers `context` names for an allocation at `site`, and
+    /// whether the chain held (see [`SiteRegistry::callers_below`]); None
+    /// for an unknown site.
+    pub fn site_callers(&self, site: u32, context: u64) -> Option<(Vec<CallerFrame>, bool)> {
+        let registry = self.registry.lock();
+        let place = &registry.sites.get(site as usize)?.place;
+        let callee = (place.method_name.clone(), place.method_descriptor.clone());
+        Some(registry.callers_below(context, self.callers, callee))
+    }
+
+    /// One allocation at `site`, of `bytes` (0 for an instance), counted
+    /// under the walked trace `trace_serial`.
+    pub fn count_walked(&self, site: u32, trace_serial: u32, bytes: u64) {
+        let mut walked = self.walked.lock();
+        let count = walked.entry((site, trace_serial)).or_default();
+        count.objects += 1;
+        count.bytes += bytes;
     }
 
     /// The callers `context` names for a frame in method `(name,
@@ -571,7 +596,19 @@ impl BytecodeCounting {
         let sites = self.registry.lock().sites.len();
         let counts = tracker.read_counts(jni, sites);
         let keyed = tracker.read_keyed(jni);
-        self.registry.lock().rows(&counts, &keyed, self.callers)
+        let walked = self.walked.lock().clone();
+        let registry = self.registry.lock();
+        let mut rows = registry.rows(&counts, &keyed, self.callers);
+        for ((site, trace_serial), count) in walked {
+            let Some(counted) = registry.sites.get(site as usize) else {
+                continue;
+            };
+            let class = &registry.classes[counted.place.class as usize];
+            let mut row = CountedRow::empty(counted, class, counted.allocated.clone());
+            row.identity.walked = Some(trace_serial);
+            rows.push(CountedRow { count, ..row });
+        }
+        rows
     }
 
     /// The instance size of each class named in `signatures` that has no

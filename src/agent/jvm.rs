@@ -418,6 +418,16 @@ pub fn create_method_ids(env: &Jvmti, class: LocalClass<'_>) {
     let _ = unsafe { env.get_class_methods(class.raw()) };
 }
 
+/// The jmethodIDs of `class`'s methods (none when JVMTI refuses).
+pub fn method_ids(env: &Jvmti, class: LocalClass<'_>) -> Vec<u64> {
+    // SAFETY: `class` is live (a `Local`) or null, which JVMTI reports as
+    // an invalid class; the returned array is freed by the wrapper.
+    let methods = unsafe { env.get_class_methods(class.raw()) };
+    methods
+        .map(|m| m.into_iter().map(|id| id as u64).collect())
+        .unwrap_or_default()
+}
+
 /// A new `byte[length]`; its local reference is deleted when the result is
 /// dropped. None if the JVM could not make it (an exception is pending).
 pub fn new_byte_array(jni: &JniEnv, length: i32) -> Option<OwnedLocal<'_, kind::Object>> {

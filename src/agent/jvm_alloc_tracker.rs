@@ -23,6 +23,41 @@ pub trait AllocEvents: Send + Sync {
     /// A class file generated at run time, with its allocations counted,
     /// or None to leave it as it is.
     fn generated(&self, class_file: &[u8]) -> Option<Vec<u8>>;
+    /// Whether calling context `context` names the real callers of
+    /// `site`'s method (the tracker's `trusted`, once per new key).
+    fn trusted(&self, site: u32, context: u64) -> bool;
+    /// One allocation at `site` (of `bytes`, 0 for an instance) under a
+    /// context not trusted: count it with this thread's stack.
+    fn walked(&self, site: u32, bytes: u64);
+}
+
+/// `AllocTracker.trusted(int, long)`: true unless the agent says no.
+extern "system" fn trusted_native(
+    _env: *mut jni::JNIEnv,
+    _tracker: jni::jclass,
+    site: jni::jint,
+    context: jni::jlong,
+) -> jni::jboolean {
+    let trusted = std::panic::catch_unwind(|| {
+        EVENTS
+            .get()
+            .is_none_or(|events| events.trusted(site as u32, context as u64))
+    });
+    jni::jboolean::from(trusted.unwrap_or(true))
+}
+
+/// `AllocTracker.walked(int, long)`.
+extern "system" fn walked_native(
+    _env: *mut jni::JNIEnv,
+    _tracker: jni::jclass,
+    site: jni::jint,
+    bytes: jni::jlong,
+) {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(events) = EVENTS.get() {
+            events.walked(site as u32, bytes.max(0) as u64);
+        }
+    });
 }
 
 /// Where the natives send what they are told (set once, at definition).
@@ -124,6 +159,15 @@ pub struct AllocTracker {
     keyed: [jni::jfieldID; 3],
 }
 
+/// The tracker's own methods (jmethodIDs), which head the stacks its
+/// natives see.
+static TRACKER_METHODS: OnceLock<std::collections::HashSet<u64>> = OnceLock::new();
+
+/// Whether `method` is one of the tracker's own.
+pub fn is_tracker_method(method: u64) -> bool {
+    TRACKER_METHODS.get().is_some_and(|m| m.contains(&method))
+}
+
 // SAFETY: a field identifier stays valid on every thread while its class is
 // loaded; the class is in the boot loader, never unloaded, and `class` is a
 // global reference to it.
@@ -162,6 +206,7 @@ impl AllocTracker {
         )?;
         export_internal_unsafe(env, jni, class)?;
         register_natives(jni, class)?;
+
         let field = |(name, signature): (&str, &str)| {
             // SAFETY: `class` is the AllocTracker, held by a global
             // reference; the lookup initialises it (JNI GetStaticFieldID).
@@ -176,7 +221,7 @@ impl AllocTracker {
             }
             id.ok_or_else(|| format!("the allocation tracker has no field {name}"))
         };
-        Ok(Self {
+        let tracker = Self {
             class,
             pages: field(bci::ALLOC_TRACKER_PAGES_FIELD)?,
             failure: field(bci::ALLOC_TRACKER_FAILURE_FIELD)?,
@@ -185,7 +230,14 @@ impl AllocTracker {
                 field(("KEY_CONTEXT", "[J"))?,
                 field(("KEY_COUNTS", "[J"))?,
             ],
-        })
+        };
+        // (Initialised by the field lookups, so prepared: JVMTI lists the
+        // methods of a prepared class only.)
+        // SAFETY: `class` is held by a global reference; the local one
+        // made from it lives for this call only.
+        let local = unsafe { Local::new(class.raw() as jni::jclass) };
+        let _ = TRACKER_METHODS.set(jvm::method_ids(env, local).into_iter().collect());
+        Ok(tracker)
     }
 
     /// The keyed counts: (site, calling context, count) of every key
@@ -362,6 +414,12 @@ fn register_natives(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Result<(), S
             c"()I",
             key_slots_native as *mut std::ffi::c_void,
         ),
+        (
+            c"trusted",
+            c"(IJ)Z",
+            trusted_native as *mut std::ffi::c_void,
+        ),
+        (c"walked", c"(IJ)V", walked_native as *mut std::ffi::c_void),
         (
             c"generated",
             c"([B)[B",

@@ -346,6 +346,22 @@ fn intern_class_in(
     )
 }
 
+/// This thread's stack from the frame that called the allocation tracker
+/// on, `depth` frames at most.
+fn allocating_stack(env: &Jvmti, depth: usize) -> Vec<jvm::RawFrame> {
+    // The tracker's frames (the native, bumpIn, the counting call, a
+    // multianewarray's tree) come first.
+    const TRACKER_FRAMES: usize = 8;
+    let mut buffer = vec![jvmti::jvmtiFrameInfo::default(); depth + TRACKER_FRAMES];
+    let count = jvm::stack_frames_into(env, LocalThread::null(), &mut buffer);
+    buffer[..count]
+        .iter()
+        .map(|f| (f.method as u64, f.location))
+        .skip_while(|&(method, _)| jvm_alloc_tracker::is_tracker_method(method))
+        .take(depth)
+        .collect()
+}
+
 /// Marks the site-cache keys of objects the VM made under calling contexts.
 const VM_MADE_KEY: u64 = u64::MAX;
 /// Cached for a (class, context) whose objects are walked one by one.
@@ -548,8 +564,10 @@ fn counted_sites(
         } else {
             row.count.bytes
         };
-        let trace_serial = intern_counted(&run.traces, model, row, |class, method| {
-            counting.method_key(class, method)
+        let trace_serial = row.identity.walked.unwrap_or_else(|| {
+            intern_counted(&run.traces, model, row, |class, method| {
+                counting.method_key(class, method)
+            })
         });
         let trace_serial = *printed
             .entry(printed_frames(model, trace_serial))
@@ -790,6 +808,53 @@ impl AllocEvents for AllocationSites {
 
     fn generated(&self, class_file: &[u8]) -> Option<Vec<u8>> {
         self.bytecode.as_ref()?.rewrite(None, class_file)
+    }
+
+    /// Checked against this thread's real stack, once per new key: the
+    /// chain must hold, and the stack must have exactly the callers the
+    /// context names (up to the depth), method by method. A method the VM
+    /// entered after the field was cleared reads an empty context, which
+    /// looks like a thread's first frame: only the stack tells them apart.
+    fn trusted(&self, site: u32, context: u64) -> bool {
+        let (Some(run), Some(counting)) = (self.run.get(), &self.bytecode) else {
+            return true;
+        };
+        let Some((callers, held)) = counting.site_callers(site, context) else {
+            return true;
+        };
+        if !held {
+            return false;
+        }
+        let env = run.jvmti.env();
+        // (The callers a context can name: depth - 1, 3 at most.)
+        let most = (run.traces.depth.saturating_sub(1) as usize).min(crate::bci::WINDOW_CALL_SITES);
+        let real: Vec<String> = allocating_stack(&env, run.traces.depth as usize)
+            .into_iter()
+            .skip(1)
+            .take(most.min(callers.len() + 1))
+            .map(|(method, _)| jvm::method_name(&env, method).map_or_else(String::new, |n| n.0))
+            .collect();
+        real.len() == callers.len()
+            && real
+                .iter()
+                .zip(&callers)
+                .all(|(name, caller)| **name == *caller.method_name)
+    }
+
+    /// The stack below the tracker's own frames, `depth` frames of it.
+    fn walked(&self, site: u32, bytes: u64) {
+        let (Some(run), Some(counting)) = (self.run.get(), &self.bytecode) else {
+            return;
+        };
+        if !run.lifecycle.accepting_events() {
+            return;
+        }
+        let env = run.jvmti.env();
+        let raw = allocating_stack(&env, run.traces.depth as usize);
+        let mut guard = run.model.lock();
+        let trace_serial = run.traces.intern(&env, &mut guard, &raw, 0);
+        drop(guard);
+        counting.count_walked(site, trace_serial, bytes);
     }
 }
 
