@@ -46,7 +46,7 @@
  *
  * What the agent must do: define this class in the boot loader, export
  * jdk.internal.misc to its module (JVMTI AddModuleExports), register its
- * two native methods, and initialise it (a static field lookup does) before any class calling it
+ * native methods, and initialise it (a static field lookup does) before any class calling it
  * is loaded; it is never rewritten itself.
  */
 package hprof_rs;

@@ -261,9 +261,19 @@ impl SiteRegistry {
     /// loader), or native code did, or a call to native code or an
     /// intrinsic left the thread's window as it was.
     pub fn callers(&self, context: u64, most: usize, site: &CountedSite) -> Vec<CallerFrame> {
+        self.site_callers(context, most, site).0
+    }
+
+    /// [`callers`](Self::callers), and whether the chain held.
+    fn site_callers(
+        &self,
+        context: u64,
+        most: usize,
+        site: &CountedSite,
+    ) -> (Vec<CallerFrame>, bool) {
         let place = &site.place;
         let callee = (place.method_name.clone(), place.method_descriptor.clone());
-        self.callers_below(context, most, callee).0
+        self.callers_below(context, most, callee)
     }
 
     /// The callers `context` names above a frame in method `callee` (name,
@@ -425,7 +435,7 @@ impl BytecodeCounting {
             return None;
         }
         let window = self.context_field.get()?.read(jni, thread)?;
-        Some(window & (u64::MAX >> 1))
+        Some(bci::context_key(window))
     }
 
     /// The callers `context` names for an allocation at `site`, and
@@ -433,9 +443,8 @@ impl BytecodeCounting {
     /// for an unknown site.
     pub fn site_callers(&self, site: u32, context: u64) -> Option<(Vec<CallerFrame>, bool)> {
         let registry = self.registry.lock();
-        let place = &registry.sites.get(site as usize)?.place;
-        let callee = (place.method_name.clone(), place.method_descriptor.clone());
-        Some(registry.callers_below(context, self.callers, callee))
+        let counted = registry.sites.get(site as usize)?;
+        Some(registry.site_callers(context, self.callers, counted))
     }
 
     /// One allocation at `site`, of `bytes` (0 for an instance), counted
@@ -656,7 +665,7 @@ impl BytecodeCounting {
     /// `size` bytes, made by the call at `site` in calling context
     /// `context`.
     pub fn count_made(&self, site: u32, context: u64, class_tag: u64, size: u64) {
-        let context = context & (u64::MAX >> 1); // as the tracker keys it
+        let context = bci::context_key(context);
         let mut made = self.made.lock();
         let count = made.entry((site, context, class_tag)).or_default();
         count.objects += 1;

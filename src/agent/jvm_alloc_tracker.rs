@@ -396,7 +396,8 @@ impl ContextField {
     }
 }
 
-/// Registers the tracker's `made` and `generated` natives.
+/// Registers the tracker's natives: `made` (both), `keySlots`, `trusted`,
+/// `walked` and `generated`.
 fn register_natives(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Result<(), String> {
     let names = [
         (
@@ -435,7 +436,7 @@ fn register_natives(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Result<(), S
         })
         .collect();
     // SAFETY: `class` is the AllocTracker, held by a global reference; the
-    // names and signatures are those of its two native methods, and the
+    // names and signatures are those of its native methods, and the
     // functions have the matching JNI signatures.
     let registered = unsafe { jni.register_natives(class.raw() as jni::jclass, &methods) };
     if registered.is_err() || jni.exception_check() {

@@ -36,6 +36,7 @@ use super::bytes::put_u16;
 use super::class_file::ClassFile;
 use super::code::op;
 use super::constant_pool::ConstantPool;
+use super::inject::push_constant;
 
 /// The field added to `java.lang.Thread`: name and descriptor.
 pub const CONTEXT_FIELD: (&str, &str) = ("hprof_rs$context", "J");
@@ -67,6 +68,12 @@ const I2L: u8 = 133;
 const LADD: u8 = 97;
 /// `ACC_PUBLIC | ACC_SYNTHETIC`: read and written from every class.
 const FIELD_ACCESS: u16 = 0x0001 | 0x1000;
+
+/// A window as the tracker keys it: its top bit, what is left of a fourth
+/// call site that no trace shows, dropped.
+pub fn context_key(window: u64) -> u64 {
+    window & (u64::MAX >> 1)
+}
 
 /// The call-site numbers of a window, most recent first (0: none).
 pub fn window_call_sites(window: u64) -> [u32; WINDOW_CALL_SITES] {
@@ -169,16 +176,6 @@ pub(crate) fn load_context(local: u16) -> Vec<u8> {
     let mut out = Vec::with_capacity(4);
     local_insn(&mut out, LLOAD, LLOAD_0, local);
     out
-}
-
-/// `ldc[_w]` of constant `index`.
-fn push_constant(out: &mut Vec<u8>, index: u16) {
-    if let Ok(short) = u8::try_from(index) {
-        out.extend_from_slice(&[op::LDC, short]);
-    } else {
-        out.push(op::LDC_W);
-        put_u16(out, index);
-    }
 }
 
 /// `java/lang/Thread`'s class file with the context field added (a class

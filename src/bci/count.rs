@@ -34,7 +34,7 @@ use super::call_context::{self, ContextRefs, HUGE_METHOD_LIMIT, MAX_CALL_SITE};
 use super::class_file::{ACC_STATIC, ClassFile, CodeAttribute, read_attributes};
 use super::code::{self, Insn, op, read_u16};
 use super::constant_pool::{ConstantPool, decode_modified_utf8, encode_modified_utf8};
-use super::inject::{ClassFacts, Injected, MethodFacts, relocate_method};
+use super::inject::{ClassFacts, Injected, MethodFacts, push_constant, relocate_method};
 use super::{BciError, MethodInfo, code_attributes, method_reports, name_and_descriptor, writer};
 
 /// Internal name of the class the counting calls go to.
@@ -586,12 +586,7 @@ fn counting_call(
     if dup {
         out.push(DUP);
     }
-    if let Ok(short) = u8::try_from(index) {
-        out.extend_from_slice(&[op::LDC, short]);
-    } else {
-        out.push(op::LDC_W);
-        put_u16(&mut out, index);
-    }
+    push_constant(&mut out, index);
     if let Some(local) = context {
         out.extend_from_slice(&call_context::load_context(local));
     }

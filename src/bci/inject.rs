@@ -78,7 +78,7 @@ fn push_int(out: &mut Vec<u8>, value: u16, pool: &mut ConstantPool<'_>) -> Resul
 }
 
 /// `ldc` or `ldc_w` of constant `index`.
-fn push_constant(out: &mut Vec<u8>, index: u16) {
+pub(crate) fn push_constant(out: &mut Vec<u8>, index: u16) {
     if let Ok(short) = u8::try_from(index) {
         out.extend_from_slice(&[op::LDC, short]);
     } else {

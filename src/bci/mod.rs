@@ -83,7 +83,7 @@ mod writer;
 
 pub use call_context::{
     CALL_SITE_BITS, CONTEXT_FIELD, HUGE_METHOD_LIMIT, MAX_CALL_SITE, WINDOW_CALL_SITES,
-    add_context_field, window_call_sites,
+    add_context_field, context_key, window_call_sites,
 };
 pub use count::{
     ALLOC_TRACKER_CLASS, ALLOC_TRACKER_CLASS_FILE, ALLOC_TRACKER_FAILURE_FIELD,
