@@ -14,8 +14,12 @@ use std::collections::HashMap;
 
 /// Top bit of every allocation tag.
 const ALLOCATION_TAG: u64 = 1 << 63;
-/// Bits of the site index in an allocation tag (above the 32 size bits).
-const SITE_BITS: u32 = 31;
+/// Set in the tag of an object counted with weight 1 by counts whose
+/// interval is not 0 (see [`AllocationCounts::allocated_exactly`]).
+const EXACT_WEIGHT: u64 = 1 << 62;
+/// Bits of the site index in an allocation tag (above the 32 size bits):
+/// more than the site table's 2^26.
+const SITE_BITS: u32 = 30;
 
 /// True for tags made by [`allocation_tag`].
 pub fn is_allocation_tag(tag: u64) -> bool {
@@ -99,6 +103,14 @@ impl AllocationCounts {
         let (bytes, objects) = weight(size, self.interval);
         self.sites.allocated(site, bytes, objects);
         allocation_tag(site, size)
+    }
+
+    /// Counts an object of `size` bytes at `site` with weight 1 whatever
+    /// the interval (it was reported while every allocation was); returns
+    /// its tag, which its free reads back.
+    pub fn allocated_exactly(&self, site: u32, size: u64) -> u64 {
+        self.sites.allocated(site, size, 1);
+        allocation_tag(site, size) | EXACT_WEIGHT
     }
 
     /// Counts an object that carries identifier `object_id` instead of an
@@ -187,7 +199,11 @@ impl AllocationCounts {
                 None => return,
             }
         };
-        let (bytes, objects) = weight(size, self.interval);
+        let interval = match is_allocation_tag(tag) && tag & EXACT_WEIGHT != 0 {
+            true => 0,
+            false => self.interval,
+        };
+        let (bytes, objects) = weight(size, interval);
         self.sites.freed(site, bytes, objects);
     }
 }
@@ -277,5 +293,21 @@ mod tests {
         let stats = counts.sites.stats(3);
         assert_eq!((stats.live_bytes, stats.live_objects), (0, 0));
         assert_eq!((stats.allocated_bytes, stats.allocated_objects), (64, 2));
+    }
+
+    #[test]
+    fn objects_counted_exactly_are_freed_with_weight_one() {
+        let counts = AllocationCounts::new(512 * 1024);
+        let exact = counts.allocated_exactly(5, 32);
+        assert_eq!(decode_allocation_tag(exact), (5, 32));
+        let sampled = counts.allocated(5, 32);
+        assert_eq!(
+            counts.sites.stats(5).live_objects,
+            1 + weight(32, 512 * 1024).1
+        );
+        counts.freed(sampled);
+        assert_eq!(counts.sites.stats(5).live_objects, 1);
+        counts.freed(exact);
+        assert_eq!(counts.sites.stats(5).live_objects, 0);
     }
 }

@@ -313,31 +313,38 @@ impl SiteRegistry {
     }
 }
 
-/// Shares `live` objects of one class among sites that allocated
-/// `allocated[i]` objects each: in proportion, the remainder to the
-/// largest, never more than a site allocated (what cannot be placed is
-/// dropped: objects made before counting began).
-pub fn share_live(live: u64, allocated: &[u64]) -> Vec<u64> {
-    let total: u64 = allocated.iter().sum();
+/// Shares `live` objects of one class among sites in proportion to
+/// `weights[i]` (what a sample of live objects says each holds, or what
+/// each allocated), never more than a site allocated (`allocated[i]`);
+/// what a capped share cannot take goes to the others, the heaviest first
+/// (what cannot be placed is dropped: objects made before counting began).
+pub fn share_live_by(live: u64, weights: &[u64], allocated: &[u64]) -> Vec<u64> {
+    let total: u64 = weights.iter().sum();
+    let room: u64 = allocated.iter().sum();
     if total == 0 || live == 0 {
         return vec![0; allocated.len()];
     }
-    if live >= total {
+    if live >= room {
         return allocated.to_vec();
     }
-    let mut shares: Vec<u64> = allocated
+    let mut shares: Vec<u64> = weights
         .iter()
-        .map(|&a| (u128::from(live) * u128::from(a) / u128::from(total)) as u64)
+        .zip(allocated)
+        .map(|(&w, &a)| ((u128::from(live) * u128::from(w) / u128::from(total)) as u64).min(a))
         .collect();
     let mut left = live - shares.iter().sum::<u64>();
     let mut order: Vec<usize> = (0..allocated.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(allocated[i]));
+    order.sort_by_key(|&i| {
+        (
+            std::cmp::Reverse(weights[i]),
+            std::cmp::Reverse(allocated[i]),
+        )
+    });
     for i in order {
         if left == 0 {
             break;
         }
-        let room = allocated[i] - shares[i];
-        let give = room.min(left);
+        let give = (allocated[i] - shares[i]).min(left);
         shares[i] += give;
         left -= give;
     }
@@ -395,6 +402,12 @@ pub fn probing_noted() -> bool {
     })
 }
 
+/// For the SampledObjectAlloc handler: true when the agent is trying a VM
+/// maker on this thread (the event then says nothing of the program).
+pub fn probing() -> bool {
+    PROBE.with(|p| p.get().is_some())
+}
+
 impl BytecodeCounting {
     /// Counting with traces of `depth` frames: the site's, and with `depth`
     /// above 1 its callers' from calling contexts (at most 3 of them).
@@ -414,6 +427,15 @@ impl BytecodeCounting {
             context_field: OnceLock::new(),
             contexts: AtomicBool::new(callers > 0),
             huge_allowed: AtomicBool::new(false),
+        }
+    }
+
+    /// Frames a counted row's trace shows: the site's and its callers'
+    /// from the calling context.
+    pub fn trace_frames(&self) -> usize {
+        match self.keeps_contexts() {
+            true => 1 + self.callers,
+            false => 1,
         }
     }
 
@@ -714,6 +736,10 @@ fn unreported_makers(jni: &JniEnv) -> Vec<bci::CallRule> {
 mod tests {
     use super::*;
 
+    fn share_live(live: u64, allocated: &[u64]) -> Vec<u64> {
+        share_live_by(live, allocated, allocated)
+    }
+
     #[test]
     fn live_objects_are_shared_in_proportion_and_never_above_what_was_allocated() {
         assert_eq!(share_live(4000, &[10000]), [4000]);
@@ -725,6 +751,21 @@ mod tests {
         assert!(shares.iter().zip([4, 3, 1]).all(|(s, a)| *s <= a));
         assert_eq!(share_live(0, &[5]), [0]);
         assert_eq!(share_live(7, &[]), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn live_objects_follow_the_sample_within_what_each_site_allocated() {
+        // 4000 live objects, all from the second site by the sample.
+        assert_eq!(share_live_by(4000, &[0, 4000], &[10000, 10000]), [0, 4000]);
+        assert_eq!(share_live_by(300, &[1, 2], &[1000, 1000]), [100, 200]);
+        // The sample says 90% at a site that allocated only 50: the rest
+        // goes to the other.
+        assert_eq!(share_live_by(100, &[90, 10], &[50, 1000]), [50, 50]);
+        assert_eq!(
+            share_live_by(10, &[0, 0], &[5, 5]),
+            [0, 0],
+            "no sample: none"
+        );
     }
 
     #[test]

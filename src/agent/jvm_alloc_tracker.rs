@@ -5,6 +5,7 @@
 //! of the JVM boundary with `jvm.rs`: the unsafe JNI and JVMTI calls live
 //! here, behind safe methods.
 
+use super::alloc::is_allocation_tag;
 use super::jvm::{self, GlobalRef, Local, LocalClass, LocalObject, OwnedLocal, kind};
 use crate::bci;
 use jvmti_bindings::prelude::*;
@@ -648,16 +649,24 @@ pub fn mark_present_objects(env: &Jvmti, class_class_tag: u64) -> Result<(), jvm
 }
 
 /// Live objects and bytes per tagged class, by class tag, of the objects
-/// that carry no tag (those made since the counting began, not counted by
-/// an event): one walk of the heap (a pause, as any heap walk).
+/// made since the counting began: those that carry no tag or the
+/// allocation tag of the live sample (not the mark of those present at
+/// start, nor an identifier of the agent's): one walk of the heap (a
+/// pause, as any heap walk).
 pub fn live_by_class(env: &Jvmti) -> Result<HashMap<u64, (u64, u64)>, jvmti::jvmtiError> {
     unsafe extern "system" fn count(
         class_tag: jni::jlong,
         size: jni::jlong,
-        _tag_ptr: *mut jni::jlong,
+        tag_ptr: *mut jni::jlong,
         _length: jni::jint,
         user_data: *mut std::ffi::c_void,
     ) -> jni::jint {
+        // SAFETY: `tag_ptr` is the JVM's pointer to this object's tag,
+        // readable during the callback.
+        let tag = unsafe { *tag_ptr } as u64;
+        if tag != 0 && !is_allocation_tag(tag) {
+            return 0;
+        }
         // SAFETY: `user_data` is the map passed to IterateThroughHeap below,
         // alive and used by nothing else for the whole walk, which runs the
         // callback on this thread.
@@ -676,7 +685,7 @@ pub fn live_by_class(env: &Jvmti) -> Result<HashMap<u64, (u64, u64)>, jvmti::jvm
     // callback only updates the map.
     unsafe {
         env.iterate_through_heap(
-            jvmti::JVMTI_HEAP_FILTER_TAGGED | jvmti::JVMTI_HEAP_FILTER_CLASS_UNTAGGED,
+            jvmti::JVMTI_HEAP_FILTER_CLASS_UNTAGGED,
             std::ptr::null_mut(),
             &callbacks,
             &mut live as *mut HashMap<u64, (u64, u64)> as *const std::ffi::c_void,

@@ -21,6 +21,7 @@ mod jvm_lock_tracker;
 mod jvm_tracker;
 mod libjvm;
 mod listener;
+mod live_samples;
 mod lock_sites;
 mod monitors;
 mod profiler;
@@ -34,6 +35,7 @@ mod virtual_threads;
 
 use crate::options::{self, Parsed};
 use crate::output::{OutputWriter, Sink};
+use engines::{Allocated, Reported};
 use jvmti_bindings::prelude::*;
 use profiler::Profiler;
 use std::io::Write;
@@ -190,13 +192,13 @@ impl Agent for HprofAgent {
     }
 
     fn sampled_object_alloc(&self, context: CallbackContext<'_>, event: ObjectAllocationEvent) {
-        object_allocated(&context, &event);
+        object_allocated(&context, &event, Reported::Sampled);
     }
 
     /// Objects the byte code does not show (JNI, reflection, clone...),
     /// for heap=sites counted in the byte code.
     fn vm_object_alloc(&self, context: CallbackContext<'_>, event: ObjectAllocationEvent) {
-        object_allocated(&context, &event);
+        object_allocated(&context, &event, Reported::MadeByTheVm);
     }
 
     fn object_free(&self, _context: CallbackContext<'_>, event: ObjectFreeEvent) {
@@ -351,7 +353,7 @@ fn monitors() -> Option<(&'static engine::Run, &'static engines::Monitors)> {
 
 /// An allocation the JVM reports (SampledObjectAlloc or VMObjectAlloc),
 /// counted by heap=sites.
-fn object_allocated(context: &CallbackContext<'_>, event: &ObjectAllocationEvent) {
+fn object_allocated(context: &CallbackContext<'_>, event: &ObjectAllocationEvent, how: Reported) {
     if let Some(profiler) = PROFILER.get()
         && let Some(sites) = &profiler.engines.allocation_sites
     {
@@ -365,7 +367,14 @@ fn object_allocated(context: &CallbackContext<'_>, event: &ObjectAllocationEvent
             )
         };
         let jni = context.jni().map(|j| &**j);
-        sites.object_allocated(&profiler.run, jni, thread, object, class, event.size());
+        let allocated = Allocated {
+            thread,
+            object,
+            class,
+            size: event.size(),
+            how,
+        };
+        sites.object_allocated(&profiler.run, jni, allocated);
     }
 }
 

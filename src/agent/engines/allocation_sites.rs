@@ -5,15 +5,17 @@
 //! section.
 
 use crate::agent::alloc::AllocationCounts;
-use crate::agent::alloc_counting::{self, BytecodeCounting, CountedRow, share_live};
+use crate::agent::alloc_counting::{self, BytecodeCounting, CountedRow, share_live_by};
 use crate::agent::classes::intern_class;
 use crate::agent::engine::{Engine, Run};
 use crate::agent::jvm::{self, LocalClass, LocalObject, LocalThread};
 use crate::agent::jvm_alloc_tracker::{self, AllocEvents};
 use crate::agent::libjvm;
+use crate::agent::live_samples::{self, LiveSamples};
 use crate::agent::site_cache;
 use crate::agent::threads;
 use crate::agent::traces::{intern_counted, intern_vm_made};
+use crate::bci;
 use crate::emit::sites::SiteSnapshot;
 use crate::format::ascii::time::ctime_now;
 use crate::model::SiteStats;
@@ -40,6 +42,10 @@ fn is_primitive_array(signature: &str) -> bool {
 
 /// Frames kept of an object the VM made under `alloc_count=bytecode`.
 const VM_MADE_FRAMES: u32 = 3;
+
+/// The second word of a live sample's key in the site cache, where an
+/// event's key has its thread serial (never this large).
+const LIVE_SAMPLE_KEY: u64 = u64::MAX - 1;
 
 /// Frames an allocation's key holds without a heap buffer.
 const INLINE_FRAMES: usize = 64;
@@ -79,6 +85,25 @@ fn prime_exact_sampling(jni: &JniEnv) {
     eprintln!("HPROF ERROR: could not make the JVM report every allocation of the main thread");
 }
 
+/// Which event reported an allocation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Reported {
+    /// SampledObjectAlloc: every allocation at interval 0, or a sample.
+    Sampled,
+    /// VMObjectAlloc: an object the VM made, not seen in the byte code.
+    MadeByTheVm,
+}
+
+/// An allocation as an event reports it.
+pub struct Allocated<'a> {
+    pub thread: LocalThread<'a>,
+    pub object: LocalObject<'a>,
+    pub class: LocalClass<'a>,
+    /// Bytes.
+    pub size: i64,
+    pub how: Reported,
+}
+
 /// State of heap=sites.
 pub struct AllocationSites {
     /// Counts per site, outside the model lock.
@@ -92,6 +117,9 @@ pub struct AllocationSites {
     /// byte code does not show come as VMObjectAlloc events, counted like
     /// sampled ones).
     bytecode: Option<BytecodeCounting>,
+    /// `alloc_count=bytecode`: the tagged sample that splits a class's
+    /// live objects among its rows.
+    live: Option<LiveSamples>,
     /// What the dump's first step read of the counters, for its section.
     counted: Mutex<Option<CountedDump>>,
     /// The run, for the bytecode tracker's natives (set when it starts).
@@ -116,6 +144,9 @@ impl AllocationSites {
             class_class_tag: AtomicU64::new(0),
             last_written: Mutex::default(),
             bytecode: bytecode.then(|| BytecodeCounting::new(depth)),
+            live: bytecode.then(|| {
+                LiveSamples::new(live_samples::EXACT_BYTES, live_samples::SAMPLE_INTERVAL)
+            }),
             counted: Mutex::default(),
             run: std::sync::OnceLock::new(),
         }
@@ -127,19 +158,26 @@ impl AllocationSites {
     }
 
     /// SampledObjectAlloc: count the object at its site and tag it.
-    pub fn object_allocated(
-        &self,
-        run: &Run,
-        jni: Option<&JniEnv>,
-        thread: LocalThread<'_>,
-        object: LocalObject<'_>,
-        class: LocalClass<'_>,
-        size: i64,
-    ) {
+    pub fn object_allocated(&self, run: &Run, jni: Option<&JniEnv>, allocated: Allocated<'_>) {
+        let Allocated {
+            thread,
+            object,
+            class,
+            size,
+            how,
+        } = allocated;
+        if let (Some(live), Reported::Sampled) = (&self.live, how) {
+            self.live_sampled(run, live, thread, object, class, size);
+            return;
+        }
         if (self.bytecode.is_some() && alloc_counting::probing_noted())
             || !run.lifecycle.accepting_events()
             || object.is_null()
-            || PRIMING.with(|p| p.replace(false))
+            // The priming arrays: the sampled one ends the priming.
+            || PRIMING.with(|p| match how {
+                Reported::Sampled => p.replace(false),
+                Reported::MadeByTheVm => p.get(),
+            })
             || threads::is_agent_thread()
         {
             return;
@@ -189,21 +227,9 @@ impl AllocationSites {
         } else {
             0
         };
-        let mut key = Vec::with_capacity(2 + 2 * frames.len());
-        key.extend([class_tag, thread_serial]);
-        for frame in frames {
-            key.extend([frame.method as u64, frame.location as u64]);
-        }
-        let site = match site_cache::lookup(&key) {
-            Some(site) if class_tag != 0 => site,
-            _ => match intern_site(run, &env, thread, class, frames) {
-                Some((site, final_class_tag)) => {
-                    key[0] = final_class_tag;
-                    site_cache::remember(&key, site);
-                    site
-                }
-                None => return,
-            },
+        let Some(site) = site_of(run, &env, thread, class, [class_tag, thread_serial], frames)
+        else {
+            return;
         };
 
         let allocations = &self.counts;
@@ -241,9 +267,56 @@ impl AllocationSites {
         let _ = jvm::set_tag(&env, object, tag);
     }
 
+    /// SampledObjectAlloc under `alloc_count=bytecode`: the object is
+    /// already counted in the byte code (or by VMObjectAlloc); it is tagged
+    /// at its trace as it prints, so that the sample of the live ones
+    /// splits its class's live objects among the class's rows.
+    fn live_sampled(
+        &self,
+        run: &Run,
+        live: &LiveSamples,
+        thread: LocalThread<'_>,
+        object: LocalObject<'_>,
+        class: LocalClass<'_>,
+        size: i64,
+    ) {
+        if alloc_counting::probing()
+            || !self.bytecode.as_ref().is_some_and(|c| c.ready())
+            || !run.lifecycle.accepting_events()
+            || object.is_null()
+            || PRIMING.with(|p| p.replace(false))
+            || threads::is_agent_thread()
+        {
+            return;
+        }
+        let env = run.jvmti.env();
+        let class_tag = jvm::tag_of(&env, class);
+        if class_tag != 0 && class_tag == self.class_class_tag.load(Ordering::Relaxed) {
+            return; // class objects carry identifiers of their own
+        }
+        let depth = self.bytecode.as_ref().map_or(1, |c| c.trace_frames());
+        let mut buffer = [jvmti::jvmtiFrameInfo::default(); 1 + bci::WINDOW_CALL_SITES];
+        let count = jvm::stack_frames_into(&env, thread, &mut buffer[..depth]);
+        let frames = &buffer[..count];
+        let head = [class_tag, LIVE_SAMPLE_KEY];
+        let Some(site) = site_of(run, &env, thread, class, head, frames) else {
+            return;
+        };
+        let (tag, interval) = live.counted(site, size.max(0) as u64);
+        let _ = jvm::set_tag(&env, object, tag);
+        if let Some(interval) = interval
+            && let Err(e) = env.set_heap_sampling_interval(interval.min(i32::MAX as u64) as i32)
+        {
+            eprintln!("HPROF ERROR: heap=sites could not change the sampling interval ({e:?})");
+        }
+    }
+
     /// ObjectFree: an object tagged by this agent was collected.
     pub fn object_freed(&self, tag: u64) {
-        self.counts.freed(tag);
+        match &self.live {
+            Some(live) => live.freed(tag),
+            None => self.counts.freed(tag),
+        }
     }
 
     /// Makes the JVM deliver the ObjectFree events of objects it has already
@@ -301,6 +374,33 @@ impl AllocationSites {
                 stats: self.counts.sites.stats(index),
             })
             .collect()
+    }
+}
+
+/// The site of an allocation of `class` by `frames`, from this thread's
+/// cache under `head` (the class's tag, then a word that tells the kinds of
+/// key apart) and the frames, or interned.
+fn site_of(
+    run: &Run,
+    env: &Jvmti,
+    thread: LocalThread<'_>,
+    class: LocalClass<'_>,
+    head: [u64; 2],
+    frames: &[jvmti::jvmtiFrameInfo],
+) -> Option<u32> {
+    let mut key = Vec::with_capacity(2 + 2 * frames.len());
+    key.extend(head);
+    for frame in frames {
+        key.extend([frame.method as u64, frame.location as u64]);
+    }
+    match site_cache::lookup(&key) {
+        Some(site) if head[0] != 0 => Some(site),
+        _ => {
+            let (site, final_class_tag) = intern_site(run, env, thread, class, frames)?;
+            key[0] = final_class_tag;
+            site_cache::remember(&key, site);
+            Some(site)
+        }
     }
 }
 
@@ -538,13 +638,15 @@ struct Sharer {
 /// The SITES rows of `alloc_count=bytecode`: one per (allocated class,
 /// site frame) of the counters, and `event_sites` (the objects VMObjectAlloc
 /// reported, untagged); each class's live objects, found by the heap walk,
-/// shared among all its rows.
+/// shared among all its rows as the `live` sample says (by what each
+/// allocated where the sample holds none of the class).
 fn counted_sites(
     run: &Run,
     model: &mut Model,
     counting: &BytecodeCounting,
     counted: CountedDump,
     event_sites: Vec<SiteSnapshot>,
+    live: Option<&LiveSamples>,
 ) -> Vec<SiteSnapshot> {
     let mut rows: HashMap<(u32, u32), SiteSnapshot> = HashMap::new();
     let mut sharers: HashMap<u32, Vec<Sharer>> = HashMap::new();
@@ -588,6 +690,9 @@ fn counted_sites(
         });
     }
     for mut site in event_sites {
+        if site.stats.allocated_objects == 0 {
+            continue; // a site of the live sample only
+        }
         // A stack walked for an object the VM made prints like the frames
         // a calling context names (the first call through a class being
         // loaded is walked): one row for both.
@@ -612,10 +717,29 @@ fn counted_sites(
             }
         }
     }
+    let sampled = live.map(|live| sampled_live(model, live, &printed));
     for (class_serial, sharers) in sharers {
-        let (live_objects, live_bytes) = live_of.get(&class_serial).copied().unwrap_or_default();
+        let sharers = merged_by_key(sharers);
+        let (mut live_objects, live_bytes) =
+            live_of.get(&class_serial).copied().unwrap_or_default();
         let objects: Vec<u64> = sharers.iter().map(|s| s.objects).collect();
-        let shares = share_live(live_objects, &objects);
+        let mut weights: Vec<u64> = sharers
+            .iter()
+            .map(|s| {
+                let sampled = sampled.as_ref().and_then(|m| m.rows.get(&s.key));
+                sampled.copied().unwrap_or(0)
+            })
+            .collect();
+        if weights.iter().all(|&w| w == 0) {
+            weights.clone_from(&objects);
+        } else if let Some(elsewhere) = sampled
+            .as_ref()
+            .and_then(|m| m.elsewhere.get(&class_serial))
+        {
+            // The heap holds them, but no row made them.
+            live_objects = live_objects.saturating_sub(*elsewhere);
+        }
+        let shares = share_live_by(live_objects, &weights, &objects);
         // A row's live objects weigh what its allocations weighed on
         // average (exact for instances and fixed-length arrays); the
         // class's live bytes bound the total.
@@ -635,6 +759,57 @@ fn counted_sites(
     sites
 }
 
+/// Sharers of one row as one.
+fn merged_by_key(sharers: Vec<Sharer>) -> Vec<Sharer> {
+    let mut merged: Vec<Sharer> = Vec::with_capacity(sharers.len());
+    for sharer in sharers {
+        match merged.iter_mut().find(|m| m.key == sharer.key) {
+            Some(m) => {
+                m.objects += sharer.objects;
+                m.bytes += sharer.bytes;
+            }
+            None => merged.push(sharer),
+        }
+    }
+    merged
+}
+
+/// The live objects the sample holds.
+#[derive(Default)]
+struct SampledLive {
+    /// By (class serial, trace serial) of the counted row that prints as
+    /// the sample's trace.
+    rows: HashMap<(u32, u32), u64>,
+    /// By class serial, those of no row: made by the VM with no Java frame
+    /// (while a class loads or links), or by the agent's tracker.
+    elsewhere: HashMap<u32, u64>,
+}
+
+/// The live objects the sample holds, placed by the rows of `printed`.
+fn sampled_live(
+    model: &Model,
+    live: &LiveSamples,
+    printed: &HashMap<Vec<PrintedFrame>, u32>,
+) -> SampledLive {
+    let mut sampled = SampledLive::default();
+    for (index, key) in model.sites.iter() {
+        let objects = live.live_objects(index);
+        if objects == 0 {
+            continue;
+        }
+        match printed.get(&printed_frames(model, key.trace_serial)) {
+            Some(&trace_serial) => {
+                *sampled
+                    .rows
+                    .entry((key.class_serial, trace_serial))
+                    .or_default() += objects;
+            }
+            None => *sampled.elsewhere.entry(key.class_serial).or_default() += objects,
+        }
+    }
+    sampled
+}
+
 impl Engine for AllocationSites {
     fn add_capabilities(
         &self,
@@ -642,6 +817,7 @@ impl Engine for AllocationSites {
         _potential: &jvmti::jvmtiCapabilities,
     ) {
         caps.set_can_generate_object_free_events(true);
+        caps.set_can_generate_sampled_object_alloc_events(true);
         if let Some(counting) = &self.bytecode {
             caps.set_can_generate_vm_object_alloc_events(true);
             caps.set_can_generate_all_class_hook_events(true);
@@ -649,8 +825,6 @@ impl Engine for AllocationSites {
             // java.lang.Thread gets the calling-context field as the JVM
             // first loads it, in the primordial phase.
             caps.set_can_generate_early_class_hook_events(counting.wants_contexts());
-        } else {
-            caps.set_can_generate_sampled_object_alloc_events(true);
         }
     }
 
@@ -670,9 +844,13 @@ impl Engine for AllocationSites {
                     );
                 }
             }
-            return Ok(());
         }
-        let interval = self.counts.interval.min(i32::MAX as u64) as i32;
+        // Under alloc_count=bytecode every object is reported at first too,
+        // for the sample of live objects (see live_samples.rs).
+        let interval = match self.bytecode {
+            Some(_) => 0,
+            None => self.counts.interval.min(i32::MAX as u64) as i32,
+        };
         jvmti
             .set_heap_sampling_interval(interval)
             .map_err(|e| format!("Unable to set the allocation sampling interval. ({e:?})"))
@@ -683,6 +861,7 @@ impl Engine for AllocationSites {
             &[
                 jvmti::JVMTI_EVENT_OBJECT_FREE,
                 jvmti::JVMTI_EVENT_VM_OBJECT_ALLOC,
+                jvmti::JVMTI_EVENT_SAMPLED_OBJECT_ALLOC,
             ]
         } else {
             &[
@@ -740,9 +919,10 @@ impl Engine for AllocationSites {
                     }
                 }
             }
-            Some(_) => {}
-            None if self.counts.interval == 0 => prime_exact_sampling(jni),
-            None => {}
+            Some(_) | None => {}
+        }
+        if self.bytecode.is_some() || self.counts.interval == 0 {
+            prime_exact_sampling(jni);
         }
     }
 
@@ -886,7 +1066,9 @@ impl AllocationSites {
     fn prepared_sites(&self, run: &Run, model: &mut Model) -> Vec<SiteSnapshot> {
         let sites = self.site_snapshot(model);
         match (&self.bytecode, self.counted.lock().take()) {
-            (Some(counting), Some(counted)) => counted_sites(run, model, counting, counted, sites),
+            (Some(counting), Some(counted)) => {
+                counted_sites(run, model, counting, counted, sites, self.live.as_ref())
+            }
             _ => sites,
         }
     }

@@ -8,7 +8,7 @@ mod lock_waits;
 mod method_times;
 mod monitors;
 
-pub use allocation_sites::AllocationSites;
+pub use allocation_sites::{Allocated, AllocationSites, Reported};
 pub use cpu_samples::CpuSamples;
 pub use heap_dump::HeapDump;
 pub use lock_waits::LockWaits;
