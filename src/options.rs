@@ -90,8 +90,11 @@ pub struct Options {
     pub alloc_interval: u64,
     /// hprof-rs addition, `alloc_count=bytecode`: heap=sites counts every
     /// allocation with counters injected into the byte code instead of one
-    /// JVMTI event per object (`alloc_count=events`, the default).
+    /// JVMTI event per object (`alloc_count=events`). Unless the option is
+    /// given, bytecode where it gives what was asked (see `finish`).
     pub alloc_count_bytecode: bool,
+    /// Whether `alloc_count` was given.
+    pub alloc_count_given: bool,
     /// The full combined option string (command line + "," +
     /// `_JAVA_HPROF_OPTIONS`), as used in error messages.
     pub combined: String,
@@ -132,12 +135,28 @@ impl Default for Options {
             experiment: 0,
             alloc_interval: 0,
             alloc_count_bytecode: false,
+            alloc_count_given: false,
             combined: String::new(),
         }
     }
 }
 
 impl Options {
+    /// Whether heap=sites counted in the byte code gives what these options
+    /// ask: every allocation (no `alloc_interval`), traces of at most the
+    /// 4 frames a calling context holds, rows not split by thread; and
+    /// neither cpu=times|old (which rewrite the classes too) nor `net=`
+    /// (whose commands switch the allocation events on and off).
+    pub(crate) fn bytecode_counts_what_was_asked(&self) -> bool {
+        self.heap_sites
+            && self.alloc_interval == 0
+            && self.depth <= 4
+            && !self.thread
+            && !self.cpu_times
+            && !self.cpu_old
+            && !matches!(self.destination, Destination::Net { .. })
+    }
+
     /// `java.hprof.txt` for ascii, `java.hprof` for binary.
     pub fn default_file_name(&self) -> &'static str {
         match self.format {
@@ -365,6 +384,7 @@ impl<'a> Parser<'a> {
                     "events" => false,
                     _ => return Err(ALLOC_COUNT_ERROR.into()),
                 };
+                options.alloc_count_given = true;
             }
             // differs from HPROF: it printed a literal `%%p` (a printf escape
             // that was never expanded); we print the `%p` that was meant.
@@ -438,6 +458,9 @@ impl<'a> Parser<'a> {
         if !(o.cpu_samples || o.cpu_times || o.monitor || o.heap_sites || o.heap_dump) {
             o.heap_dump = true;
             o.heap_sites = true;
+        }
+        if !o.alloc_count_given {
+            o.alloc_count_bytecode = o.bytecode_counts_what_was_asked();
         }
         Ok(())
     }

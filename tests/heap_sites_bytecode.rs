@@ -113,9 +113,11 @@ fn a_class_made_at_two_sites_gets_each_sites_live_objects() {
             );
         }
         // The same, 400 times larger, after 300 MB of garbage: past the
-        // exact part of the sample, the class's live objects (exact) are
-        // split by a sample of one object per 256 KiB, each standing for
-        // about 10,900 Nodes; the larger share is then within a few percent.
+        // exact part of the sample, each site's live objects are
+        // estimated from a sample of one object per 256 KiB, each standing
+        // for about 10,900 Nodes, scaled to the class's live bytes in the
+        // heap: the smaller share (37 samples) is off by about 16%, 64,000
+        // Nodes, the larger share by as many, under 2%; 7% is four times that.
         let sites = profile_of(
             jdk,
             "bytecode-live-big",
@@ -131,13 +133,12 @@ fn a_class_made_at_two_sites_gets_each_sites_live_objects() {
         let (kept_made, kept_live) = row("AllocLive.keepMostNode");
         let (dropped_made, dropped_live) = row("AllocLive.dropMostNode");
         assert_eq!((kept_made, dropped_made), (4_000_000, 4_000_000), "{label}");
-        assert_eq!(
-            kept_live + dropped_live,
-            4_000_000,
-            "{label}: the class's live objects are all placed"
+        assert!(
+            (kept_live + dropped_live).abs_diff(4_000_000) <= 400,
+            "{label}: the rows add up to what the heap holds (to 0.01%: each sample's weight is rounded)"
         );
         assert!(
-            kept_live.abs_diff(3_600_000) <= 360_000,
+            kept_live.abs_diff(3_600_000) <= 250_000,
             "{label}: Node live {kept_live} and {dropped_live}; 3,600,000 and 400,000 kept"
         );
     });

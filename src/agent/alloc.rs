@@ -14,8 +14,8 @@ use std::collections::HashMap;
 
 /// Top bit of every allocation tag.
 const ALLOCATION_TAG: u64 = 1 << 63;
-/// Set in the tag of an object counted with weight 1 by counts whose
-/// interval is not 0 (see [`AllocationCounts::allocated_exactly`]).
+/// Set in the tag of a sampled object that counts once (it was reported
+/// while every allocation was), see [`sample_tag`].
 const EXACT_WEIGHT: u64 = 1 << 62;
 /// Bits of the site index in an allocation tag (above the 32 size bits):
 /// more than the site table's 2^26.
@@ -40,6 +40,24 @@ pub fn decode_allocation_tag(tag: u64) -> (u32, u64) {
         ((tag >> 32) as u32) & ((1 << SITE_BITS) - 1),
         (tag & 0xFFFF_FFFF) * 8,
     )
+}
+
+/// The tag of a sampled object of `size` bytes at `site`, which counts
+/// once (`exact`) or as the objects a sample of its size stands for.
+pub fn sample_tag(site: u32, size: u64, exact: bool) -> u64 {
+    allocation_tag(site, size) | if exact { EXACT_WEIGHT } else { 0 }
+}
+
+/// The site of a sampled object's tag and the (bytes, objects) it stands
+/// for with sampling interval `interval`; None for other tags.
+pub fn sample_weight(tag: u64, interval: u64) -> Option<(u32, u64, u64)> {
+    if !is_allocation_tag(tag) {
+        return None;
+    }
+    let (site, size) = decode_allocation_tag(tag);
+    let interval = if tag & EXACT_WEIGHT != 0 { 0 } else { interval };
+    let (bytes, objects) = weight(size, interval);
+    Some((site, bytes, objects))
 }
 
 /// How one sampled object is counted. With exact tracking every object
@@ -103,14 +121,6 @@ impl AllocationCounts {
         let (bytes, objects) = weight(size, self.interval);
         self.sites.allocated(site, bytes, objects);
         allocation_tag(site, size)
-    }
-
-    /// Counts an object of `size` bytes at `site` with weight 1 whatever
-    /// the interval (it was reported while every allocation was); returns
-    /// its tag, which its free reads back.
-    pub fn allocated_exactly(&self, site: u32, size: u64) -> u64 {
-        self.sites.allocated(site, size, 1);
-        allocation_tag(site, size) | EXACT_WEIGHT
     }
 
     /// Counts an object that carries identifier `object_id` instead of an
@@ -199,11 +209,7 @@ impl AllocationCounts {
                 None => return,
             }
         };
-        let interval = match is_allocation_tag(tag) && tag & EXACT_WEIGHT != 0 {
-            true => 0,
-            false => self.interval,
-        };
-        let (bytes, objects) = weight(size, interval);
+        let (bytes, objects) = weight(size, self.interval);
         self.sites.freed(site, bytes, objects);
     }
 }
@@ -223,6 +229,20 @@ mod tests {
             decode_allocation_tag(big),
             ((1 << 26) - 1, 16 * 1024 * 1024 * 1024)
         );
+    }
+
+    #[test]
+    fn sample_tags_carry_their_weight() {
+        let exact = sample_tag(5, 32, true);
+        assert_eq!(decode_allocation_tag(exact), (5, 32));
+        assert_eq!(sample_weight(exact, 512 * 1024), Some((5, 32, 1)));
+        let sampled = sample_tag((1 << 26) - 1, 32, false);
+        let (bytes, objects) = weight(32, 512 * 1024);
+        assert_eq!(
+            sample_weight(sampled, 512 * 1024),
+            Some(((1 << 26) - 1, bytes, objects))
+        );
+        assert_eq!(sample_weight(0x5000_0001, 512 * 1024), None);
     }
 
     #[test]
@@ -293,21 +313,5 @@ mod tests {
         let stats = counts.sites.stats(3);
         assert_eq!((stats.live_bytes, stats.live_objects), (0, 0));
         assert_eq!((stats.allocated_bytes, stats.allocated_objects), (64, 2));
-    }
-
-    #[test]
-    fn objects_counted_exactly_are_freed_with_weight_one() {
-        let counts = AllocationCounts::new(512 * 1024);
-        let exact = counts.allocated_exactly(5, 32);
-        assert_eq!(decode_allocation_tag(exact), (5, 32));
-        let sampled = counts.allocated(5, 32);
-        assert_eq!(
-            counts.sites.stats(5).live_objects,
-            1 + weight(32, 512 * 1024).1
-        );
-        counts.freed(sampled);
-        assert_eq!(counts.sites.stats(5).live_objects, 1);
-        counts.freed(exact);
-        assert_eq!(counts.sites.stats(5).live_objects, 0);
     }
 }

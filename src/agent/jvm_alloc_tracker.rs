@@ -648,12 +648,20 @@ pub fn mark_present_objects(env: &Jvmti, class_class_tag: u64) -> Result<(), jvm
     }
 }
 
-/// Live objects and bytes per tagged class, by class tag, of the objects
-/// made since the counting began: those that carry no tag or the
-/// allocation tag of the live sample (not the mark of those present at
-/// start, nor an identifier of the agent's): one walk of the heap (a
-/// pause, as any heap walk).
-pub fn live_by_class(env: &Jvmti) -> Result<HashMap<u64, (u64, u64)>, jvmti::jvmtiError> {
+/// What one walk of the heap finds of the objects made since the counting
+/// began: those that carry no tag or a sample's allocation tag (not the
+/// mark of those present at start, nor an identifier of the agent's).
+#[derive(Default)]
+pub struct LiveInHeap {
+    /// Live objects and bytes per tagged class, by class tag.
+    pub by_class: HashMap<u64, (u64, u64)>,
+    /// Live objects per sample tag.
+    pub sample_tags: HashMap<u64, u64>,
+}
+
+/// The live objects made since the counting began: one walk of the heap
+/// (a pause, as any heap walk).
+pub fn live_by_class(env: &Jvmti) -> Result<LiveInHeap, jvmti::jvmtiError> {
     unsafe extern "system" fn count(
         class_tag: jni::jlong,
         size: jni::jlong,
@@ -667,28 +675,31 @@ pub fn live_by_class(env: &Jvmti) -> Result<HashMap<u64, (u64, u64)>, jvmti::jvm
         if tag != 0 && !is_allocation_tag(tag) {
             return 0;
         }
-        // SAFETY: `user_data` is the map passed to IterateThroughHeap below,
-        // alive and used by nothing else for the whole walk, which runs the
-        // callback on this thread.
-        let live = unsafe { &mut *(user_data as *mut HashMap<u64, (u64, u64)>) };
-        let entry = live.entry(class_tag as u64).or_default();
+        // SAFETY: `user_data` is the LiveInHeap passed to IterateThroughHeap
+        // below, alive and used by nothing else for the whole walk, which
+        // runs the callback on this thread.
+        let live = unsafe { &mut *(user_data as *mut LiveInHeap) };
+        let entry = live.by_class.entry(class_tag as u64).or_default();
         entry.0 += 1;
         entry.1 += size.max(0) as u64;
+        if tag != 0 {
+            *live.sample_tags.entry(tag).or_default() += 1;
+        }
         0
     }
-    let mut live: HashMap<u64, (u64, u64)> = HashMap::new();
+    let mut live = LiveInHeap::default();
     let callbacks = jvmti::jvmtiHeapCallbacks {
         heap_iteration_callback: Some(count),
         ..Default::default()
     };
-    // SAFETY: the callback table and the map outlive the call; the
-    // callback only updates the map.
+    // SAFETY: the callback table and the result outlive the call; the
+    // callback only updates the result.
     unsafe {
         env.iterate_through_heap(
             jvmti::JVMTI_HEAP_FILTER_CLASS_UNTAGGED,
             std::ptr::null_mut(),
             &callbacks,
-            &mut live as *mut HashMap<u64, (u64, u64)> as *const std::ffi::c_void,
+            &mut live as *mut LiveInHeap as *const std::ffi::c_void,
         )?;
     }
     Ok(live)

@@ -2,15 +2,15 @@
 //!
 //! The counters in the byte code count every allocation but see no object
 //! die, and the walk of the heap at each dump counts each class's live
-//! objects exactly but cannot tell which site made them. When a class is
-//! allocated at several sites, its live objects are split among them in
-//! proportion to a sample of tagged objects (SampledObjectAlloc; ObjectFree
-//! takes a freed one back): every object while the program's first
-//! [`EXACT_BYTES`] are allocated, so that a small program's split is
-//! exact, then about one per [`SAMPLE_INTERVAL`] bytes, each weighted by the
-//! objects it stands for (an estimate, within the class's exact total).
+//! objects exactly but cannot tell which site made them. So objects are
+//! tagged as SampledObjectAlloc reports them, with their site, size and
+//! weight: every object while the program's first [`EXACT_BYTES`] are
+//! allocated, so that a small program's split is exact, then about one
+//! per [`SAMPLE_INTERVAL`] bytes, each standing for the objects its size
+//! makes it likely to stand for. The same walk of the heap reads the tags
+//! of the live ones (no ObjectFree event is needed, nor waited for).
 
-use super::alloc::AllocationCounts;
+use super::alloc::{sample_tag, sample_weight};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Bytes allocated while every object is tagged.
@@ -18,10 +18,10 @@ pub const EXACT_BYTES: u64 = 8 * 1024 * 1024;
 /// The mean sampling interval after that, in bytes.
 pub const SAMPLE_INTERVAL: u64 = 256 * 1024;
 
-/// The tagged sample of live objects, counted by site.
+/// The tagging of the live sample.
 pub struct LiveSamples {
-    counts: AllocationCounts,
     exact_bytes: u64,
+    interval: u64,
     /// Bytes of the objects tagged while every object is.
     tagged_bytes: AtomicU64,
     /// Set once the budget is spent (and the interval changed).
@@ -33,36 +33,39 @@ impl LiveSamples {
     /// `interval` bytes.
     pub fn new(exact_bytes: u64, interval: u64) -> Self {
         Self {
-            counts: AllocationCounts::new(interval),
             exact_bytes,
+            interval,
             tagged_bytes: AtomicU64::new(0),
             sampling: AtomicBool::new(false),
         }
     }
 
-    /// The sampling interval to set now that every object is no longer
-    /// reported (`Some` once: the caller sets it in the JVM).
-    pub fn counted(&self, site: u32, size: u64) -> (u64, Option<u64>) {
+    /// The tag of a reported object of `size` bytes at `site`, and the
+    /// sampling interval to set now (`Some` once, when the budget is
+    /// spent: the caller sets it in the JVM).
+    pub fn tag(&self, site: u32, size: u64) -> (u64, Option<u64>) {
         if self.sampling.load(Ordering::Relaxed) {
-            return (self.counts.allocated(site, size), None);
+            return (sample_tag(site, size, false), None);
         }
-        let tag = self.counts.allocated_exactly(site, size);
+        let tag = sample_tag(site, size, true);
         let before = self.tagged_bytes.fetch_add(size, Ordering::Relaxed);
         let spent = before < self.exact_bytes && before + size >= self.exact_bytes;
         if spent && !self.sampling.swap(true, Ordering::Relaxed) {
-            return (tag, Some(self.counts.interval));
+            return (tag, Some(self.interval));
         }
         (tag, None)
     }
 
-    /// ObjectFree of a tagged object.
-    pub fn freed(&self, tag: u64) {
-        self.counts.freed(tag);
+    /// The site of a live object's tag and the (bytes, objects) it stands
+    /// for; None for a tag that is not a sample's.
+    pub fn weigh(&self, tag: u64) -> Option<(u32, u64, u64)> {
+        sample_weight(tag, self.interval)
     }
 
-    /// The live objects `site`'s sample stands for.
-    pub fn live_objects(&self, site: u32) -> u64 {
-        self.counts.sites.stats(site).live_objects
+    /// Whether the sample stopped holding every object (its counts are
+    /// estimates from then on).
+    pub fn estimated(&self) -> bool {
+        self.sampling.load(Ordering::Relaxed)
     }
 }
 
@@ -72,23 +75,25 @@ mod tests {
 
     #[test]
     fn every_object_counts_once_until_the_budget_then_samples_weigh_more() {
-        let samples = LiveSamples::new(100, 1024);
-        assert_eq!(samples.counted(1, 60).1, None);
-        let (tag, switch) = samples.counted(1, 60);
+        let samples = LiveSamples::new(100, 1024); // sizes in 8-byte units
+        let (first, none) = samples.tag(1, 64);
+        assert_eq!(none, None);
+        assert!(!samples.estimated());
+        let (second, switch) = samples.tag(1, 64);
         assert_eq!(
             switch,
             Some(1024),
             "the budget is spent: sample from now on"
         );
-        assert_eq!(samples.live_objects(1), 2);
-        let (sampled, again) = samples.counted(2, 16);
+        assert!(samples.estimated());
+        let (sampled, again) = samples.tag(2, 16);
         assert_eq!(again, None, "the interval is changed once");
+        assert_eq!(samples.weigh(first), Some((1, 64, 1)));
+        assert_eq!(samples.weigh(second), Some((1, 64, 1)));
+        let (site, _, objects) = samples.weigh(sampled).unwrap();
         assert!(
-            samples.live_objects(2) > 60,
+            site == 2 && objects > 60,
             "a 16-byte sample at 1 KiB stands for many"
         );
-        samples.freed(tag);
-        samples.freed(sampled);
-        assert_eq!((samples.live_objects(1), samples.live_objects(2)), (1, 0));
     }
 }

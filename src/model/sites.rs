@@ -49,6 +49,14 @@ impl SiteTable {
         Some(index)
     }
 
+    /// The key of site `index`, if there is one.
+    pub fn key(&self, index: u32) -> Option<SiteKey> {
+        self.keys
+            .get(index as usize)
+            .filter(|_| index != 0)
+            .copied()
+    }
+
     /// All sites as (index, key), in creation order.
     pub fn iter(&self) -> impl Iterator<Item = (u32, SiteKey)> + '_ {
         self.keys

@@ -35,7 +35,11 @@ const TABLE: &[(&str, &str, &str)] = &[
         "alloc sampling (hprof-rs)",
         "0 (exact)",
     ),
-    ("alloc_count=<how>", "bytecode|events (hprof-rs)", "events"),
+    (
+        "alloc_count=<how>",
+        "bytecode|events (hprof-rs)",
+        "bytecode*",
+    ),
 ];
 
 const TITLE: &str = "     HPROF-RS: Heap and CPU Profiling Agent (drop-in replacement for HPROF)";
@@ -72,8 +76,9 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "    records every allocation.",
             "  - alloc_count is an hprof-rs addition: bytecode counts every",
             "    allocation of heap=sites with counters in the rewritten classes",
-            "    (fast; one frame per trace for now), events with one JVM event",
-            "    per object.",
+            "    (fast; traces of up to 4 frames), events with one JVM event per",
+            "    object. *bytecode unless thread=y, depth above 4, alloc_interval,",
+            "    cpu=times|old or net= is given, which take events.",
         ],
     ),
     (
@@ -160,7 +165,7 @@ msa=y|n                Solaris micro state accounting n
 force=y|n              force output to <file>         y
 verbose=y|n            print messages about dumps     y
 alloc_interval=<size>  alloc sampling (hprof-rs)      0 (exact)
-alloc_count=<how>      bytecode|events (hprof-rs)     events
+alloc_count=<how>      bytecode|events (hprof-rs)     bytecode*
 
 Obsolete Options
 ----------------

@@ -29,6 +29,9 @@ fn expected(cmdline: &str, edit: impl FnOnce(&mut Options)) -> Options {
         ..Options::default()
     };
     edit(&mut options);
+    if !options.alloc_count_given {
+        options.alloc_count_bytecode = options.bytecode_counts_what_was_asked();
+    }
     options
 }
 
@@ -426,6 +429,26 @@ fn every_error_text() {
     for (cmdline, description) in &cases {
         assert_eq!(error(cmdline), *description, "{cmdline:?}");
     }
+}
+
+#[test]
+fn heap_sites_counts_in_the_bytecode_unless_the_options_need_events() {
+    assert!(ok("heap=sites").alloc_count_bytecode);
+    assert!(ok("").alloc_count_bytecode, "heap=all");
+    assert!(ok("heap=sites,depth=4,format=b").alloc_count_bytecode);
+    assert!(!ok("heap=dump").alloc_count_bytecode, "no heap=sites");
+    for events in [
+        "heap=sites,thread=y",
+        "heap=sites,depth=5",
+        "heap=sites,alloc_interval=512k",
+        "heap=sites,cpu=times",
+        "heap=sites,cpu=old",
+        "heap=sites,net=localhost:5000",
+    ] {
+        assert!(!ok(events).alloc_count_bytecode, "{events}");
+    }
+    assert!(!ok("heap=sites,alloc_count=events").alloc_count_bytecode);
+    assert!(ok("heap=sites,thread=y,alloc_count=bytecode").alloc_count_bytecode);
 }
 
 #[test]

@@ -132,6 +132,8 @@ struct CountedDump {
     /// Per allocated class signature: its serial and its live objects and
     /// bytes in the heap.
     classes: HashMap<String, (u32, (u64, u64))>,
+    /// The live sample in the heap: objects per tag.
+    sample_tags: HashMap<u64, u64>,
 }
 
 impl AllocationSites {
@@ -302,7 +304,7 @@ impl AllocationSites {
         let Some(site) = site_of(run, &env, thread, class, head, frames) else {
             return;
         };
-        let (tag, interval) = live.counted(site, size.max(0) as u64);
+        let (tag, interval) = live.tag(site, size.max(0) as u64);
         let _ = jvm::set_tag(&env, object, tag);
         if let Some(interval) = interval
             && let Err(e) = env.set_heap_sampling_interval(interval.min(i32::MAX as u64) as i32)
@@ -313,10 +315,7 @@ impl AllocationSites {
 
     /// ObjectFree: an object tagged by this agent was collected.
     pub fn object_freed(&self, tag: u64) {
-        match &self.live {
-            Some(live) => live.freed(tag),
-            None => self.counts.freed(tag),
-        }
+        self.counts.freed(tag);
     }
 
     /// Makes the JVM deliver the ObjectFree events of objects it has already
@@ -575,15 +574,16 @@ fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv) -> Counted
             }
         }
     }
-    let live = jvm_alloc_tracker::live_by_class(&env).unwrap_or_else(|e| {
+    let in_heap = jvm_alloc_tracker::live_by_class(&env).unwrap_or_else(|e| {
         eprintln!("HPROF ERROR: heap walk failed ({e:?}); live counts of heap=sites are 0");
-        HashMap::new()
+        jvm_alloc_tracker::LiveInHeap::default()
     });
+    let live = &in_heap.by_class;
     let by_tag: HashMap<String, (LocalClass<'_>, u64)> = tagged
         .iter()
         .map(|(signature, (class, tag, _))| (signature.clone(), (class.get(), *tag)))
         .collect();
-    counting.learn_sizes(&env, jni, &by_tag, &live);
+    counting.learn_sizes(&env, jni, &by_tag, live);
     let mut classes: HashMap<String, (u32, (u64, u64))> = tagged
         .into_iter()
         .map(|(signature, (_, tag, serial))| {
@@ -603,7 +603,11 @@ fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv) -> Counted
         }
     }
     drop(model);
-    CountedDump { rows, classes }
+    CountedDump {
+        rows,
+        classes,
+        sample_tags: in_heap.sample_tags,
+    }
 }
 
 /// What a frame prints: class, method, signature, line.
@@ -717,39 +721,34 @@ fn counted_sites(
             }
         }
     }
-    let sampled = live.map(|live| sampled_live(model, live, &printed));
+    let sampled = live.map(|live| sampled_live(model, live, &counted.sample_tags, &printed));
     for (class_serial, sharers) in sharers {
         let sharers = merged_by_key(sharers);
-        let (mut live_objects, live_bytes) =
-            live_of.get(&class_serial).copied().unwrap_or_default();
-        let objects: Vec<u64> = sharers.iter().map(|s| s.objects).collect();
-        let mut weights: Vec<u64> = sharers
+        let class_live = live_of.get(&class_serial).copied().unwrap_or_default();
+        let estimates: Vec<(u64, u64)> = sharers
             .iter()
             .map(|s| {
-                let sampled = sampled.as_ref().and_then(|m| m.rows.get(&s.key));
-                sampled.copied().unwrap_or(0)
+                let estimate = sampled.as_ref().and_then(|m| m.rows.get(&s.key));
+                estimate.copied().unwrap_or_default()
             })
             .collect();
-        if weights.iter().all(|&w| w == 0) {
-            weights.clone_from(&objects);
-        } else if let Some(elsewhere) = sampled
-            .as_ref()
-            .and_then(|m| m.elsewhere.get(&class_serial))
-        {
-            // The heap holds them, but no row made them.
-            live_objects = live_objects.saturating_sub(*elsewhere);
-        }
-        let shares = share_live_by(live_objects, &weights, &objects);
-        // A row's live objects weigh what its allocations weighed on
-        // average (exact for instances and fixed-length arrays); the
-        // class's live bytes bound the total.
-        let mut bytes_left = live_bytes;
-        for (sharer, live) in sharers.iter().zip(shares) {
-            let weight = u128::from(live) * u128::from(sharer.bytes);
-            let bytes = ((weight / u128::from(sharer.objects.max(1))) as u64).min(bytes_left);
-            bytes_left -= bytes;
+        let objects = match &sampled {
+            Some(sampled) if estimates.iter().any(|&(objects, _)| objects > 0) => {
+                let elsewhere = sampled.elsewhere.get(&class_serial).copied();
+                let (objects, bytes) = class_live;
+                let (other_objects, other_bytes) = elsewhere.unwrap_or_default();
+                let class_live = (
+                    objects.saturating_sub(other_objects),
+                    bytes.saturating_sub(other_bytes),
+                );
+                shares_by_sample(&sharers, &estimates, class_live, sampled.estimated)
+            }
+            _ => shares_by_allocation(&sharers, class_live.0),
+        };
+        let shares = with_bytes(&sharers, objects);
+        for (sharer, (objects, bytes)) in sharers.iter().zip(shares) {
             if let Some(site) = rows.get_mut(&sharer.key) {
-                site.stats.live_objects += live;
+                site.stats.live_objects += objects;
                 site.stats.live_bytes += bytes;
             }
         }
@@ -757,6 +756,79 @@ fn counted_sites(
     let mut sites: Vec<SiteSnapshot> = rows.into_values().collect();
     sites.sort_by_key(|s| (s.class_serial, s.trace_serial));
     sites
+}
+
+/// Live objects of each of a class's rows, when the sample holds none of
+/// them: the class's live objects shared by what each row allocated.
+fn shares_by_allocation(sharers: &[Sharer], class_objects: u64) -> Vec<u64> {
+    let allocated: Vec<u64> = sharers.iter().map(|s| s.objects).collect();
+    share_live_by(class_objects, &allocated, &allocated)
+}
+
+/// Live objects of each of a class's rows as the sample says
+/// (`estimates`: objects, bytes), never above what a row allocated, within
+/// the class's live objects in the heap (`class_live`, exact, less those
+/// the sample holds in no row). While the sample holds every object its
+/// estimates are exact. The class's live objects it leaves unplaced go to
+/// the rows it holds nothing of (objects the JVM makes without reporting
+/// them to the sampler, such as clone()'s on JDK 21 and later), by what
+/// each allocated; when there is no such row and the sample is
+/// `estimated`, the estimates are scaled to the class's live bytes (the
+/// steadier estimate, objects being sampled by size), so that the rows add
+/// up to what the heap holds.
+fn shares_by_sample(
+    sharers: &[Sharer],
+    estimates: &[(u64, u64)],
+    (class_objects, class_bytes): (u64, u64),
+    estimated: bool,
+) -> Vec<u64> {
+    let allocated: Vec<u64> = sharers.iter().map(|s| s.objects).collect();
+    let mut objects: Vec<u64> = estimates
+        .iter()
+        .zip(&allocated)
+        .map(|(e, &a)| e.0.min(a))
+        .collect();
+    let placed: u64 = objects.iter().sum();
+    if placed > class_objects {
+        return share_live_by(class_objects, &objects, &allocated);
+    }
+    let unsampled: Vec<usize> = (0..objects.len()).filter(|&i| objects[i] == 0).collect();
+    if !unsampled.is_empty() {
+        let room: Vec<u64> = unsampled.iter().map(|&i| allocated[i]).collect();
+        let shares = share_live_by(class_objects - placed, &room, &room);
+        for (i, share) in unsampled.into_iter().zip(shares) {
+            objects[i] = share;
+        }
+        return objects;
+    }
+    let estimated_bytes: u64 = estimates.iter().map(|e| e.1).sum();
+    if !estimated || estimated_bytes == 0 {
+        return objects;
+    }
+    let factor = class_bytes as f64 / estimated_bytes as f64;
+    let scaled: Vec<u64> = estimates
+        .iter()
+        .zip(&allocated)
+        .map(|(e, &a)| ((e.0 as f64 * factor).round() as u64).min(a))
+        .collect();
+    match scaled.iter().sum::<u64>() > class_objects {
+        true => share_live_by(class_objects, &scaled, &allocated),
+        false => scaled,
+    }
+}
+
+/// Live (objects, bytes) of each row from its live objects: each weighs
+/// what the row's allocations weighed on average (exact for instances and
+/// fixed-length arrays).
+fn with_bytes(sharers: &[Sharer], objects: Vec<u64>) -> Vec<(u64, u64)> {
+    sharers
+        .iter()
+        .zip(objects)
+        .map(|(sharer, live)| {
+            let weight = u128::from(live) * u128::from(sharer.bytes);
+            (live, (weight / u128::from(sharer.objects.max(1))) as u64)
+        })
+        .collect()
 }
 
 /// Sharers of one row as one.
@@ -777,34 +849,55 @@ fn merged_by_key(sharers: Vec<Sharer>) -> Vec<Sharer> {
 /// The live objects the sample holds.
 #[derive(Default)]
 struct SampledLive {
-    /// By (class serial, trace serial) of the counted row that prints as
-    /// the sample's trace.
-    rows: HashMap<(u32, u32), u64>,
-    /// By class serial, those of no row: made by the VM with no Java frame
-    /// (while a class loads or links), or by the agent's tracker.
-    elsewhere: HashMap<u32, u64>,
+    /// (objects, bytes) by (class serial, trace serial) of the counted row
+    /// that prints as the sample's trace.
+    rows: HashMap<(u32, u32), (u64, u64)>,
+    /// (objects, bytes) by class serial of those of no row: made by the VM
+    /// with no Java frame (while a class loads or links), or by the agent's
+    /// tracker.
+    elsewhere: HashMap<u32, (u64, u64)>,
+    /// Whether the sample stopped holding every object.
+    estimated: bool,
 }
 
-/// The live objects the sample holds, placed by the rows of `printed`.
+/// The live objects the sample holds (`sample_tags`: the live objects of
+/// each tag), placed by the rows of `printed`.
 fn sampled_live(
     model: &Model,
     live: &LiveSamples,
+    sample_tags: &HashMap<u64, u64>,
     printed: &HashMap<Vec<PrintedFrame>, u32>,
 ) -> SampledLive {
-    let mut sampled = SampledLive::default();
-    for (index, key) in model.sites.iter() {
-        let objects = live.live_objects(index);
-        if objects == 0 {
-            continue;
+    let mut by_site: HashMap<u32, (u64, u64)> = HashMap::new();
+    for (&tag, &count) in sample_tags {
+        if let Some((site, bytes, objects)) = live.weigh(tag) {
+            let entry = by_site.entry(site).or_default();
+            entry.0 += objects * count;
+            entry.1 += bytes * count;
         }
+    }
+    let mut sampled = SampledLive {
+        estimated: live.estimated(),
+        ..SampledLive::default()
+    };
+    for (site, (objects, bytes)) in by_site {
+        let Some(key) = model.sites.key(site) else {
+            continue;
+        };
         match printed.get(&printed_frames(model, key.trace_serial)) {
             Some(&trace_serial) => {
-                *sampled
+                let row = sampled
                     .rows
                     .entry((key.class_serial, trace_serial))
-                    .or_default() += objects;
+                    .or_default();
+                row.0 += objects;
+                row.1 += bytes;
             }
-            None => *sampled.elsewhere.entry(key.class_serial).or_default() += objects,
+            None => {
+                let class = sampled.elsewhere.entry(key.class_serial).or_default();
+                class.0 += objects;
+                class.1 += bytes;
+            }
         }
     }
     sampled
@@ -858,8 +951,9 @@ impl Engine for AllocationSites {
 
     fn live_events(&self) -> &'static [jvmti::jvmtiEvent] {
         if self.bytecode.is_some() {
+            // (No ObjectFree: the walk of the heap at each dump finds the
+            // live ones of the sample.)
             &[
-                jvmti::JVMTI_EVENT_OBJECT_FREE,
                 jvmti::JVMTI_EVENT_VM_OBJECT_ALLOC,
                 jvmti::JVMTI_EVENT_SAMPLED_OBJECT_ALLOC,
             ]
