@@ -68,12 +68,14 @@ HEAP DUMP                  every object on the heap (heap=dump): roots (ROOT),
                            classes (CLS), instances (OBJ) and arrays (ARR).
 SITES                      allocation sites (heap=sites): live and allocated
                            bytes and objects per class and allocating trace.
-                           Counted in the byte code (alloc_count=bytecode),
-                           a class's live objects are exact in total, and its
-                           rows share them as a sample of tagged objects says:
-                           every object of the first 64 MB allocated (exact),
-                           then one per 64 KiB (estimates, never above what a
-                           row allocated).
+                           Counted in the byte code (the default), the
+                           allocated columns are exact; a class made at
+                           several sites has its live objects (exact in the
+                           heap) split as a sample of tagged objects says:
+                           every object of the first 8 MiB allocated (exact),
+                           then one per 256 KiB (estimates, never above what
+                           a row allocated). alloc_count=events makes every
+                           column exact, at a much higher cost.
 CPU SAMPLES                where running threads were seen (cpu=samples).
 CPU TIME                   method calls and time per trace (cpu=times).
 WAIT / WAITED              a thread called Object.wait / stopped waiting
