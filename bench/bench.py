@@ -77,7 +77,10 @@ MODES = {m.key: m for m in [
          "cpu=samples,X=0x40000", ("CPU SAMPLES BEGIN",)),
     Mode("samples-jvmti-1", "cpu=samples,interval=1,X=0x10000 (JVMTI stacks)",
          "cpu=samples,interval=1,X=0x10000", ("CPU SAMPLES BEGIN",)),
-    Mode("sites", "heap=sites", "heap=sites", ("SITES BEGIN",)),
+    Mode("sites", "heap=sites (default: counted in the bytecode)", "heap=sites", ("SITES BEGIN",)),
+    # HPROF's fully exact table: an event, a stack walk and a tag per object.
+    Mode("sites-events", "heap=sites,alloc_count=events", "heap=sites,alloc_count=events",
+         ("SITES BEGIN",)),
     Mode("sites-sampled", f"heap=sites,alloc_interval={SAMPLED_INTERVAL}",
          f"heap=sites,alloc_interval={SAMPLED_INTERVAL}", ("SITES BEGIN",)),
     Mode("sites-bytecode", "heap=sites,alloc_count=bytecode", "heap=sites,alloc_count=bytecode",
@@ -128,7 +131,7 @@ def baseline_first(order: List[Mode]) -> List[Mode]:
 # Extra modes a profiling workload runs only when --modes names them (cpu=samples at
 # interval=1, and the JVMTI stack path beside the signal handler's).
 SAMPLES_COMPARISON_MODES = ["samples-1", "samples-jvmti", "samples-jvmti-1", "samples-nodebug"]
-PROFILING_MODES = ["none", "samples", "sites", "sites-sampled", "sites-bytecode", "times",
+PROFILING_MODES = ["none", "samples", "sites", "sites-events", "sites-sampled", "sites-bytecode", "times",
                    "monitor", "jfr", "jfr-monitor"]
 STARTUP_MODES = ["none", "samples", "sites", "sites-sampled", "sites-bytecode", "times",
                  "monitor", "dump", "jfr"]

@@ -351,6 +351,11 @@ pub fn share_live_by(live: u64, weights: &[u64], allocated: &[u64]) -> Vec<u64> 
     shares
 }
 
+/// Keys (site, calling context, class) of what VM-maker calls made, at
+/// most (about 40 bytes each); past it a new key counts under its site
+/// with no context.
+const MAX_MADE_KEYS: usize = 262_144;
+
 /// State of the bytecode counting.
 pub struct BytecodeCounting {
     tracker: OnceLock<AllocTracker>,
@@ -687,9 +692,14 @@ impl BytecodeCounting {
     /// `size` bytes, made by the call at `site` in calling context
     /// `context`.
     pub fn count_made(&self, site: u32, context: u64, class_tag: u64, size: u64) {
-        let context = bci::context_key(context);
+        let mut key = (site, bci::context_key(context), class_tag);
         let mut made = self.made.lock();
-        let count = made.entry((site, context, class_tag)).or_default();
+        if made.len() >= MAX_MADE_KEYS && !made.contains_key(&key) {
+            // Full: counted under the site alone, as the tracker's keyed
+            // table does (the trace stops at the site).
+            key.1 = 0;
+        }
+        let count = made.entry(key).or_default();
         count.objects += 1;
         count.bytes += size;
     }
@@ -734,6 +744,28 @@ fn unreported_makers(jni: &JniEnv) -> Vec<bci::CallRule> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn what_vm_makers_made_is_kept_under_a_bounded_number_of_keys() {
+        let counting = BytecodeCounting::new(4);
+        for context in 0..MAX_MADE_KEYS as u64 {
+            counting.count_made(1, context + 1, 7, 16);
+        }
+        counting.count_made(2, 99, 7, 16);
+        counting.count_made(1, 5, 7, 16);
+        let made = counting.made.lock();
+        assert_eq!(made.len(), MAX_MADE_KEYS + 1, "one key more: site 2 alone");
+        assert_eq!(
+            made[&(2, 0, 7)].objects,
+            1,
+            "a new key past the bound has no context"
+        );
+        assert_eq!(
+            made[&(1, bci::context_key(5), 7)].objects,
+            2,
+            "a known key still counts"
+        );
+    }
     use super::*;
 
     fn share_live(live: u64, allocated: &[u64]) -> Vec<u64> {

@@ -14,6 +14,10 @@ pub const ALLOC_EVENT_ONLY: i64 = 0x200;
 /// plus stack walk).
 pub const ALLOC_STACK_ONLY: i64 = 0x400;
 
+/// Makes heap=sites counted in the bytecode tag every object for its live
+/// sample, never sampling: what exact live columns per site cost that way.
+pub const LIVE_SAMPLE_EVERY_OBJECT: i64 = 0x800;
+
 /// Makes heap dumps go through the HotSpotDiagnostic MXBean, the fallback
 /// for a JVM without a known management table (a test aid for that path).
 pub const HEAP_DUMP_THROUGH_BEAN: i64 = 0x8000;

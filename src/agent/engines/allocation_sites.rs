@@ -140,15 +140,16 @@ impl AllocationSites {
     /// Counting every allocation (`interval` 0) or one per `interval`
     /// bytes, from JVMTI events or (`bytecode`) from counters in the byte
     /// code, with traces of `depth` frames.
-    pub fn new(interval: u64, bytecode: bool, depth: usize) -> Self {
+    /// Under `bytecode`, every object is tagged for the live sample until
+    /// `exact_live_bytes` are allocated.
+    pub fn new(interval: u64, bytecode: bool, depth: usize, exact_live_bytes: u64) -> Self {
         Self {
             counts: AllocationCounts::new(interval),
             class_class_tag: AtomicU64::new(0),
             last_written: Mutex::default(),
             bytecode: bytecode.then(|| BytecodeCounting::new(depth)),
-            live: bytecode.then(|| {
-                LiveSamples::new(live_samples::EXACT_BYTES, live_samples::SAMPLE_INTERVAL)
-            }),
+            live: bytecode
+                .then(|| LiveSamples::new(exact_live_bytes, live_samples::SAMPLE_INTERVAL)),
             counted: Mutex::default(),
             run: std::sync::OnceLock::new(),
         }
@@ -737,6 +738,10 @@ fn counted_sites(
                 let elsewhere = sampled.elsewhere.get(&class_serial).copied();
                 let (objects, bytes) = class_live;
                 let (other_objects, other_bytes) = elsewhere.unwrap_or_default();
+                // Once estimated, a few small samples can stand for more
+                // objects than the class has: only their bytes, the steadier
+                // estimate, are taken off then.
+                let other_objects = if sampled.estimated { 0 } else { other_objects };
                 let class_live = (
                     objects.saturating_sub(other_objects),
                     bytes.saturating_sub(other_bytes),
@@ -767,15 +772,17 @@ fn shares_by_allocation(sharers: &[Sharer], class_objects: u64) -> Vec<u64> {
 
 /// Live objects of each of a class's rows as the sample says
 /// (`estimates`: objects, bytes), never above what a row allocated, within
-/// the class's live objects in the heap (`class_live`, exact, less those
-/// the sample holds in no row). While the sample holds every object its
-/// estimates are exact. The class's live objects it leaves unplaced go to
-/// the rows it holds nothing of (objects the JVM makes without reporting
-/// them to the sampler, such as clone()'s on JDK 21 and later), by what
-/// each allocated; when there is no such row and the sample is
-/// `estimated`, the estimates are scaled to the class's live bytes (the
-/// steadier estimate, objects being sampled by size), so that the rows add
-/// up to what the heap holds.
+/// the class's live objects and bytes in the heap (`class_live`, exact,
+/// less those the sample holds in no row). While the sample holds every
+/// object its estimates are exact. The class's live objects it leaves
+/// unplaced go to the rows it holds nothing of (objects the JVM makes
+/// without reporting them to the sampler, such as clone()'s on JDK 21 and
+/// later), by what each allocated. Estimates are scaled by bytes (objects
+/// are sampled by size, so the byte estimate is the steadier one, and a
+/// row of large objects, each sampled for sure, keeps its exact count):
+/// down when they hold more than the class's live bytes, and up to them
+/// when the sample is `estimated` and every row has samples, so that the
+/// rows add up to what the heap holds.
 fn shares_by_sample(
     sharers: &[Sharer],
     estimates: &[(u64, u64)],
@@ -783,38 +790,37 @@ fn shares_by_sample(
     estimated: bool,
 ) -> Vec<u64> {
     let allocated: Vec<u64> = sharers.iter().map(|s| s.objects).collect();
+    let placed_bytes: u64 = estimates
+        .iter()
+        .zip(sharers)
+        .map(|(e, s)| e.1.min(s.bytes))
+        .sum();
+    let unsampled: Vec<usize> = (0..estimates.len())
+        .filter(|&i| estimates[i].0 == 0)
+        .collect();
+    let factor = match placed_bytes {
+        0 => 1.0,
+        _ if placed_bytes > class_bytes => class_bytes as f64 / placed_bytes as f64,
+        _ if estimated && unsampled.is_empty() => class_bytes as f64 / placed_bytes as f64,
+        _ => 1.0,
+    };
     let mut objects: Vec<u64> = estimates
         .iter()
         .zip(&allocated)
-        .map(|(e, &a)| e.0.min(a))
+        .map(|(e, &a)| ((e.0 as f64 * factor).round() as u64).min(a))
         .collect();
     let placed: u64 = objects.iter().sum();
     if placed > class_objects {
         return share_live_by(class_objects, &objects, &allocated);
     }
-    let unsampled: Vec<usize> = (0..objects.len()).filter(|&i| objects[i] == 0).collect();
-    if !unsampled.is_empty() {
+    if factor <= 1.0 && !unsampled.is_empty() {
         let room: Vec<u64> = unsampled.iter().map(|&i| allocated[i]).collect();
         let shares = share_live_by(class_objects - placed, &room, &room);
         for (i, share) in unsampled.into_iter().zip(shares) {
             objects[i] = share;
         }
-        return objects;
     }
-    let estimated_bytes: u64 = estimates.iter().map(|e| e.1).sum();
-    if !estimated || estimated_bytes == 0 {
-        return objects;
-    }
-    let factor = class_bytes as f64 / estimated_bytes as f64;
-    let scaled: Vec<u64> = estimates
-        .iter()
-        .zip(&allocated)
-        .map(|(e, &a)| ((e.0 as f64 * factor).round() as u64).min(a))
-        .collect();
-    match scaled.iter().sum::<u64>() > class_objects {
-        true => share_live_by(class_objects, &scaled, &allocated),
-        false => scaled,
-    }
+    objects
 }
 
 /// Live (objects, bytes) of each row from its live objects: each weighs

@@ -16,7 +16,7 @@ pub use method_times::MethodTimes;
 pub use monitors::Monitors;
 
 use super::engine::Engine;
-use crate::options::Options;
+use crate::options::{Options, experiment};
 use jvmti_bindings::prelude::*;
 
 /// The engines the options select. Each is a field of its own type, so
@@ -49,10 +49,16 @@ impl Engines {
             monitors: options.monitor.then(Monitors::new),
             heap_dump: options.heap_dump.then(|| HeapDump::new(heap_dump_path)),
             allocation_sites: options.heap_sites.then(|| {
+                let every_object = options.experiment & experiment::LIVE_SAMPLE_EVERY_OBJECT != 0;
                 AllocationSites::new(
                     options.alloc_interval,
                     options.alloc_count_bytecode,
                     options.depth as usize,
+                    if every_object {
+                        u64::MAX
+                    } else {
+                        super::live_samples::EXACT_BYTES
+                    },
                 )
             }),
             cpu_samples: options.cpu_samples.then(|| CpuSamples::new(options)),
