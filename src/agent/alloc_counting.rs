@@ -567,6 +567,14 @@ impl BytecodeCounting {
         });
         let outcome =
             bci::rewrite_counting_allocations(bytes, first, makers, first_call_site).ok()?;
+        if outcome.counted_already && name.is_some() {
+            // Returned as they are, but returned: a class the hook changed
+            // is one the JVM makes its named module read the unnamed
+            // modules for (the tracker's among them). A proxy class of a
+            // dynamic module, counted when generated, needs that to call
+            // the tracker (JDK 25 under JFR: IllegalAccessError without).
+            return Some(outcome.bytes);
+        }
         if outcome.sites.is_empty() && outcome.call_sites.is_empty() {
             return None;
         }
@@ -820,6 +828,7 @@ mod tests {
             call_sites: vec![],
             grown_huge: vec![],
             methods: vec![],
+            counted_already: false,
         };
         registry.add("p/A", &outcome(vec![site(0, 4), site(1, 9)]));
         // Retransformed: the same two sites get new numbers.

@@ -259,6 +259,9 @@ pub struct CountingOutcome {
     pub grown_huge: Vec<String>,
     /// One entry per method, in class-file order.
     pub methods: Vec<MethodInfo>,
+    /// The class calls the tracker already: counted when it was generated,
+    /// before it was defined.
+    pub counted_already: bool,
 }
 
 /// Rewrites `class_file` so that each allocation bumps its site's counter,
@@ -290,11 +293,18 @@ pub fn rewrite_counting_allocations(
         call_sites: vec![],
         grown_huge: vec![],
         methods,
+        counted_already: false,
     };
-    if this_name.starts_with(b"hprof_rs/") || calls_the_tracker(&class.pool) {
-        // The agent's own, or counted already (a generated class counted
-        // before it was defined, then seen by the ClassFileLoadHook).
+    if this_name.starts_with(b"hprof_rs/") {
         return Ok(unchanged(methods, vec![]));
+    }
+    if calls_the_tracker(&class.pool) {
+        // Counted already (a generated class counted before it was
+        // defined, then seen by the ClassFileLoadHook).
+        return Ok(CountingOutcome {
+            counted_already: true,
+            ..unchanged(methods, vec![])
+        });
     }
     let contexts = first_call_site.is_some();
     let resolved = TrackerCalls::resolve(&mut class.pool, contexts).and_then(|calls| {
@@ -404,6 +414,7 @@ pub fn rewrite_counting_allocations(
         call_sites,
         grown_huge,
         methods,
+        counted_already: false,
     })
 }
 
