@@ -615,7 +615,9 @@ fn samples_and_allocation_sites_together() {
         let mut cmd = common::java_command(jdk, &dir);
         // heap=sites counts in the bytecode: its start (every loaded class
         // rewritten) is CPU too, about 0.2 s, sampled like any; 20 units of
-        // hot work keep it a few percent of the samples.
+        // hot work keep it a few percent of the samples on a quiet machine
+        // (95% hot on JDK 11 here), 10% on a loaded CI machine (89.5%
+        // seen), hence the 85% floor: what this test guards is the split.
         cmd.arg(common::agentpath_arg("heap=sites,cpu=samples,cutoff=0"))
             .args(["CpuHot", "20"]);
         let out = common::run(&mut cmd);
@@ -634,8 +636,8 @@ fn samples_and_allocation_sites_together() {
             cpu_count_in(section, "CpuHot.hotB"),
         );
         assert!(
-            (a + b) * 100 >= section.total * 90,
-            "{label}: hotA {a} + hotB {b} is under 90% of {}",
+            (a + b) * 100 >= section.total * 85,
+            "{label}: hotA {a} + hotB {b} is under 85% of {}",
             section.total
         );
         let share = a as f64 / (a + b).max(1) as f64;
