@@ -22,6 +22,8 @@ pub const SAMPLE_INTERVAL: u64 = 256 * 1024;
 pub struct LiveSamples {
     exact_bytes: u64,
     interval: u64,
+    /// False only for a measuring aid: objects tagged without their site.
+    pub finds_sites: bool,
     /// Bytes of the objects tagged while every object is.
     tagged_bytes: AtomicU64,
     /// Set once the budget is spent (and the interval changed).
@@ -35,9 +37,25 @@ impl LiveSamples {
         Self {
             exact_bytes,
             interval,
+            finds_sites: true,
             tagged_bytes: AtomicU64::new(0),
             sampling: AtomicBool::new(false),
         }
+    }
+
+    /// The sampling interval to set at load time: 0 (every object) while
+    /// the budget lasts.
+    pub fn first_interval(&self) -> u64 {
+        if self.exact_bytes > 0 {
+            0
+        } else {
+            self.interval
+        }
+    }
+
+    /// Whether every object is reported at first.
+    pub fn starts_exact(&self) -> bool {
+        self.exact_bytes > 0
     }
 
     /// The tag of a reported object of `size` bytes at `site`, and the
@@ -60,6 +78,23 @@ impl LiveSamples {
     /// for; None for a tag that is not a sample's.
     pub fn weigh(&self, tag: u64) -> Option<(u32, u64, u64)> {
         sample_weight(tag, self.interval)
+    }
+
+    /// What `verbose=y` says of the sample at a dump.
+    pub fn describe(&self) -> String {
+        let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+        let tagged = mib(self
+            .tagged_bytes
+            .load(Ordering::Relaxed)
+            .min(self.exact_bytes));
+        if self.estimated() {
+            format!(
+                "live sample: every object of the first {tagged:.1} MiB, then about one per {} KiB",
+                self.interval / 1024
+            )
+        } else {
+            format!("live sample: every object so far ({tagged:.1} MiB)")
+        }
     }
 
     /// Whether the sample stopped holding every object (its counts are

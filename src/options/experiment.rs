@@ -18,6 +18,17 @@ pub const ALLOC_STACK_ONLY: i64 = 0x400;
 /// sample, never sampling: what exact live columns per site cost that way.
 pub const LIVE_SAMPLE_EVERY_OBJECT: i64 = 0x800;
 
+/// Makes heap=sites counted in the bytecode keep no live sample (live
+/// columns shared by what each site allocated): what the counting alone
+/// costs, beside the default.
+pub const LIVE_SAMPLE_OFF: i64 = 0x1000;
+
+/// With LIVE_SAMPLE_EVERY_OBJECT, tags every object without finding its
+/// site (no stack walk; the live columns are then wrong): what an event
+/// and a tag per object cost alone, the floor of exact live columns from
+/// JVMTI tags.
+pub const LIVE_SAMPLE_WITHOUT_SITES: i64 = 0x2000;
+
 /// Makes heap dumps go through the HotSpotDiagnostic MXBean, the fallback
 /// for a JVM without a known management table (a test aid for that path).
 pub const HEAP_DUMP_THROUGH_BEAN: i64 = 0x8000;

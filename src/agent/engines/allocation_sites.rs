@@ -11,7 +11,7 @@ use crate::agent::engine::{Engine, Run};
 use crate::agent::jvm::{self, LocalClass, LocalObject, LocalThread};
 use crate::agent::jvm_alloc_tracker::{self, AllocEvents};
 use crate::agent::libjvm;
-use crate::agent::live_samples::{self, LiveSamples};
+use crate::agent::live_samples::LiveSamples;
 use crate::agent::site_cache;
 use crate::agent::threads;
 use crate::agent::traces::{intern_counted, intern_vm_made};
@@ -46,6 +46,9 @@ const VM_MADE_FRAMES: u32 = 3;
 /// The second word of a live sample's key in the site cache, where an
 /// event's key has its thread serial (never this large).
 const LIVE_SAMPLE_KEY: u64 = u64::MAX - 1;
+/// The site a measuring aid tags objects with when it skips finding theirs
+/// (the highest a tag holds; never interned).
+const NO_SITE: u32 = (1 << 30) - 1;
 
 /// Frames an allocation's key holds without a heap buffer.
 const INLINE_FRAMES: usize = 64;
@@ -140,16 +143,14 @@ impl AllocationSites {
     /// Counting every allocation (`interval` 0) or one per `interval`
     /// bytes, from JVMTI events or (`bytecode`) from counters in the byte
     /// code, with traces of `depth` frames.
-    /// Under `bytecode`, every object is tagged for the live sample until
-    /// `exact_live_bytes` are allocated.
-    pub fn new(interval: u64, bytecode: bool, depth: usize, exact_live_bytes: u64) -> Self {
+    /// Under `bytecode`, `live` is the sample of live objects.
+    pub fn new(interval: u64, bytecode: bool, depth: usize, live: LiveSamples) -> Self {
         Self {
             counts: AllocationCounts::new(interval),
             class_class_tag: AtomicU64::new(0),
             last_written: Mutex::default(),
             bytecode: bytecode.then(|| BytecodeCounting::new(depth)),
-            live: bytecode
-                .then(|| LiveSamples::new(exact_live_bytes, live_samples::SAMPLE_INTERVAL)),
+            live: bytecode.then_some(live),
             counted: Mutex::default(),
             run: std::sync::OnceLock::new(),
         }
@@ -297,13 +298,18 @@ impl AllocationSites {
         if class_tag != 0 && class_tag == self.class_class_tag.load(Ordering::Relaxed) {
             return; // class objects carry identifiers of their own
         }
-        let depth = self.bytecode.as_ref().map_or(1, |c| c.trace_frames());
-        let mut buffer = [jvmti::jvmtiFrameInfo::default(); 1 + bci::WINDOW_CALL_SITES];
-        let count = jvm::stack_frames_into(&env, thread, &mut buffer[..depth]);
-        let frames = &buffer[..count];
-        let head = [class_tag, LIVE_SAMPLE_KEY];
-        let Some(site) = site_of(run, &env, thread, class, head, frames) else {
-            return;
+        let site = if live.finds_sites {
+            let depth = self.bytecode.as_ref().map_or(1, |c| c.trace_frames());
+            let mut buffer = [jvmti::jvmtiFrameInfo::default(); 1 + bci::WINDOW_CALL_SITES];
+            let count = jvm::stack_frames_into(&env, thread, &mut buffer[..depth]);
+            let frames = &buffer[..count];
+            let head = [class_tag, LIVE_SAMPLE_KEY];
+            match site_of(run, &env, thread, class, head, frames) {
+                Some(site) => site,
+                None => return,
+            }
+        } else {
+            NO_SITE
         };
         let (tag, interval) = live.tag(site, size.max(0) as u64);
         let _ = jvm::set_tag(&env, object, tag);
@@ -946,10 +952,11 @@ impl Engine for AllocationSites {
         }
         // Under alloc_count=bytecode every object is reported at first too,
         // for the sample of live objects (see live_samples.rs).
-        let interval = match self.bytecode {
-            Some(_) => 0,
-            None => self.counts.interval.min(i32::MAX as u64) as i32,
+        let interval = match &self.live {
+            Some(live) => live.first_interval(),
+            None => self.counts.interval,
         };
+        let interval = interval.min(i32::MAX as u64) as i32;
         jvmti
             .set_heap_sampling_interval(interval)
             .map_err(|e| format!("Unable to set the allocation sampling interval. ({e:?})"))
@@ -1021,7 +1028,11 @@ impl Engine for AllocationSites {
             }
             Some(_) | None => {}
         }
-        if self.bytecode.is_some() || self.counts.interval == 0 {
+        let exact_at_first = match &self.live {
+            Some(live) => live.starts_exact(),
+            None => self.counts.interval == 0,
+        };
+        if exact_at_first {
             prime_exact_sampling(jni);
         }
     }
@@ -1035,6 +1046,9 @@ impl Engine for AllocationSites {
         self.census_large_arrays(run, jni);
         if let (Some(counting), Some(jni)) = (&self.bytecode, jni) {
             *self.counted.lock() = Some(read_counted(run, counting, jni));
+        }
+        if let (Some(live), true) = (&self.live, run.options.verbose) {
+            eprintln!("\nHPROF: {}", live.describe());
         }
         Ok(())
     }

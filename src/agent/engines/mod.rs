@@ -16,6 +16,7 @@ pub use method_times::MethodTimes;
 pub use monitors::Monitors;
 
 use super::engine::Engine;
+use super::live_samples::{self, LiveSamples};
 use crate::options::{Options, experiment};
 use jvmti_bindings::prelude::*;
 
@@ -29,6 +30,26 @@ pub struct Engines {
     pub cpu_samples: Option<CpuSamples>,
     pub method_times: Option<MethodTimes>,
     pub lock_waits: Option<LockWaits>,
+}
+
+/// The live sample of `alloc_count=bytecode`: the default, or what the
+/// hidden measuring bits of `X=` ask.
+fn live_sample(experiment_bits: i64) -> LiveSamples {
+    let exact_bytes = if experiment_bits & experiment::LIVE_SAMPLE_EVERY_OBJECT != 0 {
+        u64::MAX
+    } else if experiment_bits & experiment::LIVE_SAMPLE_OFF != 0 {
+        0
+    } else {
+        live_samples::EXACT_BYTES
+    };
+    let interval = if experiment_bits & experiment::LIVE_SAMPLE_OFF != 0 {
+        i32::MAX as u64
+    } else {
+        live_samples::SAMPLE_INTERVAL
+    };
+    let mut live = LiveSamples::new(exact_bytes, interval);
+    live.finds_sites = experiment_bits & experiment::LIVE_SAMPLE_WITHOUT_SITES == 0;
+    live
 }
 
 impl Engines {
@@ -49,16 +70,11 @@ impl Engines {
             monitors: options.monitor.then(Monitors::new),
             heap_dump: options.heap_dump.then(|| HeapDump::new(heap_dump_path)),
             allocation_sites: options.heap_sites.then(|| {
-                let every_object = options.experiment & experiment::LIVE_SAMPLE_EVERY_OBJECT != 0;
                 AllocationSites::new(
                     options.alloc_interval,
                     options.alloc_count_bytecode,
                     options.depth as usize,
-                    if every_object {
-                        u64::MAX
-                    } else {
-                        super::live_samples::EXACT_BYTES
-                    },
+                    live_sample(options.experiment),
                 )
             }),
             cpu_samples: options.cpu_samples.then(|| CpuSamples::new(options)),
