@@ -11,6 +11,8 @@
 //! of the live ones (no ObjectFree event is needed, nor waited for).
 
 use super::alloc::{sample_tag, sample_weight};
+use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Bytes allocated while every object is tagged.
@@ -28,6 +30,12 @@ pub struct LiveSamples {
     tagged_bytes: AtomicU64,
     /// Set once the budget is spent (and the interval changed).
     sampling: AtomicBool,
+    /// Per site, the (objects, bytes) its tagged objects stand for: what
+    /// the sample saw allocated there. Beside the exact count in the byte
+    /// code it tells how much of a site the sample missed (JDK 11 posts no
+    /// SampledObjectAlloc for some allocations, even at interval 0). One
+    /// entry per site that had a sample, so bounded by the sites.
+    seen: Mutex<HashMap<u32, (u64, u64)>>,
 }
 
 impl LiveSamples {
@@ -40,6 +48,7 @@ impl LiveSamples {
             finds_sites: true,
             tagged_bytes: AtomicU64::new(0),
             sampling: AtomicBool::new(false),
+            seen: Mutex::default(),
         }
     }
 
@@ -63,15 +72,32 @@ impl LiveSamples {
     /// spent: the caller sets it in the JVM).
     pub fn tag(&self, site: u32, size: u64) -> (u64, Option<u64>) {
         if self.sampling.load(Ordering::Relaxed) {
-            return (sample_tag(site, size, false), None);
+            let tag = sample_tag(site, size, false);
+            self.note_seen(tag);
+            return (tag, None);
         }
         let tag = sample_tag(site, size, true);
+        self.note_seen(tag);
         let before = self.tagged_bytes.fetch_add(size, Ordering::Relaxed);
         let spent = before < self.exact_bytes && before + size >= self.exact_bytes;
         if spent && !self.sampling.swap(true, Ordering::Relaxed) {
             return (tag, Some(self.interval));
         }
         (tag, None)
+    }
+
+    fn note_seen(&self, tag: u64) {
+        if let Some((site, bytes, objects)) = self.weigh(tag) {
+            let mut seen = self.seen.lock();
+            let entry = seen.entry(site).or_default();
+            entry.0 += objects;
+            entry.1 += bytes;
+        }
+    }
+
+    /// What the sample saw allocated, (objects, bytes) per site.
+    pub fn seen_by_site(&self) -> HashMap<u32, (u64, u64)> {
+        self.seen.lock().clone()
     }
 
     /// The site of a live object's tag and the (bytes, objects) it stands
