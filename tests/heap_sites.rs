@@ -39,6 +39,32 @@ fn assert_row(row: &SiteRow, size: u64, allocated: u64, live: u64, what: &str) {
     );
 }
 
+/// Live objects of a class made at many sites, placed by the live sample:
+/// exact where the JVM reports every allocation to the sampler; JDK 11
+/// leaves some unreported (in C1's tier-2 code, under load), and the live
+/// ones among them are placed by estimate: within 1% there.
+fn assert_sampled_row(jdk: &Jdk, row: &SiteRow, size: u64, allocated: u64, live: u64, what: &str) {
+    if jdk.major > 11 {
+        return assert_row(row, size, allocated, live, what);
+    }
+    assert_eq!(row.allocated_objects, allocated, "{what}: alloc'ed objects");
+    assert_eq!(
+        row.allocated_bytes,
+        allocated * size,
+        "{what}: alloc'ed bytes"
+    );
+    assert!(
+        row.live_objects.abs_diff(live) * 100 <= live,
+        "{what}: {} live objects, {live} within 1%",
+        row.live_objects
+    );
+    assert_eq!(
+        row.live_bytes,
+        row.live_objects * size,
+        "{what}: live bytes"
+    );
+}
+
 #[test]
 fn exact_counts_at_known_sites_on_every_jdk() {
     common::on_each(&common::jdks(), |jdk| {
@@ -61,7 +87,8 @@ fn exact_counts_at_known_sites_on_every_jdk() {
 
         let arrays = sites.sites_of_class_via("int[]", "AllocSites.makeArray");
         assert_eq!(arrays.len(), 1, "{label}: int[16] is allocated at one site");
-        assert_row(
+        assert_sampled_row(
+            jdk,
             arrays[0],
             INT16_BYTES,
             10_000,
@@ -101,7 +128,8 @@ fn exact_counts_at_known_sites_on_every_jdk() {
             1,
             "{label}: one Array.newInstance site"
         );
-        assert_row(
+        assert_sampled_row(
+            jdk,
             reflect_arrays[0],
             48,
             1_000,

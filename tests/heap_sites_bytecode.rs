@@ -12,9 +12,24 @@ const BYTECODE: &str = "heap=sites,alloc_count=bytecode,cutoff=0";
 
 /// Runs `main args` with `options` on `jdk`, returns the ASCII profile.
 fn profile_of(jdk: &Jdk, test: &str, options: &str, main: &str, args: &[&str]) -> AsciiProfile {
+    profile_with(jdk, test, &[], options, main, args)
+}
+
+/// As [`profile_of`], with JVM options `jvm_args` too.
+fn profile_with(
+    jdk: &Jdk,
+    test: &str,
+    jvm_args: &[&str],
+    options: &str,
+    main: &str,
+    args: &[&str],
+) -> AsciiProfile {
     let dir = common::scratch_dir(&format!("{test}-{}", jdk.label));
     let mut cmd = common::java_command(jdk, &dir);
-    cmd.arg(common::agentpath_arg(options)).arg(main).args(args);
+    cmd.args(jvm_args)
+        .arg(common::agentpath_arg(options))
+        .arg(main)
+        .args(args);
     let out = common::run(&mut cmd);
     common::assert_success(&out, &format!("{main} with {options} on {}", jdk.label));
     assert!(
@@ -99,18 +114,35 @@ fn a_class_made_at_two_sites_gets_each_sites_live_objects() {
     common::on_each(&common::jdks(), |jdk| {
         let label = &jdk.label;
         // A small program: every object is in the live sample, so each
-        // site's live count is exact.
-        let sites = profile_of(jdk, "bytecode-live-small", BYTECODE, "AllocLive", &[]);
-        for (frame, live) in [
-            ("AllocLive.keepMostNode", 9_000),
-            ("AllocLive.dropMostNode", 1_000),
+        // site's live count is exact (within 1% on JDK 11). Also with C1's
+        // tier 2 only, where JDK 11 leaves some allocations unreported
+        // about one run in four (the sample then places the live objects
+        // it missed by what it saw).
+        for (test, jvm_args) in [
+            ("bytecode-live-small", &[][..]),
+            (
+                "bytecode-live-small-tier2",
+                &["-XX:TieredStopAtLevel=2"][..],
+            ),
         ] {
-            let rows = sites.sites_of_class_via("AllocLive$Node", frame);
-            assert_eq!(
-                common::site_totals(&rows),
-                (10_000, live, 240_000, live * 24),
-                "{label}: Node made in {frame}"
-            );
+            let sites = profile_with(jdk, test, jvm_args, BYTECODE, "AllocLive", &[]);
+            for (frame, live) in [
+                ("AllocLive.keepMostNode", 9_000),
+                ("AllocLive.dropMostNode", 1_000),
+            ] {
+                let rows = sites.sites_of_class_via("AllocLive$Node", frame);
+                let (made, found, made_bytes, found_bytes) = common::site_totals(&rows);
+                let what = format!("{label} {jvm_args:?}: Node made in {frame}");
+                assert_eq!((made, made_bytes), (10_000, 240_000), "{what}");
+                assert_eq!(found_bytes, found * 24, "{what}");
+                if jdk.major > 11 {
+                    assert_eq!(found, live, "{what}");
+                } else {
+                    // JDK 11 leaves some allocations unreported to the
+                    // sampler; the live ones among them are estimated.
+                    assert!(found.abs_diff(live) * 100 <= live, "{what}: {found} live");
+                }
+            }
         }
         // The same, 400 times larger, after 300 MB of garbage: past the
         // exact part of the sample, each site's live objects are

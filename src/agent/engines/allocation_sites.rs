@@ -732,15 +732,26 @@ fn counted_sites(
     for (class_serial, sharers) in sharers {
         let sharers = merged_by_key(sharers);
         let class_live = live_of.get(&class_serial).copied().unwrap_or_default();
-        let estimates: Vec<(u64, u64)> = sharers
+        let seen: Vec<(u64, u64)> = sharers
             .iter()
             .map(|s| {
-                let Some(sampled) = &sampled else {
-                    return (0, 0);
-                };
-                let estimate = sampled.rows.get(&s.key).copied().unwrap_or_default();
-                let seen = sampled.seen.get(&s.key).copied().unwrap_or_default();
-                scaled_to_what_was_allocated(estimate, seen, s.bytes)
+                let seen = sampled.as_ref().and_then(|m| m.seen.get(&s.key));
+                seen.copied().unwrap_or_default()
+            })
+            .collect();
+        let estimates: Vec<(u64, u64)> = sharers
+            .iter()
+            .zip(&seen)
+            .map(|(s, &seen)| match &sampled {
+                Some(sampled) => {
+                    let estimate = sampled.rows.get(&s.key).copied().unwrap_or_default();
+                    if sampled.estimated {
+                        scaled_to_what_was_allocated(estimate, seen, s.bytes)
+                    } else {
+                        estimate
+                    }
+                }
+                None => (0, 0),
             })
             .collect();
         let objects = match &sampled {
@@ -756,7 +767,12 @@ fn counted_sites(
                     objects.saturating_sub(other_objects),
                     bytes.saturating_sub(other_bytes),
                 );
-                shares_by_sample(&sharers, &estimates, class_live, sampled.estimated)
+                let sample = Sample {
+                    estimates: &estimates,
+                    seen: &seen,
+                    estimated: sampled.estimated,
+                };
+                shares_by_sample(&sharers, &sample, class_live)
             }
             _ => shares_by_allocation(&sharers, class_live.0),
         };
@@ -773,16 +789,11 @@ fn counted_sites(
     sites
 }
 
-/// A row's live (objects, bytes) as the sample holds them (`estimate`),
-/// scaled by what the row allocated (`allocated_bytes`, exact from the
-/// counters) over what the sample saw allocated there (`seen`): the share
-/// of the row's allocations that are still alive, applied to all of them.
-/// The sample can miss allocations even while it holds every object: JDK
-/// 11 posts no SampledObjectAlloc for some allocations in C1's tier-2 code
-/// (which it compiles to when C2's queue is long, so under load), and
-/// AllocLive's 9,000 kept Nodes came out 7,744 in one run of four with
-/// `-XX:TieredStopAtLevel=2`. Once sampling, this is the ratio estimate,
-/// steadier than the live count alone.
+/// A sampled row's live (objects, bytes) as the sample holds them
+/// (`estimate`), scaled by what the row allocated (`allocated_bytes`, exact
+/// from the counters) over what the sample saw allocated there (`seen`):
+/// the share of the row's allocations still alive, applied to all of
+/// them (the ratio estimate, steadier than the live count alone).
 fn scaled_to_what_was_allocated(
     estimate: (u64, u64),
     seen: (u64, u64),
@@ -803,38 +814,43 @@ fn shares_by_allocation(sharers: &[Sharer], class_objects: u64) -> Vec<u64> {
     share_live_by(class_objects, &allocated, &allocated)
 }
 
-/// Live objects of each of a class's rows as the sample says
-/// (`estimates`: objects, bytes), never above what a row allocated, within
-/// the class's live objects and bytes in the heap (`class_live`, exact,
-/// less those the sample holds in no row). While the sample holds every
-/// object its estimates are exact. The class's live objects it leaves
-/// unplaced go to the rows it holds nothing of (objects the JVM makes
-/// without reporting them to the sampler, such as clone()'s on JDK 21 and
-/// later), by what each allocated. Estimates are scaled by bytes (objects
-/// are sampled by size, so the byte estimate is the steadier one, and a
-/// row of large objects, each sampled for sure, keeps its exact count):
-/// down when they hold more than the class's live bytes, and up to them
-/// when the sample is `estimated` and every row has samples, so that the
-/// rows add up to what the heap holds.
+/// What the live sample says of a class's rows, row by row.
+struct Sample<'a> {
+    /// Live (objects, bytes) the sample holds.
+    estimates: &'a [(u64, u64)],
+    /// (objects, bytes) the sample saw allocated.
+    seen: &'a [(u64, u64)],
+    /// Whether the sample stopped holding every object.
+    estimated: bool,
+}
+
+/// Live objects of each of a class's rows as the sample says, never above
+/// what a row allocated, within the class's live objects and bytes in the
+/// heap (`class_live`, exact, less those the sample holds in no row).
+/// Estimates are scaled by bytes (objects are sampled by size, so the byte
+/// estimate is the steadier one, and a row of large objects, each sampled
+/// for sure, keeps its exact count): down when they hold more than the
+/// class's live bytes, and up to them when the sample is estimated and
+/// every row has samples, so that the rows add up to what the heap holds.
+/// The class's live objects the sample leaves unplaced go to the rows that
+/// can hold them ([`takers_of_the_rest`]).
 fn shares_by_sample(
     sharers: &[Sharer],
-    estimates: &[(u64, u64)],
+    sample: &Sample<'_>,
     (class_objects, class_bytes): (u64, u64),
-    estimated: bool,
 ) -> Vec<u64> {
+    let estimates = sample.estimates;
     let allocated: Vec<u64> = sharers.iter().map(|s| s.objects).collect();
     let placed_bytes: u64 = estimates
         .iter()
         .zip(sharers)
         .map(|(e, s)| e.1.min(s.bytes))
         .sum();
-    let unsampled: Vec<usize> = (0..estimates.len())
-        .filter(|&i| estimates[i].0 == 0)
-        .collect();
+    let every_row_sampled = estimates.iter().all(|e| e.0 > 0);
     let factor = match placed_bytes {
         0 => 1.0,
         _ if placed_bytes > class_bytes => class_bytes as f64 / placed_bytes as f64,
-        _ if estimated && unsampled.is_empty() => class_bytes as f64 / placed_bytes as f64,
+        _ if sample.estimated && every_row_sampled => class_bytes as f64 / placed_bytes as f64,
         _ => 1.0,
     };
     let mut objects: Vec<u64> = estimates
@@ -846,14 +862,52 @@ fn shares_by_sample(
     if placed > class_objects {
         return share_live_by(class_objects, &objects, &allocated);
     }
-    if factor <= 1.0 && !unsampled.is_empty() {
-        let room: Vec<u64> = unsampled.iter().map(|&i| allocated[i]).collect();
-        let shares = share_live_by(class_objects - placed, &room, &room);
-        for (i, share) in unsampled.into_iter().zip(shares) {
-            objects[i] = share;
+    if factor <= 1.0 {
+        let (rows, weights, room) = takers_of_the_rest(sample, &allocated, &objects);
+        let shares = share_live_by(class_objects - placed, &weights, &room);
+        for (i, share) in rows.into_iter().zip(shares) {
+            objects[i] += share;
         }
     }
     objects
+}
+
+/// The rows that take the class's live objects the sample left unplaced
+/// (`placed`: each row's share so far), with their weights and room. Rows
+/// the sample holds nothing live of take them by what each allocated
+/// (objects whose sample the JVM does not report or keep: clone()'s on JDK
+/// 21 and later are seen made and never found live). While the sample should hold every object, rows
+/// it saw only in part take them too, by the live objects they likely
+/// hold among their allocations it missed: JDK 11 posts no
+/// SampledObjectAlloc for some allocations in C1's tier-2 code, which it
+/// uses when C2's queue is long, so under load (AllocLive's 9,000 kept
+/// Nodes came out 7,744 in one run of four with `-XX:TieredStopAtLevel=2`
+/// before this).
+fn takers_of_the_rest(
+    sample: &Sample<'_>,
+    allocated: &[u64],
+    placed: &[u64],
+) -> (Vec<usize>, Vec<u64>, Vec<u64>) {
+    let mut takers = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..allocated.len() {
+        let (live, (seen, _)) = (sample.estimates[i].0, sample.seen[i]);
+        let room = allocated[i] - placed[i];
+        let (weight, room) = if live == 0 {
+            (allocated[i], room)
+        } else if !sample.estimated && seen > 0 && seen < allocated[i] {
+            let missed = allocated[i] - seen;
+            let likely_live = (u128::from(missed) * u128::from(live)).div_ceil(u128::from(seen));
+            (likely_live as u64, missed.min(room))
+        } else {
+            continue;
+        };
+        if weight > 0 && room > 0 {
+            takers.0.push(i);
+            takers.1.push(weight);
+            takers.2.push(room);
+        }
+    }
+    takers
 }
 
 /// Live (objects, bytes) of each row from its live objects: each weighs
@@ -1294,10 +1348,53 @@ mod tests {
         let sharers = [sharer(10_000, 1), sharer(10_000, 2), sharer(1_000, 3)];
         // The third row (clone()'s, say) posts no sample.
         let estimates = [(9_000, 216_000), (1_000, 24_000), (0, 0)];
+        let seen = [(10_000, 240_000), (10_000, 240_000), (0, 0)];
+        let sample = Sample {
+            estimates: &estimates,
+            seen: &seen,
+            estimated: false,
+        };
         let class_live = (10_500, 10_500 * 24);
         assert_eq!(
-            shares_by_sample(&sharers, &estimates, class_live, false),
+            shares_by_sample(&sharers, &sample, class_live),
             [9_000, 1_000, 500]
         );
+    }
+
+    #[test]
+    fn live_objects_the_sample_missed_go_where_it_missed_allocations() {
+        let sharer = |objects, key| Sharer {
+            objects,
+            bytes: objects * 24,
+            key: (1, key),
+        };
+        let sharers = [sharer(10_000, 1), sharer(10_000, 2)];
+        // The JVM did not report 1,400 of the first row's allocations
+        // (1,260 of them kept), nor 10 of the second's (1 kept).
+        let estimates = [(7_740, 7_740 * 24), (999, 999 * 24)];
+        let seen = [(8_600, 8_600 * 24), (9_990, 9_990 * 24)];
+        let sample = Sample {
+            estimates: &estimates,
+            seen: &seen,
+            estimated: false,
+        };
+        assert_eq!(
+            shares_by_sample(&sharers, &sample, (10_000, 240_000)),
+            [9_000, 1_000]
+        );
+        // All kept objects seen, some dead ones missed: nothing to add.
+        let estimates = [(4_000, 4_000 * 80)];
+        let seen = [(9_985, 9_985 * 80)];
+        let sample = Sample {
+            estimates: &estimates,
+            seen: &seen,
+            estimated: false,
+        };
+        let ints = [Sharer {
+            objects: 10_000,
+            bytes: 800_000,
+            key: (2, 1),
+        }];
+        assert_eq!(shares_by_sample(&ints, &sample, (4_000, 320_000)), [4_000]);
     }
 }
