@@ -221,7 +221,12 @@ impl Emitter {
                     dropped += patch.dropped;
                 }
                 tags::HEAP_DUMP_END => self.record(RecordBody::HeapDumpEnd, &mut pending),
-                _ => self.carry_non_heap(&mut stream, &record, &mut carry, &mut pending)?,
+                _ => {
+                    self.carry_non_heap(&mut stream, &record, &mut carry, &mut pending)?;
+                    if pending.len() >= CHUNK {
+                        pending = out(pending);
+                    }
+                }
             }
         }
         out(pending);
@@ -318,7 +323,15 @@ impl Emitter {
                         in_heap = false;
                         self.record(RecordBody::HeapDumpEnd, &mut pending);
                     }
-                    _ => self.carry_non_heap(&mut stream, &record, &mut carry, &mut pending)?,
+                    _ => {
+                        self.carry_non_heap(&mut stream, &record, &mut carry, &mut pending)?;
+                        // The dump's names come before its heap: handed
+                        // over in blocks, so that no buffer grows to hold
+                        // them all (2 MiB for a 2 GB heap's).
+                        if pending.len() >= CHUNK {
+                            pending = send(std::mem::take(&mut pending));
+                        }
+                    }
                 }
             }
             Ok(())
