@@ -71,13 +71,12 @@ impl LiveSamples {
     /// sampling interval to set now (`Some` once, when the budget is
     /// spent: the caller sets it in the JVM).
     pub fn tag(&self, site: u32, size: u64) -> (u64, Option<u64>) {
-        if self.sampling.load(Ordering::Relaxed) {
-            let tag = sample_tag(site, size, false);
-            self.note_seen(tag);
+        let exact = !self.sampling.load(Ordering::Relaxed);
+        let tag = sample_tag(site, size, exact);
+        self.note_seen(tag);
+        if !exact {
             return (tag, None);
         }
-        let tag = sample_tag(site, size, true);
-        self.note_seen(tag);
         let before = self.tagged_bytes.fetch_add(size, Ordering::Relaxed);
         let spent = before < self.exact_bytes && before + size >= self.exact_bytes;
         if spent && !self.sampling.swap(true, Ordering::Relaxed) {

@@ -221,12 +221,7 @@ impl Emitter {
                     dropped += patch.dropped;
                 }
                 tags::HEAP_DUMP_END => self.record(RecordBody::HeapDumpEnd, &mut pending),
-                _ => {
-                    self.carry_non_heap(&mut stream, &record, &mut carry, &mut pending)?;
-                    if pending.len() >= CHUNK {
-                        pending = out(pending);
-                    }
-                }
+                _ => self.carry_non_heap(&mut stream, &record, &mut carry, &mut pending, out)?,
             }
         }
         out(pending);
@@ -323,15 +318,13 @@ impl Emitter {
                         in_heap = false;
                         self.record(RecordBody::HeapDumpEnd, &mut pending);
                     }
-                    _ => {
-                        self.carry_non_heap(&mut stream, &record, &mut carry, &mut pending)?;
-                        // The dump's names come before its heap: handed
-                        // over in blocks, so that no buffer grows to hold
-                        // them all (2 MiB for a 2 GB heap's).
-                        if pending.len() >= CHUNK {
-                            pending = send(std::mem::take(&mut pending));
-                        }
-                    }
+                    _ => self.carry_non_heap(
+                        &mut stream,
+                        &record,
+                        &mut carry,
+                        &mut pending,
+                        &mut send,
+                    )?,
                 }
             }
             Ok(())
@@ -350,12 +343,16 @@ impl Emitter {
     }
 
     /// Reads the body of the non-heap record `record` and carries it over.
+    /// Once `pending` holds a block, it goes to `out`: the dump's names
+    /// come before its heap, and no buffer must grow to hold them all (2
+    /// MiB for a 2 GB heap's).
     fn carry_non_heap<R: Read>(
         &self,
         stream: &mut RecordStream<R>,
         record: &RecordHeader,
         carry: &mut NonHeap,
-        out: &mut Vec<u8>,
+        pending: &mut Vec<u8>,
+        out: &mut dyn FnMut(Vec<u8>) -> Vec<u8>,
     ) -> Result<(), ParseError> {
         read_body(stream, &mut carry.body, record.offset)?;
         let parsed = parse_body(record.tag, &carry.body, self.id_size, record.offset)?;
@@ -365,8 +362,11 @@ impl Emitter {
             carry.memory,
             &mut carry.renumber,
             &mut carry.names,
-            out,
+            pending,
         );
+        if pending.len() >= CHUNK {
+            *pending = out(std::mem::take(pending));
+        }
         Ok(())
     }
 

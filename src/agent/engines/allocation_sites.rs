@@ -876,9 +876,9 @@ fn shares_by_sample(
 /// (`placed`: each row's share so far), with their weights and room. Rows
 /// the sample holds nothing live of take them by what each allocated
 /// (objects whose sample the JVM does not report or keep: clone()'s on JDK
-/// 21 and later are seen made and never found live). While the sample should hold every object, rows
-/// it saw only in part take them too, by the live objects they likely
-/// hold among their allocations it missed: JDK 11 posts no
+/// 21 and later are seen made and never found live). While the sample
+/// should hold every object, rows it saw only in part take them too, by
+/// the live objects they likely hold among their allocations it missed: JDK 11 posts no
 /// SampledObjectAlloc for some allocations in C1's tier-2 code, which it
 /// uses when C2's queue is long, so under load (AllocLive's 9,000 kept
 /// Nodes came out 7,744 in one run of four with `-XX:TieredStopAtLevel=2`
@@ -975,6 +975,8 @@ fn sampled_live(
         estimated: live.estimated(),
         ..SampledLive::default()
     };
+    // A site's class and the trace serial of the counted row it prints
+    // as (None: no row).
     let row_of = |site: u32| {
         let key = model.sites.key(site)?;
         let row = printed.get(&printed_frames(model, key.trace_serial));
@@ -991,24 +993,16 @@ fn sampled_live(
         }
     }
     for (site, (objects, bytes)) in by_site {
-        let Some(key) = model.sites.key(site) else {
-            continue;
+        let held = match row_of(site) {
+            Some((class_serial, Some(trace_serial))) => sampled
+                .rows
+                .entry((class_serial, trace_serial))
+                .or_default(),
+            Some((class_serial, None)) => sampled.elsewhere.entry(class_serial).or_default(),
+            None => continue,
         };
-        match printed.get(&printed_frames(model, key.trace_serial)) {
-            Some(&trace_serial) => {
-                let row = sampled
-                    .rows
-                    .entry((key.class_serial, trace_serial))
-                    .or_default();
-                row.0 += objects;
-                row.1 += bytes;
-            }
-            None => {
-                let class = sampled.elsewhere.entry(key.class_serial).or_default();
-                class.0 += objects;
-                class.1 += bytes;
-            }
-        }
+        held.0 += objects;
+        held.1 += bytes;
     }
     sampled
 }
@@ -1319,6 +1313,21 @@ impl AllocationSites {
 mod tests {
     use super::*;
 
+    /// `shares_by_sample` of a sample that should hold every object.
+    fn shares_while_exact(
+        sharers: &[Sharer],
+        estimates: &[(u64, u64)],
+        seen: &[(u64, u64)],
+        class_live: (u64, u64),
+    ) -> Vec<u64> {
+        let sample = Sample {
+            estimates,
+            seen,
+            estimated: false,
+        };
+        shares_by_sample(sharers, &sample, class_live)
+    }
+
     #[test]
     fn a_row_the_sample_saw_in_part_is_scaled_to_all_it_allocated() {
         // 10,000 Nodes of 24 bytes made, 9,000 kept; the JVM reported 8,600
@@ -1349,14 +1358,9 @@ mod tests {
         // The third row (clone()'s, say) posts no sample.
         let estimates = [(9_000, 216_000), (1_000, 24_000), (0, 0)];
         let seen = [(10_000, 240_000), (10_000, 240_000), (0, 0)];
-        let sample = Sample {
-            estimates: &estimates,
-            seen: &seen,
-            estimated: false,
-        };
         let class_live = (10_500, 10_500 * 24);
         assert_eq!(
-            shares_by_sample(&sharers, &sample, class_live),
+            shares_while_exact(&sharers, &estimates, &seen, class_live),
             [9_000, 1_000, 500]
         );
     }
@@ -1373,28 +1377,21 @@ mod tests {
         // (1,260 of them kept), nor 10 of the second's (1 kept).
         let estimates = [(7_740, 7_740 * 24), (999, 999 * 24)];
         let seen = [(8_600, 8_600 * 24), (9_990, 9_990 * 24)];
-        let sample = Sample {
-            estimates: &estimates,
-            seen: &seen,
-            estimated: false,
-        };
         assert_eq!(
-            shares_by_sample(&sharers, &sample, (10_000, 240_000)),
+            shares_while_exact(&sharers, &estimates, &seen, (10_000, 240_000)),
             [9_000, 1_000]
         );
         // All kept objects seen, some dead ones missed: nothing to add.
         let estimates = [(4_000, 4_000 * 80)];
         let seen = [(9_985, 9_985 * 80)];
-        let sample = Sample {
-            estimates: &estimates,
-            seen: &seen,
-            estimated: false,
-        };
         let ints = [Sharer {
             objects: 10_000,
             bytes: 800_000,
             key: (2, 1),
         }];
-        assert_eq!(shares_by_sample(&ints, &sample, (4_000, 320_000)), [4_000]);
+        assert_eq!(
+            shares_while_exact(&ints, &estimates, &seen, (4_000, 320_000)),
+            [4_000]
+        );
     }
 }
