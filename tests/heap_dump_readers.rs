@@ -686,8 +686,9 @@ fn dump_differences_from_jcmd(
     let jcmd_dump = BinaryDump::read(&reference);
     jcmd_dump.assert_fixture(&format!("{what}: jcmd's dump"));
     let dump = check_binary_dump(&ours, &what);
-    // The agent's one String, the temporary dump file's path, made at VM init.
-    let temp_name = format!("java.hprof.{pid}.TMP.hprof");
+    // The agent's one String, the temporary dump file's path (in the run's
+    // private directory `java.hprof.<pid>.TMP-<random>`), made at VM init.
+    let temp_name = format!("java.hprof.{pid}.TMP-");
     let holds = |path: &Path| {
         let bytes =
             fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));

@@ -124,11 +124,11 @@ fn heap_dump_loads_no_class_the_program_does_not() {
     });
 }
 
-/// A heap dump that cannot be written (its temporary file's name is taken
-/// by a directory, made once the program runs and its pid is known; root
-/// ignores directory permissions, so a read-only folder would not do):
-/// with heap=all, in ASCII and binary, stderr holds exactly one `HPROF
-/// ERROR:` line, naming the temporary file and the JVM's reason, and no
+/// A heap dump that cannot be written (its temporary file's name, in the
+/// run's private directory, is taken by a directory, made once the program
+/// runs and its pid is known; root ignores directory permissions, so a
+/// read-only folder would not do): with heap=all, in ASCII and binary,
+/// stderr holds exactly one `HPROF ERROR:` line, naming the temporary file and the JVM's reason, and no
 /// Java exception; the program prints and exits as it would; the output
 /// still parses, with its allocation sites. Before, the JVM's IOException
 /// was printed as `Exception in thread "DestroyJavaVM" java.io.IOException:
@@ -150,7 +150,16 @@ fn failed_heap_dump_says_so_in_one_line() {
             .args(["HeapGraph", "2"]);
             let mut program = common::Spawned::spawn(&mut cmd);
             program.wait_for_line("READY", Duration::from_secs(60));
-            let temp = format!("out.hprof.{}.TMP.hprof", program.pid());
+            // The JVM's dump goes to heap.hprof in the run's private
+            // directory; a directory in its place makes the dump fail.
+            let prefix = format!("out.hprof.{}.TMP-", program.pid());
+            let private = fs::read_dir(&dir)
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .find(|name| name.starts_with(&prefix))
+                .unwrap_or_else(|| panic!("{what}: no private directory {prefix}*"));
+            let temp = format!("{private}/heap.hprof");
             fs::create_dir(dir.join(&temp)).unwrap_or_else(|e| panic!("{what}: mkdir {temp}: {e}"));
             let out = program.wait_timeout(Duration::from_secs(60));
 

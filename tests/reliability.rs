@@ -479,18 +479,20 @@ fn cpu_times_runs_with_the_flight_recorder() {
 }
 
 // ---------------------------------------------------------------------------
-// 14. cpu=times leaves nothing in the temporary directory
+// 14. cpu=times writes nothing in the temporary directory
 // ---------------------------------------------------------------------------
 
+/// The Tracker class is defined from the agent's own bytes: no directory
+/// or file of the run appears in TMPDIR, and a directory a run of an
+/// earlier version left there is not the agent's to remove.
 #[test]
-fn cpu_times_leaves_no_tracker_directory_behind() {
+fn cpu_times_writes_nothing_in_the_temporary_directory() {
     on_each(&jdks_of(&[11, 17, 25]), |jdk| {
         let dir = scratch("times-tmpdir", jdk);
         let temp = dir.join("tmp");
-        // A run killed before VM init left this (no process has this pid).
-        let stale = temp.join("hprof-rs-4000000001/hprof_rs");
-        fs::create_dir_all(&stale).unwrap();
-        fs::write(stale.join("Tracker.class"), b"stale").unwrap();
+        let earlier = temp.join("hprof-rs-4000000001/hprof_rs");
+        fs::create_dir_all(&earlier).unwrap();
+        fs::write(earlier.join("Tracker.class"), b"left by an earlier version").unwrap();
         let mut cmd = common::java_command(jdk, &dir);
         cmd.env("TMPDIR", &temp)
             .arg(agent("cpu=times"))
@@ -502,7 +504,11 @@ fn cpu_times_leaves_no_tracker_directory_behind() {
             .flatten()
             .map(|e| e.file_name())
             .collect();
-        assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+        assert_eq!(left, ["hprof-rs-4000000001"], "in TMPDIR: {left:?}");
+        assert_eq!(
+            fs::read(earlier.join("Tracker.class")).unwrap(),
+            b"left by an earlier version"
+        );
         let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
         assert!(
             profile.cpu_blocks().next().is_some(),

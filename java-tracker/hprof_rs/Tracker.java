@@ -33,11 +33,11 @@
  * timing of that thread, and drain() reports the first one to the agent.
  *
  * What the agent must do:
- *  1. In Agent_OnLoad, put this class on the boot class path
- *     (AddToBootstrapClassLoaderSearch with a directory holding
- *     hprof_rs/Tracker.class, the bytes of hprof_rs::bci::TRACKER_CLASS_FILE).
- *  2. Instrument nothing before VMInit: the boot class path append is not
- *     searched until the module system is up. Never instrument this class.
+ *  1. At VMInit, define this class in the boot loader (JNI DefineClass,
+ *     null loader, the bytes of hprof_rs::bci::TRACKER_CLASS_FILE): no file
+ *     is written that another user of the machine could plant or swap.
+ *  2. Instrument nothing before this class is defined, and never this
+ *     class itself.
  *  3. At VMInit, set `depth` (trace frames) and start keeping `now`
  *     current (SetStaticLongField from an agent thread, every 100 us or
  *     so), then set `engaged` to non-zero

@@ -86,6 +86,9 @@ pub trait Engine: Send + Sync {
         &[]
     }
 
+    /// After the run's last dump (VM death): remove what it made for itself.
+    fn finished(&self) {}
+
     /// At VM init, with the classes loaded so far known and before any
     /// event counts: what it must prepare while the JVM can still make
     /// objects for it.

@@ -667,13 +667,6 @@ pub unsafe fn delete_global<K>(jni: &JniEnv, global: GlobalRef<K>) {
     }
 }
 
-/// A class loaded by JNI name (e.g. `hprof_rs/Tracker`) from the current
-/// thread, held by a global reference.
-pub fn find_class_global(jni: &JniEnv, name: &str) -> Option<GlobalRef<kind::Class>> {
-    let local = find_class(jni, name)?;
-    Some(GlobalRef::new(jni, local.get()))
-}
-
 /// `text` as a Java string held by a global reference (made ahead of the
 /// moment it is needed, when the JVM may not be able to make one).
 pub fn new_global_string(jni: &JniEnv, text: &str) -> Option<GlobalRef<kind::String>> {

@@ -20,7 +20,7 @@ pub struct Tracker {
 }
 
 // SAFETY: field and method identifiers stay valid on every thread while
-// their class is loaded; the Tracker is on the boot class path, whose
+// their class is loaded; the Tracker is defined in the boot loader, whose
 // classes are never unloaded, and `class` is a global reference to it.
 unsafe impl Send for Tracker {}
 // SAFETY: as above; the identifiers are only read.
@@ -36,11 +36,13 @@ pub struct Drained {
 }
 
 impl Tracker {
-    /// Loads the Tracker class, sets its trace depth and looks up what the
-    /// agent uses of it.
-    pub fn look_up(jni: &JniEnv, depth: u32) -> Result<Self, String> {
-        let class = jvm::find_class_global(jni, bci::TRACKER_CLASS)
-            .ok_or("the Tracker class cannot be loaded")?;
+    /// Defines the Tracker class in the boot loader from the embedded bytes,
+    /// sets its trace depth and looks up what the agent uses of it. Once
+    /// per run.
+    pub fn define(jni: &JniEnv, depth: u32) -> Result<Self, String> {
+        // (The bytes are a class file of this very name: bci/tracker.rs.)
+        let class =
+            jvm::define_boot_class(jni, bci::TRACKER_CLASS, bci::TRACKER_CLASS_FILE, "Tracker")?;
         let raw = class.raw() as jni::jclass;
         let missing = |what: &str| format!("the Tracker has no {what}");
         // SAFETY: names and signatures are those of Tracker.java (checked by

@@ -34,7 +34,7 @@ mod traces;
 mod virtual_threads;
 
 use crate::options::{self, Parsed};
-use crate::output::{OutputWriter, Sink};
+use crate::output::{OutputWriter, PrivateDir, Sink};
 use engines::{Allocated, Reported};
 use jvmti_bindings::prelude::*;
 use profiler::Profiler;
@@ -91,22 +91,13 @@ impl Agent for HprofAgent {
         let raw_file_name = context.option_bytes().and_then(options::raw_file_value);
         let sink = Sink::open(&options, std::process::id(), raw_file_name)
             .unwrap_or_else(|e| fail_at_load(&e.0));
-        let sink_name = match &options.destination {
-            options::Destination::File(_) if std::path::Path::new(sink.describe()).is_file() => {
-                sink.describe().to_owned()
-            }
-            // Not beside a device or a FIFO (/dev/full, a pipe): in the
-            // temporary directory.
-            options::Destination::File(_) => std::env::temp_dir()
-                .join(options.default_file_name())
-                .to_string_lossy()
-                .into_owned(),
-            options::Destination::Net { .. } => options.default_file_name().to_owned(),
-        };
+        let heap_dump_dir = options
+            .heap_dump
+            .then(|| heap_dump_dir(&options, &sink).unwrap_or_else(|e: String| fail_at_load(&e)));
         let writer = OutputWriter::start(sink).unwrap_or_else(|e| {
             fail_at_load(&format!("cannot start the output writer thread: {e}"))
         });
-        let engines = engines::Engines::new(&options, &jvmti, heap_dump_temp_path(&sink_name));
+        let engines = engines::Engines::new(&options, heap_dump_dir);
         if let Err(message) = profiler::setup_jvmti(&jvmti, &engines) {
             fail_at_load(&message);
         }
@@ -392,7 +383,7 @@ fn method_timing() -> Option<&'static times::MethodTiming> {
     PROFILER
         .get()
         .and_then(|p| p.engines.method_times.as_ref())
-        .and_then(|m| m.timing())
+        .map(|m| m.timing())
 }
 
 /// Panics inside the agent are caught at the callback boundary; this makes
@@ -413,11 +404,31 @@ fn install_panic_report() {
     }));
 }
 
-/// Where the JVM writes a heap dump before it is carried into the output:
-/// beside the output file (in the temporary directory when the output is
-/// a device or a FIFO, in the working directory for `net=`), with
-/// the process id so that two JVMs never share one.
-fn heap_dump_temp_path(output: &str) -> String {
-    // The JVM insists on the .hprof ending.
-    format!("{output}.{}.TMP.hprof", std::process::id())
+/// The private directory where the JVM writes a heap dump before it is
+/// carried into the output: beside the output file, so that it is on the
+/// same disk (in the temporary directory when the output is a device, a
+/// FIFO or `net=`), named `<output>.<pid>.TMP-<random>`, mode 0700.
+fn heap_dump_dir(options: &options::Options, sink: &Sink) -> Result<PrivateDir, String> {
+    use std::path::Path;
+    // Beside a regular output file; else (a device, a FIFO, `net=`) in the
+    // temporary directory.
+    let beside = sink
+        .file_path()
+        .filter(|path| path.is_file())
+        .and_then(|path| Some((path.parent()?, path.file_name()?)));
+    let (parent, name) = match beside {
+        Some((parent, name)) if parent.as_os_str().is_empty() => {
+            (Path::new(".").into(), name.into())
+        }
+        Some((parent, name)) => (parent.to_path_buf(), name.to_owned()),
+        None => (std::env::temp_dir(), options.default_file_name().into()),
+    };
+    let mut prefix = name;
+    prefix.push(format!(".{}.TMP-", std::process::id()));
+    PrivateDir::create(&parent, &prefix).map_err(|e| {
+        format!(
+            "cannot make a private directory for heap dumps in {}: {e}",
+            parent.display()
+        )
+    })
 }

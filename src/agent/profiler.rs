@@ -297,6 +297,9 @@ impl Profiler {
         if run.options.doe && run.lifecycle.began() {
             super::dump::dump(run, &self.engines, jni);
         }
+        for engine in self.engines.all() {
+            engine.finished();
+        }
         run.writer.close();
     }
 }

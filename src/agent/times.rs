@@ -79,28 +79,12 @@ impl MethodTiming {
         }
     }
 
-    /// At load time: puts the Tracker class on the boot class path (a
-    /// directory under the temp dir holding `hprof_rs/Tracker.class`).
-    pub fn install_tracker(jvmti: &Jvmti) -> Result<std::path::PathBuf, String> {
-        remove_stale_tracker_dirs(&std::env::temp_dir());
-        let dir = tracker_dir(&std::env::temp_dir(), std::process::id());
-        let package = dir.join("hprof_rs");
-        std::fs::create_dir_all(&package)
-            .map_err(|e| format!("cannot create {}: {e}", package.display()))?;
-        std::fs::write(package.join("Tracker.class"), bci::TRACKER_CLASS_FILE)
-            .map_err(|e| format!("cannot write the Tracker class: {e}"))?;
-        jvmti
-            .add_to_bootstrap_class_loader_search(&dir.to_string_lossy())
-            .map_err(|e| format!("cannot add the Tracker to the boot class path ({e:?})"))?;
-        Ok(dir)
-    }
-
-    /// At VM init: sets the trace depth and engages the Tracker.
+    /// At VM init, before any class is rewritten to call it: defines the
+    /// Tracker in the boot loader from the bytes embedded in the agent
+    /// (JNI `DefineClass`; no file is written, so there is nothing another
+    /// user could plant or swap), sets the trace depth and engages it.
     pub fn engage(&self, jni: &JniEnv) -> Result<(), String> {
-        let found = Tracker::look_up(jni, self.depth);
-        // Loaded (or not to be): its directory is needed no more.
-        remove_tracker_dir(&tracker_dir(&std::env::temp_dir(), std::process::id()));
-        let tracker = found?;
+        let tracker = Tracker::define(jni, self.depth)?;
         *self.tracker.lock() = Some(tracker);
         tracker.set_engaged(jni, 0xFFFF);
         Ok(())
@@ -293,42 +277,6 @@ fn trace_keys(nodes: &[(u64, i64)], node: i64, depth: u32) -> Vec<u64> {
     keys
 }
 
-/// Where the Tracker class is put for the boot class path:
-/// `<temp>/hprof-rs-<pid>/hprof_rs/Tracker.class`.
-fn tracker_dir(temp: &std::path::Path, pid: u32) -> std::path::PathBuf {
-    temp.join(format!("hprof-rs-{pid}"))
-}
-
-/// Removes a Tracker directory: only what the agent put there (the class
-/// file and its two folders), never anything else found inside.
-fn remove_tracker_dir(dir: &std::path::Path) {
-    let package = dir.join("hprof_rs");
-    let _ = std::fs::remove_file(package.join("Tracker.class"));
-    let _ = std::fs::remove_dir(&package);
-    let _ = std::fs::remove_dir(dir);
-}
-
-/// Removes the Tracker directories of runs whose process is gone (killed
-/// before VM init, when a run removes its own).
-fn remove_stale_tracker_dirs(temp: &std::path::Path) {
-    let Ok(entries) = std::fs::read_dir(temp) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("hprof-rs-"))
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            remove_tracker_dir(&entry.path());
-        }
-    }
-}
-
 /// Classes the Tracker's own code runs (thread-locals, arrays, the clock):
 /// timing them would make every timed call call itself.
 fn is_tracker_dependency(name: &str) -> bool {
@@ -394,36 +342,6 @@ fn parse_costs(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stale_tracker_dirs_go_and_others_stay() {
-        let temp = std::env::temp_dir().join(format!("hprof-rs-test-stale-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&temp);
-        let make = |pid: u32, extra: Option<&str>| {
-            let package = tracker_dir(&temp, pid).join("hprof_rs");
-            std::fs::create_dir_all(&package).unwrap();
-            std::fs::write(package.join("Tracker.class"), b"x").unwrap();
-            if let Some(extra) = extra {
-                std::fs::write(tracker_dir(&temp, pid).join(extra), b"user data").unwrap();
-            }
-        };
-        // No process has a pid this high (pid_max is at most 2^22).
-        let dead = 4_000_000_001;
-        make(dead, None);
-        make(dead + 1, Some("not ours.txt"));
-        make(std::process::id(), None);
-        remove_stale_tracker_dirs(&temp);
-        assert!(!tracker_dir(&temp, dead).exists(), "a dead run's dir stays");
-        assert!(
-            tracker_dir(&temp, dead + 1).join("not ours.txt").exists(),
-            "a file the agent did not write was removed"
-        );
-        assert!(
-            tracker_dir(&temp, std::process::id()).exists(),
-            "a live run's dir was removed"
-        );
-        std::fs::remove_dir_all(&temp).unwrap();
-    }
 
     #[test]
     fn drained_data_decodes_per_trace() {

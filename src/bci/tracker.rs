@@ -1,6 +1,6 @@
 //! `hprof_rs/Tracker`, the class the injected calls go to, embedded so that
-//! the agent can put it where `AddToBootstrapClassLoaderSearch` finds it
-//! without a JDK at build time. Its source, and what the agent must do with
+//! the agent can define it in the boot loader (JNI `DefineClass`) without a
+//! JDK at build time and without writing a file. Its source, and what the agent must do with
 //! it, is `java-tracker/hprof_rs/Tracker.java`; `java-tracker/build.sh`
 //! compiles it, and `tests/bci_run.rs` checks the embedded class is fresh.
 
@@ -10,8 +10,7 @@ use super::{CALL_DESCRIPTOR, Injection};
 pub const TRACKER_CLASS: &str = "hprof_rs/Tracker";
 
 /// `hprof_rs/Tracker.class`, compiled by `java-tracker/build.sh` (`javac
-/// --release 11`): write it as `<dir>/hprof_rs/Tracker.class` and add
-/// `<dir>` to the boot class path in `Agent_OnLoad`.
+/// --release 11`): defined in the boot loader at VM init.
 pub const TRACKER_CLASS_FILE: &[u8] = include_bytes!("../../java-tracker/hprof_rs/Tracker.class");
 
 /// The private static field the agent sets non-zero (JNI

@@ -1,14 +1,17 @@
 //! Sinks: where the bytes go (a file or a socket), how the file is named,
 //! the one writer thread that does all output I/O, and the commands a
-//! `net=` front end sends back on the socket.
+//! `net=` front end sends back on the socket, and the private directory
+//! that holds the agent's own temporary files.
 
 pub mod commands;
 pub mod dump_output;
 pub mod naming;
+pub mod private_dir;
 pub mod sink;
 pub mod writer;
 
 pub use dump_output::DumpOutput;
 pub use naming::unique_file_name;
+pub use private_dir::PrivateDir;
 pub use sink::{OpenError, Sink};
 pub use writer::OutputWriter;

@@ -1,6 +1,7 @@
 //! The heap=dump engine: at each dump the JVM writes its own heap dump to
-//! a temporary file (see `heapdump.rs`), which is carried into the output
-//! (binary) or converted to HPROF's text (ASCII), then removed.
+//! a temporary file (see `heapdump.rs`) in a private directory of the run,
+//! which is carried into the output (binary) or converted to HPROF's text
+//! (ASCII), then removed.
 
 use crate::agent::engine::{Engine, Run};
 use crate::agent::growing_file::{DumpState, GrowingFile};
@@ -12,8 +13,8 @@ use crate::emit::heap_refs::OnePassOutcome;
 use crate::format::ascii::time::ctime_now;
 use crate::format::binary::object_runs::ObjectLayout;
 use crate::options::{Format, experiment};
-use crate::output::DumpOutput;
 use crate::output::sink::FileWork;
+use crate::output::{DumpOutput, PrivateDir};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use std::os::unix::fs::FileExt;
@@ -24,6 +25,9 @@ const COPY_STACK: usize = 512 << 10;
 
 /// State of heap=dump.
 pub struct HeapDump {
+    /// The run's private directory (mode 0700, a random name) that holds
+    /// the temporary file: no other user can plant or read anything there.
+    dir: PrivateDir,
     /// Where the JVM writes its heap dump before it is carried over.
     path: String,
     /// That path as a Java string, made at VM init: at an OutOfMemoryError
@@ -35,9 +39,13 @@ pub struct HeapDump {
 }
 
 impl HeapDump {
-    /// Dumps through a temporary file at `path`.
-    pub fn new(path: String) -> Self {
+    /// Dumps through a temporary file in `dir`, which it removes once the
+    /// run's last dump is done.
+    pub fn new(dir: PrivateDir) -> Self {
+        // (The JVM insists on the .hprof ending.)
+        let path = dir.path().join("heap.hprof").to_string_lossy().into_owned();
         Self {
+            dir,
             path,
             path_string: Mutex::new(None),
             memory: Mutex::default(),
@@ -245,6 +253,12 @@ impl Engine for HeapDump {
 
     fn dump_announcement(&self, _run: &Run) -> &'static str {
         " Java heap ..."
+    }
+
+    /// No dump comes after the last one: the private directory goes.
+    fn finished(&self) {
+        let _ = std::fs::remove_file(&self.path);
+        self.dir.remove();
     }
 
     /// The heap dump comes first, after the classes and traces its records

@@ -19,30 +19,25 @@ type Drained = (u32, Vec<u64>, CallCosts);
 
 /// State of cpu=times and cpu=old.
 pub struct MethodTimes {
-    /// The link to the Tracker, when it could be put on the boot class path.
-    timing: Option<MethodTiming>,
+    /// The link to the Tracker (defined at VM init).
+    timing: MethodTiming,
     /// The costs read in the dump's first step, for its section.
     drained: Mutex<Vec<Drained>>,
 }
 
 impl MethodTimes {
-    /// Timing with traces of `depth` frames; puts the Tracker class on the
-    /// boot class path, or says why timing cannot run.
-    pub fn new(jvmti: &Jvmti, depth: u32) -> Self {
-        let timing = MethodTiming::install_tracker(jvmti)
-            .map(|_| MethodTiming::new(depth))
-            .map_err(|why| eprintln!("HPROF ERROR: cpu=times cannot run: {why}"))
-            .ok();
+    /// Timing with traces of `depth` frames (the Tracker class is defined
+    /// at VM init, see `start`).
+    pub fn new(depth: u32) -> Self {
         Self {
-            timing,
+            timing: MethodTiming::new(depth),
             drained: Mutex::default(),
         }
     }
 
-    /// The Tracker link, when timing runs (for the class-rewriting and
-    /// exception callbacks).
-    pub fn timing(&self) -> Option<&MethodTiming> {
-        self.timing.as_ref()
+    /// The Tracker link (for the class-rewriting and exception callbacks).
+    pub fn timing(&self) -> &MethodTiming {
+        &self.timing
     }
 }
 
@@ -114,9 +109,10 @@ impl Engine for MethodTimes {
     /// Engages the Tracker and starts its clock; the class-rewriting and
     /// exception events are enabled only once it is engaged.
     fn start(&'static self, run: &'static Run, jni: Option<&JniEnv>) {
-        let (Some(timing), Some(jni)) = (&self.timing, jni) else {
+        let Some(jni) = jni else {
             return;
         };
+        let timing = &self.timing;
         match timing.engage(jni) {
             Ok(()) => {
                 timing.start_clock(run.vm);
@@ -137,16 +133,17 @@ impl Engine for MethodTimes {
     /// the model lock). Without thread=y all finished threads' traces are
     /// kept together.
     fn thread_ended(&self, run: &Run, jni: Option<&JniEnv>, serial: Option<u32>) {
-        if let (Some(timing), Some(jni), Some(serial)) = (&self.timing, jni, serial) {
-            timing.thread_ended(jni, if run.traces.per_thread { serial } else { 0 });
+        if let (Some(jni), Some(serial)) = (jni, serial) {
+            self.timing
+                .thread_ended(jni, if run.traces.per_thread { serial } else { 0 });
         }
     }
 
     /// Calls are no longer timed from here on (HPROF disengaged its
     /// Tracker at the start of VM death too).
     fn stop(&self, _run: &Run, jni: Option<&JniEnv>) {
-        if let (Some(timing), Some(jni)) = (&self.timing, jni) {
-            timing.disengage(jni);
+        if let Some(jni) = jni {
+            self.timing.disengage(jni);
         }
     }
 
@@ -161,8 +158,8 @@ impl Engine for MethodTimes {
     /// The Tracker's costs are read before the model is locked: reading
     /// runs Java code, whose allocations may call back into the agent.
     fn prepare_dump(&self, run: &Run, jni: Option<&JniEnv>) -> Result<(), String> {
-        if let (Some(timing), Some(jni)) = (&self.timing, jni) {
-            *self.drained.lock() = timing.take_costs(&run.jvmti.env(), jni);
+        if let Some(jni) = jni {
+            *self.drained.lock() = self.timing.take_costs(&run.jvmti.env(), jni);
         }
         Ok(())
     }
@@ -176,9 +173,7 @@ impl MethodTimes {
     /// The CPU TIME section (or cpu=old table) of the costs read by
     /// `prepare_dump`, rows under `cutoff` left out.
     pub fn section(&self, run: &Run, model: &mut Model, cutoff: f64, out: &mut Vec<u8>) {
-        let Some(timing) = &self.timing else {
-            return;
-        };
+        let timing = &self.timing;
         let drained = std::mem::take(&mut *self.drained.lock());
         let times = method_times(model, drained, |k| timing.method(k), run.traces.per_thread);
         out.extend(if run.options.cpu_old {

@@ -18,7 +18,7 @@ pub use monitors::Monitors;
 use super::engine::Engine;
 use super::live_samples::{self, LiveSamples};
 use crate::options::{Options, experiment};
-use jvmti_bindings::prelude::*;
+use crate::output::PrivateDir;
 
 /// The engines the options select. Each is a field of its own type, so
 /// that the JVMTI entry points reach an engine's per-event callbacks
@@ -53,13 +53,13 @@ fn live_sample(experiment_bits: i64) -> LiveSamples {
 }
 
 impl Engines {
-    /// At load time, the engines `options` select (`heap_dump_path`: where
-    /// the JVM writes a heap dump before it is carried into the output).
-    pub fn new(options: &Options, jvmti: &Jvmti, heap_dump_path: String) -> Self {
-        // (Timing is set up first: its error, if any, comes first.)
+    /// At load time, the engines `options` select (`heap_dump_dir`: where
+    /// the JVM writes a heap dump before it is carried into the output,
+    /// made when heap dumps are asked for).
+    pub fn new(options: &Options, heap_dump_dir: Option<PrivateDir>) -> Self {
         let method_times = options
             .cpu_times
-            .then(|| MethodTimes::new(jvmti, options.prof_trace_depth));
+            .then(|| MethodTimes::new(options.prof_trace_depth));
         if options.heap_sites && options.alloc_count_bytecode && options.thread {
             eprintln!(
                 "HPROF: alloc_count=bytecode counts a site for all threads together: \
@@ -68,7 +68,7 @@ impl Engines {
         }
         Self {
             monitors: options.monitor.then(Monitors::new),
-            heap_dump: options.heap_dump.then(|| HeapDump::new(heap_dump_path)),
+            heap_dump: heap_dump_dir.map(HeapDump::new),
             allocation_sites: options.heap_sites.then(|| {
                 AllocationSites::new(
                     options.alloc_interval,
