@@ -578,3 +578,69 @@ fn a_file_name_that_is_not_utf8_is_written_under_that_name() {
         AsciiProfile::read(&path);
     });
 }
+
+// ---------------------------------------------------------------------------
+// 15. a slow disk is waited for, never abandoned
+// ---------------------------------------------------------------------------
+
+/// The output file's first write sleeps 7 s (hidden `X=0x80000`), longer
+/// than the 5 s after which a socket peer that does not read is given up:
+/// a file is written to the end however slowly, so the heap dump and the
+/// SITES of `heap=all` (ASCII) and the binary heap dump come out complete,
+/// with HeapGraph's exactly 1234 leaves, and stderr has no ERROR line,
+/// only verbose's note of how long the output stood still.
+#[test]
+fn a_slow_output_file_is_written_to_the_end() {
+    on_each(&jdks_of(&[17, 25]), |jdk| {
+        let dir = scratch("slow-file", jdk);
+        for (options, file) in [
+            ("heap=all,cutoff=0,X=0x80000,file=all.txt", "all.txt"),
+            ("heap=dump,format=b,X=0x80000,file=dump.hprof", "dump.hprof"),
+        ] {
+            let what = format!("{options} on {}", jdk.label);
+            let out = run_java(
+                jdk,
+                &dir,
+                &[agent(options)],
+                "HeapGraph",
+                &["0"],
+                common::DEFAULT_TIMEOUT,
+            );
+            common::assert_success(&out, &what);
+            let stderr = common::stderr_text(&out);
+            assert!(!stderr.contains("ERROR"), "{what}: {stderr}");
+            assert!(
+                stderr.contains("HPROF: the output made no progress for up to "),
+                "{what}: verbose should say the output stood still: {stderr}"
+            );
+            let path = dir.join(file);
+            assert_print_accepts(&path, &what);
+            if file.ends_with(".txt") {
+                let profile = AsciiProfile::read_whole_file(&path);
+                let sites = profile.sites_of_class("HeapGraph$Leaf");
+                let allocated: u64 = sites.iter().map(|r| r.allocated_objects).sum();
+                assert_eq!(allocated, 1234, "{what}: SITES of HeapGraph$Leaf");
+                let text = fs::read_to_string(&path).unwrap();
+                assert_eq!(
+                    text.matches("class=HeapGraph$Leaf@").count(),
+                    1234,
+                    "{what}: Leaf objects in the heap dump"
+                );
+            } else {
+                // The class histogram of the dump: rank, instances, bytes, class.
+                let top = common::run(
+                    std::process::Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
+                        .args(["top", "-n", "100000"])
+                        .arg(&path),
+                );
+                common::assert_success(&top, &format!("{what}: hprof-rs top"));
+                let leaves: Vec<String> = common::stdout_text(&top)
+                    .lines()
+                    .filter(|l| l.ends_with(" HeapGraph$Leaf"))
+                    .map(|l| l.split_whitespace().nth(1).unwrap_or_default().to_owned())
+                    .collect();
+                assert_eq!(leaves, ["1234"], "{what}: Leaf instances in the heap dump");
+            }
+        }
+    });
+}

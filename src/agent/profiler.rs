@@ -54,6 +54,10 @@ pub fn setup_jvmti(jvmti: &Jvmti, engines: &Engines) -> Result<(), String> {
         .map_err(|e| format!("Unable to enable JVMTI events. ({e:?})"))
 }
 
+/// An output that made no progress this long while the run waited for it
+/// is reported at exit (verbose=y): the disk was slow, and the JVM waited.
+const SLOW_OUTPUT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// One profiling run.
 pub struct Profiler {
     pub run: Run,
@@ -301,5 +305,13 @@ impl Profiler {
             engine.finished();
         }
         run.writer.close();
+        let stall = run.writer.longest_stall();
+        if run.options.verbose && stall >= SLOW_OUTPUT && !run.writer.has_failed() {
+            eprintln!(
+                "HPROF: the output made no progress for up to {:.1} s; \
+                 the run waited for it and wrote it to the end",
+                stall.as_secs_f64()
+            );
+        }
     }
 }

@@ -49,3 +49,8 @@ pub const FAULTING_STACK_WALK: i64 = 0x20000;
 /// flag nor CompiledMethodLoad events): what recording debug information at
 /// every compiled instruction costs, measured.
 pub const SAMPLES_WITHOUT_DEBUG_NON_SAFEPOINTS: i64 = 0x40000;
+
+/// Makes the output file's first write sleep 7 s, longer than the writer's
+/// stall limit, as a disk under heavy writeback can: proves that a slow
+/// file is written to the end, never abandoned.
+pub const SLOW_FILE_WRITE: i64 = 0x80000;

@@ -47,7 +47,16 @@ pub struct FileSink {
     position: u64,
     /// A regular file, which can be read back and patched in place.
     regular: bool,
+    /// A regular file or a block device: a write always ends, however
+    /// slowly the kernel takes it (no peer has to read).
+    always_drains: bool,
+    /// Testing aid (`X=0x80000`): the first write sleeps [`SLOW_WRITE`].
+    slow_first_write: bool,
 }
+
+/// How long the first write sleeps under `X=0x80000`: longer than the
+/// writer's stall limit, as a disk under heavy writeback can take.
+const SLOW_WRITE: std::time::Duration = std::time::Duration::from_secs(7);
 
 /// Work done on the output file in place (a heap dump's references
 /// patched), given a handle to read it back, the one it is written
@@ -103,7 +112,11 @@ impl Sink {
                 } else {
                     requested
                 };
-                Self::open_file(&path).map(Sink::File)
+                let slow = options.experiment & crate::options::experiment::SLOW_FILE_WRITE != 0;
+                Self::open_file(&path).map(|mut file| {
+                    file.slow_first_write = slow;
+                    Sink::File(file)
+                })
             }
         }
     }
@@ -158,6 +171,8 @@ impl Sink {
             written: false,
             position: 0,
             regular: metadata.is_file(),
+            always_drains: metadata.is_file() || metadata.file_type().is_block_device(),
+            slow_first_write: false,
         })
     }
 
@@ -191,6 +206,18 @@ impl Sink {
         match self {
             Sink::File(file) => Some(&file.path),
             Sink::Socket { .. } | Sink::Memory(_) => None,
+        }
+    }
+
+    /// Whether a write can block for ever for want of a reader (a socket,
+    /// a FIFO, a terminal): only such an output is given up when it makes
+    /// no progress. A regular file or a block device is written to the end,
+    /// however slowly the disk takes it.
+    pub fn may_stall_forever(&self) -> bool {
+        match self {
+            Sink::File(file) => !file.always_drains,
+            Sink::Socket { .. } => true,
+            Sink::Memory(_) => false,
         }
     }
 
@@ -277,6 +304,9 @@ impl Write for Sink {
 impl FileSink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if !self.written && !buf.is_empty() {
+            if self.slow_first_write {
+                std::thread::sleep(SLOW_WRITE);
+            }
             if self.truncate_first {
                 let file = self.out.get_ref();
                 file.set_len(0)?;

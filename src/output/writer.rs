@@ -1,13 +1,19 @@
 //! The writer thread: the only place that does output I/O, so collectors and
 //! JVM callbacks never block on a slow disk or socket longer than a channel send.
 //!
-//! Nothing waits on the output forever: whoever waits for the writer (a
-//! full queue, a flush, the close at exit) gives up once the output has
-//! made no progress for [`STALL_LIMIT`]. The output is then abandoned: a
-//! socket is shut down (which also ends the write it is blocked in), the
+//! An output whose writes can block for ever for want of a reader (a
+//! socket, a FIFO, a terminal) is not waited on forever: whoever waits for
+//! the writer (a full queue, a flush, the close at exit) gives up once it
+//! has made no progress for [`STALL_LIMIT`]. The output is then abandoned:
+//! a socket is shut down (which also ends the write it is blocked in), the
 //! rest of the profile is dropped and the number of bytes dropped is
 //! reported once. A peer that accepts the connection but never reads can
 //! therefore delay the JVM's exit by [`STALL_LIMIT`] at most.
+//!
+//! A regular file (or a block device) is written to the end however long
+//! the disk takes (writeback throttled on a busy machine, NFS): waiting
+//! there always ends, and the user asked for the whole file. The JVM's
+//! exit waits for it as it waits for its own heap dump.
 
 use super::sink::{FileWork, Sink};
 use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender, bounded};
@@ -19,7 +25,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How long the output may make no progress before it is abandoned.
+/// How long an output that may stall for ever (a socket, a FIFO) may make
+/// no progress before it is abandoned.
 pub const STALL_LIMIT: Duration = Duration::from_secs(5);
 
 /// How often a waiter checks for progress.
@@ -57,6 +64,11 @@ struct Shared {
     failed: AtomicBool,
     /// The output was abandoned because the `net=` peer closed the connection.
     peer_closed: AtomicBool,
+    /// The output can block for ever (a socket, a FIFO): only then does a
+    /// lack of progress give it up.
+    may_stall_forever: bool,
+    /// The longest time, in ms, a waiter saw the output make no progress.
+    longest_stall_ms: AtomicU64,
 }
 
 /// Handle to the writer thread.
@@ -75,7 +87,10 @@ impl OutputWriter {
     /// Starts the writer thread on `sink`.
     pub fn start(sink: Sink) -> std::io::Result<Self> {
         let (queue, inbox) = bounded(QUEUE_DEPTH);
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            may_stall_forever: sink.may_stall_forever(),
+            ..Shared::default()
+        });
         let socket = sink.socket_handle();
         let name = sink.describe().to_owned();
         let thread = {
@@ -201,6 +216,12 @@ impl OutputWriter {
         }
     }
 
+    /// The longest time the output made no progress while someone waited
+    /// for it (a slow disk shows here: a file is waited for to the end).
+    pub fn longest_stall(&self) -> Duration {
+        Duration::from_millis(self.shared.longest_stall_ms.load(Ordering::Acquire))
+    }
+
     /// Queues a message, waiting while the queue is full as long as the
     /// output makes progress. False when the message was dropped.
     fn send(&self, mut message: Message) -> bool {
@@ -286,7 +307,8 @@ impl OutputWriter {
     }
 }
 
-/// Tells when the writer thread has made no progress for [`STALL_LIMIT`].
+/// Tells when the writer thread has made no progress for [`STALL_LIMIT`]
+/// on an output that may stall for ever (never, on a regular file).
 struct StallWatch<'a> {
     shared: &'a Shared,
     seen: u64,
@@ -308,7 +330,12 @@ impl<'a> StallWatch<'a> {
             self.seen = now;
             self.since = Instant::now();
         }
-        self.since.elapsed() >= STALL_LIMIT
+        let stalled_for = self.since.elapsed();
+        self.shared.longest_stall_ms.fetch_max(
+            u64::try_from(stalled_for.as_millis()).unwrap_or(u64::MAX),
+            Ordering::AcqRel,
+        );
+        self.shared.may_stall_forever && stalled_for >= STALL_LIMIT
     }
 }
 
