@@ -7,7 +7,7 @@ use std::fs;
 use std::process::Command;
 
 fn hprof_rs() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hprof-rs"));
+    let mut cmd = Command::new(common::hprof_rs_bin());
     cmd.env("HPROF_RS_AGENT", common::agent_lib());
     cmd
 }

@@ -15,7 +15,7 @@
 //! `HPROF_RS_FUZZ_CASES=1000000 cargo test --release --test fuzz_commands -- --test-threads 1 command_reader`
 
 use cap::Cap;
-use hprof_rs::output::commands::{Command, Control, HEADER_BYTES, read_command};
+use hprof_rs::format::commands::{Command, Control, HEADER_BYTES, read_command};
 use proptest::prelude::*;
 use std::alloc::System;
 

@@ -25,8 +25,8 @@ mod common;
 mod format_samples;
 
 use cap::Cap;
+use hprof_cli::{collapse, diff, profile, threshold, top};
 use hprof_rs::bci::{Injection, RewriteOptions, TRACKER_CLASS_FILE, rewrite_class_with};
-use hprof_rs::cli::{collapse, diff, profile, threshold, top};
 use hprof_rs::emit::Emitter;
 use hprof_rs::emit::heap::DumpMemory;
 use hprof_rs::format::ascii::reader as ascii_reader;
@@ -294,7 +294,7 @@ fn case_file(name: &str, bytes: &[u8]) -> PathBuf {
 /// Runs `hprof-rs print` on `path`: exit 0, or 2 with the offset.
 fn print(path: &Path) -> Result<(), TestCaseError> {
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = hprof_rs::cli::print::print_to(path, true, &mut out, &mut err);
+    let code = hprof_cli::print::print_to(path, true, &mut out, &mut err);
     let err = String::from_utf8_lossy(&err);
     match code {
         0 => prop_assert!(err.is_empty(), "{err}"),

@@ -192,7 +192,7 @@ fn failed_heap_dump_says_so_in_one_line() {
 
             let output = dir.join("out.hprof");
             let printed = common::run(
-                Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
+                Command::new(common::hprof_rs_bin())
                     .arg("print")
                     .arg(&output),
             );

@@ -42,7 +42,7 @@ const PATIENCE: Duration = Duration::from_secs(90);
 const STALL_POLICY: Duration = Duration::from_secs(6);
 
 fn hprof_rs() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
+    Command::new(common::hprof_rs_bin())
 }
 
 /// Two free local ports (both held while chosen, so they differ).

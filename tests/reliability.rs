@@ -629,7 +629,7 @@ fn a_slow_output_file_is_written_to_the_end() {
             } else {
                 // The class histogram of the dump: rank, instances, bytes, class.
                 let top = common::run(
-                    std::process::Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
+                    std::process::Command::new(common::hprof_rs_bin())
                         .args(["top", "-n", "100000"])
                         .arg(&path),
                 );

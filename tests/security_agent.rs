@@ -459,7 +459,7 @@ fn output_paths_planted_by_another_user_are_refused() {
             "{what}: the link was touched"
         );
         let printed = common::run(
-            Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
+            Command::new(common::hprof_rs_bin())
                 .arg("print")
                 .arg(shared.join("dump.hprof")),
         );

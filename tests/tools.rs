@@ -6,14 +6,14 @@ mod common;
 
 use common::AsciiProfile;
 
-use hprof_rs::cli::profile::stable_class_name;
+use hprof_cli::profile::stable_class_name;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn hprof_rs() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
+    Command::new(common::hprof_rs_bin())
 }
 
 /// SpreadHot in the interpreter: compiled, each leaf runs at a speed that

@@ -3,7 +3,7 @@
 //! CONTROL SETTINGS flags, and whether there is a header at all.
 
 use crate::emit::HeaderFacts;
-use crate::format::ascii::time::ctime_now;
+use crate::emit::clock::ctime_now;
 use crate::format::binary::{self, Version};
 use crate::options::{Format, Options};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -11,7 +11,7 @@
 use super::profiler::Profiler;
 use super::remote::Session;
 use super::threads::mark_agent_thread;
-use crate::output::commands;
+use crate::format::commands;
 use crossbeam_channel::{Receiver, bounded};
 use parking_lot::Mutex;
 use std::io::BufReader;

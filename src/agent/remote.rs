@@ -14,7 +14,7 @@ use super::engine::{Engine, Run};
 use super::jvm;
 use super::profiler::Profiler;
 use super::traces;
-use crate::output::commands::{Command, Control, site_flags};
+use crate::format::commands::{Command, Control, site_flags};
 use jvmti_bindings::prelude::*;
 use std::collections::HashSet;
 

@@ -5,6 +5,7 @@
 //! is spelled); it holds the per-run output state (format, id size, clock)
 //! and writes each string, frame and trace once, just before first use.
 
+pub mod clock;
 mod contention;
 pub mod cpu;
 pub mod heap;

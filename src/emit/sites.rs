@@ -5,9 +5,9 @@
 
 use crate::format::ascii::{SiteRow, SitesSection};
 use crate::format::binary::{AllocSite, RecordBody};
+use crate::format::commands::site_flags;
 use crate::format::names::signature_to_name;
 use crate::model::SiteStats;
-use crate::output::commands::site_flags;
 
 /// One site as read at dump time.
 #[derive(Debug, Clone, PartialEq)]

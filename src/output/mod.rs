@@ -1,9 +1,7 @@
 //! Sinks: where the bytes go (a file or a socket), how the file is named,
-//! the one writer thread that does all output I/O, and the commands a
-//! `net=` front end sends back on the socket, and the private directory
-//! that holds the agent's own temporary files.
+//! the one writer thread that does all output I/O, and the private
+//! directory that holds the agent's own temporary files.
 
-pub mod commands;
 pub mod dump_output;
 pub mod naming;
 pub mod private_dir;

@@ -263,6 +263,65 @@ pub fn agent_lib() -> PathBuf {
     path
 }
 
+/// The `hprof-rs` tool of this build, `target/<profile>/hprof-rs` (beside
+/// the test binary's `deps/` folder). The tool is a crate of its own
+/// (crates/hprof-cli), which a plain `cargo build` or `cargo test` at the
+/// top builds too (the workspace's default members); a binary older than
+/// the sources of the tool or of the format crate is refused, so that no
+/// test runs a stale one after e.g. `cargo test --test cli`.
+pub fn hprof_rs_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let bin = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("the test binary sits in <target>/<profile>/deps")
+            .join("hprof-rs");
+        let built = fs::metadata(&bin)
+            .and_then(|m| m.modified())
+            .unwrap_or_else(|e| {
+                panic!("{}: {e}: run `cargo build --release` first", bin.display())
+            });
+        for crate_dir in ["crates/hprof-cli/src", "crates/hprof-format/src"] {
+            if let Some(source) = newest_file(&repo_root().join(crate_dir))
+                && source.1 > built
+            {
+                panic!(
+                    "{} is older than {}: run `cargo build --release` first",
+                    bin.display(),
+                    source.0.display()
+                );
+            }
+        }
+        bin
+    })
+    .clone()
+}
+
+/// The most recently modified file under `dir`, with its time.
+fn newest_file(dir: &Path) -> Option<(PathBuf, std::time::SystemTime)> {
+    let mut newest: Option<(PathBuf, std::time::SystemTime)> = None;
+    for entry in fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        let candidate = if path.is_dir() {
+            newest_file(&path)
+        } else {
+            entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .map(|t| (path, t))
+        };
+        if let Some(candidate) = candidate
+            && newest.as_ref().is_none_or(|n| candidate.1 > n.1)
+        {
+            newest = Some(candidate);
+        }
+    }
+    newest
+}
+
 /// The folder of [`agent_lib`]; it also holds `libhprof.so`, for
 /// `-agentlib:hprof` and `-Xrunhprof:` with `LD_LIBRARY_PATH` set to it.
 /// `libhprof.so` is refreshed here (an atomic copy) when it is missing or

@@ -208,11 +208,7 @@ pub fn site_totals(rows: &[&SiteRow]) -> (u64, u64, u64, u64) {
 /// `hprof-rs print <path>` must accept the file (`what` names the run in
 /// the failure); returns what it printed.
 pub fn assert_print_accepts(path: &Path, what: &str) -> String {
-    let out = super::run(
-        Command::new(env!("CARGO_BIN_EXE_hprof-rs"))
-            .arg("print")
-            .arg(path),
-    );
+    let out = super::run(Command::new(super::hprof_rs_bin()).arg("print").arg(path));
     super::assert_success(&out, &format!("{what}: hprof-rs print {}", path.display()));
     super::stdout_text(&out)
 }

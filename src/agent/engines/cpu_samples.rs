@@ -9,7 +9,7 @@ use crate::agent::jvm::{self, LocalClass, LocalThread};
 use crate::agent::libjvm;
 use crate::agent::sampler::{CpuSampling, Stack};
 use crate::agent::virtual_threads::VirtualThreads;
-use crate::format::ascii::time::ctime_now;
+use crate::emit::clock::ctime_now;
 use crate::model::Model;
 use crate::options::{Options, experiment};
 use jvmti_bindings::prelude::*;

@@ -25,8 +25,8 @@ use crate::agent::jvm_lock_tracker::{
 use crate::agent::lock_sites::Sites;
 use crate::agent::threads;
 use crate::bci;
+use crate::emit::clock::ctime_now;
 use crate::emit::lock_time::LockContention;
-use crate::format::ascii::time::ctime_now;
 use crate::model::Model;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;

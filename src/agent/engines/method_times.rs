@@ -6,8 +6,8 @@
 use crate::agent::engine::{Engine, Run};
 use crate::agent::times::{CallCosts, MethodTiming, TimedMethod};
 use crate::agent::traces::intern_timed;
+use crate::emit::clock::ctime_now;
 use crate::emit::times::TraceTime;
-use crate::format::ascii::time::ctime_now;
 use crate::model::Model;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;

@@ -1,9 +1,9 @@
 //! `hprof-rs print`: decode a binary profile into text, or check an ASCII one.
 
-use crate::format::ParseError;
-use crate::format::ascii::{self, Section};
-use crate::format::binary::reader::RecordReader;
-use crate::format::binary::{HeapRecord, RecordBody};
+use hprof_format::ParseError;
+use hprof_format::ascii::{self, Section};
+use hprof_format::binary::reader::RecordReader;
+use hprof_format::binary::{HeapRecord, RecordBody};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};

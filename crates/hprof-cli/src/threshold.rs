@@ -123,7 +123,7 @@ mod tests {
     use super::*;
 
     fn value(base: u64, new: u64) -> Change {
-        crate::cli::change::change(String::new(), base, new, None)
+        crate::change::change(String::new(), base, new, None)
     }
 
     #[test]

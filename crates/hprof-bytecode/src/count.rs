@@ -43,7 +43,7 @@ pub const ALLOC_TRACKER_CLASS: &str = "hprof_rs/AllocTracker";
 /// `hprof_rs/AllocTracker.class`, compiled by `java-tracker/build.sh`
 /// (`javac --release 11`); the agent defines it in the boot loader.
 pub const ALLOC_TRACKER_CLASS_FILE: &[u8] =
-    include_bytes!("../../java-tracker/hprof_rs/AllocTracker.class");
+    include_bytes!("../../../java-tracker/hprof_rs/AllocTracker.class");
 
 /// The tracker's private static field of counter pages (`long[][]`), which
 /// the agent reads at each dump: name and signature.

@@ -13,7 +13,7 @@ pub const LOCK_TRACKER_CLASS: &str = "hprof_rs/LockTracker";
 /// (`javac --release 11`). One class with no nested ones, so that defining
 /// it alone is enough.
 pub const LOCK_TRACKER_CLASS_FILE: &[u8] =
-    include_bytes!("../../java-tracker/hprof_rs/LockTracker.class");
+    include_bytes!("../../../java-tracker/hprof_rs/LockTracker.class");
 
 /// The private static field the agent sets non-zero to make the tracker
 /// time parks: name and signature.
@@ -55,7 +55,7 @@ impl Injection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bci::rewrite_passing_first_argument;
+    use crate::rewrite_passing_first_argument;
 
     #[test]
     fn the_embedded_lock_tracker_has_what_the_agent_uses() {

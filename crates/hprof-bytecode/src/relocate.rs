@@ -373,7 +373,7 @@ impl OffsetMapping for Layout<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bci::code::decode;
+    use crate::code::decode;
 
     /// Stand-ins for the call sequences: nops, so that the output decodes.
     const ENTRY: [u8; 3] = [0, 0, 0];

@@ -5,9 +5,9 @@
 //! a chunk (a big array) is counted from its head and its elements are
 //! skipped unread, so no object is ever held whole.
 
-use crate::format::ParseError;
-use crate::format::binary::heap_walk::{get_id, sub_record_len};
-use crate::format::binary::layout::{self, Extent, Tail};
+use hprof_format::ParseError;
+use hprof_format::binary::heap_walk::{get_id, sub_record_len};
+use hprof_format::binary::layout::{self, Extent, Tail};
 use std::io::Read;
 
 /// Bytes read at a time; more than the largest CLASS DUMP can take
@@ -139,7 +139,7 @@ fn scan_in_chunks(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::binary::{BasicType, tags::heap};
+    use hprof_format::binary::{BasicType, tags::heap};
 
     fn prim_array(id: u64, elements: u32, kind: BasicType) -> Vec<u8> {
         let mut r = vec![heap::PRIM_ARRAY_DUMP];
@@ -209,8 +209,8 @@ mod tests {
         assert_eq!(error.offset, 100);
     }
 
-    use crate::format::binary::reader::parse_heap_records;
-    use crate::format::binary::{HeapRecord, PrimitiveArray};
+    use hprof_format::binary::reader::parse_heap_records;
+    use hprof_format::binary::{HeapRecord, PrimitiveArray};
     use proptest::prelude::*;
 
     /// (class or primitive key, bytes) of a decoded object, the reference.

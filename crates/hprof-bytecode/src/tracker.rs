@@ -11,7 +11,8 @@ pub const TRACKER_CLASS: &str = "hprof_rs/Tracker";
 
 /// `hprof_rs/Tracker.class`, compiled by `java-tracker/build.sh` (`javac
 /// --release 11`): defined in the boot loader at VM init.
-pub const TRACKER_CLASS_FILE: &[u8] = include_bytes!("../../java-tracker/hprof_rs/Tracker.class");
+pub const TRACKER_CLASS_FILE: &[u8] =
+    include_bytes!("../../../java-tracker/hprof_rs/Tracker.class");
 
 /// The private static field the agent sets non-zero (JNI
 /// `SetStaticIntField`) to make the tracker time the calls it is told of
@@ -57,7 +58,7 @@ impl Injection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bci::rewrite_class;
+    use crate::rewrite_class;
 
     #[test]
     fn the_embedded_tracker_is_a_class_the_rewriter_leaves_alone() {

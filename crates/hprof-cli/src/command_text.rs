@@ -17,7 +17,7 @@
 //! raw HEX...            these bytes as they are (for testing an agent)
 //! ```
 
-use crate::output::commands::{Command, Control, site_flags};
+use hprof_format::commands::{Command, Control, site_flags};
 
 /// HPROF's default cutoff, for `sites` and `cpu` without `--cutoff`.
 const DEFAULT_CUTOFF: f32 = 0.0001;
@@ -156,7 +156,7 @@ fn hex(text: &str) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::commands::read_command;
+    use hprof_format::commands::read_command;
 
     fn read(line: &str) -> Command {
         let bytes = frame(line, 1).unwrap();

@@ -387,8 +387,8 @@ fn invoke(ctx: &Context<'_, '_>, s: &mut State, insn: &Insn, index: u16) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bci::bytes::Reader;
-    use crate::bci::code::decode;
+    use crate::bytes::Reader;
+    use crate::code::decode;
 
     /// #1 Utf8 "C", #2 Class C, #3 Utf8 "<init>", #4 Utf8 "(J)V",
     /// #5 NameAndType, #6 Methodref C.<init>(J)V, #7 Utf8 "[Ljava/lang/String;",

@@ -62,6 +62,7 @@
 //! `inject` (one method), `writer` (the class), `tracker` and `lock_tracker`
 //! (the Java sides).
 
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod bytes;

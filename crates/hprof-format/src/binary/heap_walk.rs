@@ -4,7 +4,7 @@
 //! copied, patched or converted as a stream.
 
 use super::layout::{self, Extent, Fault, Tail, measure};
-use crate::format::ParseError;
+use crate::ParseError;
 use std::io::Read;
 
 /// Reads the sub-records of one HEAP DUMP / HEAP DUMP SEGMENT body.
@@ -263,9 +263,9 @@ fn err(offset: u64, message: String) -> ParseError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::binary::records::*;
-    use crate::format::binary::tags::heap;
-    use crate::format::binary::writer::encode_heap_record;
+    use crate::binary::records::*;
+    use crate::binary::tags::heap;
+    use crate::binary::writer::encode_heap_record;
 
     fn sample_records() -> Vec<HeapRecord> {
         vec![
@@ -340,8 +340,7 @@ mod tests {
                 patched.extend_from_slice(&buffer);
             }
             assert_eq!(patched.len(), body.len());
-            let records =
-                crate::format::binary::reader::parse_heap_records(&patched, id_size, 0).unwrap();
+            let records = crate::binary::reader::parse_heap_records(&patched, id_size, 0).unwrap();
             assert_eq!(records.len(), 6);
             assert!(matches!(
                 records[0],

@@ -361,8 +361,8 @@ pub fn get_id(record: &[u8], at: usize, id_size: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::binary::records::*;
-    use crate::format::binary::writer::encode_heap_record;
+    use crate::binary::records::*;
+    use crate::binary::writer::encode_heap_record;
 
     #[test]
     fn head_lengths_and_field_places_follow_the_table() {
@@ -514,7 +514,7 @@ mod tests {
                 }
                 body.extend_from_slice(&bytes);
             }
-            let decoded = crate::format::binary::reader::parse_heap_records(&body, id_size, 0);
+            let decoded = crate::binary::reader::parse_heap_records(&body, id_size, 0);
             assert_eq!(decoded.unwrap(), records);
         }
     }

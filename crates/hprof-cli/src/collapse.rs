@@ -44,7 +44,7 @@ pub fn folded_text(profile: &Profile, what: What) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::profile::Site;
+    use crate::profile::Site;
 
     #[test]
     fn sites_fold_root_first_with_the_class_as_leaf_and_merge_equal_stacks() {

@@ -1,11 +1,8 @@
-//! `ctime`-style time stamps, as the original agent printed them with glibc.
+//! The time stamps of ASCII sections: the C library's local time (its time
+//! zone rules, `localtime_r`), laid out as C `ctime` prints it.
 
+use crate::format::ascii::time::{CalendarTime, UNKNOWN_TIME, ctime_text};
 use std::time::{SystemTime, UNIX_EPOCH};
-
-const WEEKDAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-const MONTHS: [&str; 12] = [
-    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-];
 
 /// The current local time as C `ctime` prints it, without the newline,
 /// e.g. `Mon Jun  9 20:33:05 2014`.
@@ -18,49 +15,36 @@ pub fn ctime_now() -> String {
 }
 
 /// Local time of `secs_since_epoch` in glibc `ctime` layout without the
-/// newline: `Www Mmm dd hh:mm:ss yyyy`, the day padded with a space.
-///
-/// A time the C library cannot convert gives `??? ??? ?? ??:??:?? ????`
-/// (where C `ctime` would return NULL).
+/// newline; a time the C library cannot convert gives
+/// `??? ??? ?? ??:??:?? ????` (where C `ctime` would return NULL).
 pub fn ctime(secs_since_epoch: i64) -> String {
-    match local_tm(secs_since_epoch) {
-        Some(tm) => format_tm(&tm),
-        None => "??? ??? ?? ??:??:?? ????".to_string(),
+    match local_time(secs_since_epoch) {
+        Some(time) => ctime_text(&time),
+        None => UNKNOWN_TIME.to_string(),
     }
 }
 
-fn local_tm(secs: i64) -> Option<libc::tm> {
+fn local_time(secs: i64) -> Option<CalendarTime> {
     let t = libc::time_t::try_from(secs).ok()?;
     // SAFETY: `tm` is a plain C struct for which all-zero bytes are a valid
     // value; `localtime_r` only reads `t` and writes into `tm`, both of which
     // live for the whole call, and it keeps no pointer to either afterwards.
-    unsafe {
+    let tm = unsafe {
         let mut tm: libc::tm = std::mem::zeroed();
         if libc::localtime_r(&t, &mut tm).is_null() {
             return None;
         }
-        Some(tm)
-    }
-}
-
-fn format_tm(tm: &libc::tm) -> String {
-    // Same layout as asctime: "%.3s %.3s%3d %.2d:%.2d:%.2d %d".
-    let weekday = usize::try_from(tm.tm_wday)
-        .ok()
-        .and_then(|i| WEEKDAYS.get(i))
-        .unwrap_or(&"???");
-    let month = usize::try_from(tm.tm_mon)
-        .ok()
-        .and_then(|i| MONTHS.get(i))
-        .unwrap_or(&"???");
-    format!(
-        "{weekday} {month}{:3} {:02}:{:02}:{:02} {}",
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
-        i64::from(tm.tm_year) + 1900
-    )
+        tm
+    };
+    Some(CalendarTime {
+        year: i64::from(tm.tm_year) + 1900,
+        month: tm.tm_mon,
+        day: tm.tm_mday,
+        hour: tm.tm_hour,
+        minute: tm.tm_min,
+        second: tm.tm_sec,
+        weekday: tm.tm_wday,
+    })
 }
 
 #[cfg(test)]
@@ -83,23 +67,6 @@ mod tests {
             assert_eq!(bytes[i], expected, "{text:?} at {i}");
         }
         assert!(!text.ends_with('\n'));
-    }
-
-    #[test]
-    fn single_digit_days_are_space_padded() {
-        let tm = libc::tm {
-            tm_sec: 5,
-            tm_min: 33,
-            tm_hour: 20,
-            tm_mday: 9,
-            tm_mon: 5,
-            tm_year: 114,
-            tm_wday: 1,
-            // SAFETY: the remaining fields are plain integers or a pointer
-            // that may be null; all-zero bytes are valid for them.
-            ..unsafe { std::mem::zeroed() }
-        };
-        assert_eq!(format_tm(&tm), "Mon Jun  9 20:33:05 2014");
     }
 
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -296,7 +296,7 @@ pub(crate) fn encode(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bci::bytes::Reader;
+    use crate::bytes::Reader;
 
     /// Shifts every offset by a fixed amount, like code injected at the start.
     struct Shift(u32);

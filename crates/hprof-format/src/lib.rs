@@ -5,8 +5,11 @@
 //! Both sides (writer and reader) share the same typed structures so that
 //! round trips can be tested record by record.
 
+#![forbid(unsafe_code)]
+
 pub mod ascii;
 pub mod binary;
+pub mod commands;
 pub mod names;
 
 /// An error found while parsing a file, with the byte offset where it was found.

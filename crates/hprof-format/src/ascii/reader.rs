@@ -12,7 +12,7 @@ use super::writer::{
     CPU_TITLES, LOCK_TIME_TITLES, MONITOR_HOLDERS_TITLES, MONITOR_TIME_TITLES, OLD_PROF_TITLES,
     SITES_TITLES,
 };
-use crate::format::ParseError;
+use crate::ParseError;
 
 /// Parse a whole ASCII profile into its sections, in file order.
 ///

@@ -13,7 +13,7 @@ use super::heap_walk;
 use super::layout::{self, Extent};
 use super::records::*;
 use super::tags;
-use crate::format::ParseError;
+use crate::ParseError;
 
 /// A whole parsed binary file.
 #[derive(Debug, Clone, PartialEq)]
@@ -873,7 +873,7 @@ fn primitive_array_dump(c: &mut Cursor, id_size: u32) -> Result<HeapRecord, Faul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::binary::writer::{encode_header, encode_record, encode_record_header};
+    use crate::binary::writer::{encode_header, encode_record, encode_record_header};
 
     /// Length of a 1.0.1/1.0.2 header: 19 bytes of text and NUL, u4, u8.
     const HEADER_LEN: u64 = 31;

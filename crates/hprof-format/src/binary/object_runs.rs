@@ -331,8 +331,8 @@ fn set_bits(bits: &mut [u64; BITS_WORDS], from: u32, to: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::binary::records::{FieldDescriptor, HeapRecord, PrimitiveArray};
-    use crate::format::binary::writer::encode_heap_record;
+    use crate::binary::records::{FieldDescriptor, HeapRecord, PrimitiveArray};
+    use crate::binary::writer::encode_heap_record;
 
     const LAYOUT: ObjectLayout = ObjectLayout {
         instance_header: 12,

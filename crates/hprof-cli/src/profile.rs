@@ -8,11 +8,11 @@
 //! bounded memory.
 
 use super::heap_scan::{self, PRIMITIVE_KEY};
-use crate::format::ParseError;
-use crate::format::ascii::{self, CpuTitle, HeapEntry, Section, TraceFrame};
-use crate::format::binary::reader::{RecordStream, parse_body};
-use crate::format::binary::{BasicType, FileHeader, RecordBody};
-use crate::format::names::signature_to_name;
+use hprof_format::ParseError;
+use hprof_format::ascii::{self, CpuTitle, HeapEntry, Section, TraceFrame};
+use hprof_format::binary::reader::{RecordStream, parse_body};
+use hprof_format::binary::{BasicType, FileHeader, RecordBody};
+use hprof_format::names::signature_to_name;
 use std::collections::HashMap;
 use std::io::{BufReader, Read};
 use std::path::Path;
@@ -418,7 +418,7 @@ struct BinaryTables {
     /// trace serial -> frame ids, innermost first
     traces: HashMap<u32, Vec<u64>>,
     samples: Option<(Vec<(u32, u64)>, u64)>,
-    sites: Option<Vec<crate::format::binary::AllocSite>>,
+    sites: Option<Vec<hprof_format::binary::AllocSite>>,
     /// class object id (or primitive type byte with PRIMITIVE_KEY) -> counts
     histogram: Option<HashMap<u64, ClassCount>>,
     depth: Option<u16>,
