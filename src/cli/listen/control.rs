@@ -49,7 +49,9 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest answer `send` reads (answers are one short line).
 const MAX_ANSWER: u64 = 64 * 1024;
 
+/// The answer to a line longer than [`MAX_COMMAND_LINE`].
 pub const LINE_TOO_LONG: &str = "error: command line longer than 4096 bytes";
+/// The answer to a line that is not text.
 pub const NOT_UTF8: &str = "error: the command line is not UTF-8";
 
 // ---------------------------------------------------------------------------
@@ -130,6 +132,7 @@ fn make_private_dir() -> Result<PathBuf, String> {
 pub struct SocketFile(PathBuf);
 
 impl SocketFile {
+    /// Where the socket is.
     pub fn path(&self) -> &Path {
         &self.0
     }

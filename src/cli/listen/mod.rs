@@ -86,19 +86,15 @@ pub fn listen(args: ListenArgs) -> i32 {
         Err(e) => return fail(format!("cannot listen on {address}: {e}")),
     };
     let (requests, incoming) = unbounded::<Request>();
-    // Removes the socket file when this function returns (the --once end).
-    let mut _control_socket = None;
-    if let Some(port) = args.control_port {
-        match control::bind(port) {
-            Ok((listener, socket)) => {
-                say(&format!("control socket {}", socket.path().display()));
-                _control_socket = Some(socket);
-                let requests = requests.clone();
-                spawn("control", move || control::serve(&listener, &requests));
-            }
-            Err(message) => return fail(message),
-        }
-    }
+    // Held to the end: dropping it removes the socket file (the --once exit).
+    let _control_socket = match args
+        .control_port
+        .map(|port| start_control(port, &requests))
+        .transpose()
+    {
+        Ok(socket) => socket,
+        Err(message) => return fail(message),
+    };
     {
         // (The original senders stay here: the channels never disconnect,
         // so the loop below never spins on one that did.)
@@ -112,9 +108,12 @@ pub fn listen(args: ListenArgs) -> i32 {
         let agents = agents.clone();
         let output = args.output.clone();
         let gone = gone.clone();
-        spawn("accept", move || {
+        let accepting = spawn("accept", move || {
             agents::accept(&agents_port, &output, &agents, &gone);
         });
+        if !accepting {
+            return UNUSABLE;
+        }
     }
     let mut serial = 0u32;
     loop {
@@ -135,6 +134,17 @@ pub fn listen(args: ListenArgs) -> i32 {
             }
         }
     }
+}
+
+/// Binds the control socket of `port` and serves it on a thread of its own.
+fn start_control(port: u16, requests: &Sender<Request>) -> Result<control::SocketFile, String> {
+    let (listener, socket) = control::bind(port)?;
+    say(&format!("control socket {}", socket.path().display()));
+    let requests = requests.clone();
+    if !spawn("control", move || control::serve(&listener, &requests)) {
+        return Err("cannot serve the control socket".into());
+    }
+    Ok(socket)
 }
 
 /// Hands the frame of `line` to every connected JVM; the answer line.
