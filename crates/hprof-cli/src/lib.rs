@@ -98,17 +98,24 @@ enum Command {
     /// --fail-if threshold is crossed, 2 on unusable input, 0 otherwise.
     Diff(commands::DiffArgs),
     /// The front end of `net=HOST:PORT`: accepts the agents' connections,
-    /// writes each JVM's output to a file of its own (FILE, FILE.1, ...) and
-    /// sends them commands from standard input or `hprof-rs send`: gc, dump,
-    /// sites [--changed] [--by-alloc] [--gc] [--cutoff X], summary, traces,
-    /// cpu [--cutoff X], control ..., exit.
+    /// writes each JVM's output to a file of its own (FILE, FILE.1, ...,
+    /// mode 0600) and sends them commands from standard input or `hprof-rs
+    /// send`: gc, dump, sites [--changed] [--by-alloc] [--gc] [--cutoff X],
+    /// summary, traces, cpu [--cutoff X], control ..., exit. Commands from
+    /// `send` come only from this user, through a local socket; at most 64
+    /// JVMs and 16 control connections at once, command lines of at most
+    /// 4096 bytes.
     Listen(listen::ListenArgs),
-    /// Hands one command to a running `hprof-rs listen --control-port PORT`;
-    /// exits 0 when it was sent to the JVMs, 2 if not.
+    /// Hands one command to a running `hprof-rs listen --control-port N` of
+    /// this user on this machine (through its socket, `control-N.sock` in
+    /// $XDG_RUNTIME_DIR/hprof-rs or ${TMPDIR:-/tmp}/hprof-rs-<uid>); exits
+    /// 0 when it was sent to the JVMs, 2 if not.
     Send {
-        /// The listener's control port.
+        /// The listener's `--control-port` (it names its socket).
         #[arg(long)]
         port: u16,
+        /// Kept for older scripts: control is local only, so this may only
+        /// be a loopback address or localhost.
         #[arg(long, default_value = "127.0.0.1")]
         host: String,
         /// The command, e.g. `sites --changed --cutoff 0.01`.
