@@ -7,12 +7,12 @@ fn main() {
     if target_os == "linux" {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libhprof_rs.so");
         cc::Build::new()
-            .file("src/agent/fault_guard.c")
+            .file("src/agent/modes/cpu_samples/fault_guard.c")
             .flag_if_supported("-std=c11")
             .warnings(true)
             .extra_warnings(true)
             .compile("hprof_fault_guard");
     }
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=src/agent/fault_guard.c");
+    println!("cargo:rerun-if-changed=src/agent/modes/cpu_samples/fault_guard.c");
 }

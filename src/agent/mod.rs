@@ -1,43 +1,17 @@
 //! The JVMTI agent: its entry points. The lifecycle of the run is
-//! [`profiler::Profiler`]'s; each collector is an engine ([`engine::Engine`],
+//! [`crate::agent::run::profiler::Profiler`]'s; each collector is an engine ([`crate::agent::run::engine::Engine`],
 //! one module each in `engines/`), whose per-event callbacks are reached
 //! from here directly.
 
-mod alloc;
-mod alloc_counting;
-mod async_trace;
-mod classes;
-mod cpu_timers;
-mod dump;
-mod engine;
-mod engines;
-mod growing_file;
-mod header;
-mod heapdump;
-mod jmm;
-mod jvm;
-mod jvm_alloc_tracker;
-mod jvm_lock_tracker;
-mod jvm_tracker;
-mod libjvm;
-mod listener;
-mod live_samples;
-mod lock_sites;
-mod monitors;
-mod profiler;
-mod remote;
-mod sampler;
-mod site_cache;
-mod threads;
-mod times;
-mod traces;
-mod virtual_threads;
+pub(crate) mod jvm;
+pub(crate) mod modes;
+pub(crate) mod run;
 
 use crate::options::{self, Parsed};
 use crate::output::{OutputWriter, PrivateDir, Sink};
-use engines::{Allocated, Reported};
 use jvmti_bindings::prelude::*;
-use profiler::Profiler;
+use run::engines::{Allocated, Reported};
+use run::profiler::Profiler;
 use std::io::Write;
 use std::sync::OnceLock;
 
@@ -69,7 +43,7 @@ impl Agent for HprofAgent {
                 std::process::exit(0);
             }
             Ok(Parsed::Options(mut options)) => {
-                traces::bound_depth(&mut options);
+                crate::agent::run::traces::bound_depth(&mut options);
                 options
             }
             Err(error) => {
@@ -97,12 +71,12 @@ impl Agent for HprofAgent {
         let writer = OutputWriter::start(sink).unwrap_or_else(|e| {
             fail_at_load(&format!("cannot start the output writer thread: {e}"))
         });
-        let engines = engines::Engines::new(&options, heap_dump_dir);
-        if let Err(message) = profiler::setup_jvmti(&jvmti, &engines) {
+        let engines = crate::agent::run::engines::Engines::new(&options, heap_dump_dir);
+        if let Err(message) = crate::agent::run::profiler::setup_jvmti(&jvmti, &engines) {
             fail_at_load(&message);
         }
         install_panic_report();
-        let vm = jvm::VmHandle::new(context.vm().raw());
+        let vm = crate::agent::jvm::VmHandle::new(context.vm().raw());
         let _ = PROFILER.set(Profiler::new(options, engines, &jvmti, vm, writer));
         jni::JNI_OK
     }
@@ -315,10 +289,10 @@ impl Agent for HprofAgent {
 unsafe fn event_ref<'cb, K>(
     _context: &CallbackContext<'cb>,
     raw: jni::jobject,
-) -> jvm::Local<'cb, K> {
+) -> crate::agent::jvm::Local<'cb, K> {
     // SAFETY: JVMTI guarantees an event's references are live for the
     // duration of the callback, on the callback's thread.
-    unsafe { jvm::Local::new(raw) }
+    unsafe { crate::agent::jvm::Local::new(raw) }
 }
 
 /// Two of an event's references, as [`event_ref`] makes one.
@@ -331,13 +305,19 @@ unsafe fn event_refs<'cb, A, B>(
     context: &CallbackContext<'cb>,
     a: jni::jobject,
     b: jni::jobject,
-) -> (jvm::Local<'cb, A>, jvm::Local<'cb, B>) {
+) -> (
+    crate::agent::jvm::Local<'cb, A>,
+    crate::agent::jvm::Local<'cb, B>,
+) {
     // SAFETY: the caller's promise, for each.
     unsafe { (event_ref(context, a), event_ref(context, b)) }
 }
 
 /// The run and its monitor=y engine, when monitor=y runs.
-fn monitors() -> Option<(&'static engine::Run, &'static engines::Monitors)> {
+fn monitors() -> Option<(
+    &'static crate::agent::run::engine::Run,
+    &'static crate::agent::run::engines::Monitors,
+)> {
     let profiler = PROFILER.get()?;
     Some((&profiler.run, profiler.engines.monitors.as_ref()?))
 }
@@ -371,7 +351,8 @@ fn object_allocated(context: &CallbackContext<'_>, event: &ObjectAllocationEvent
 
 /// The bytecode allocation counting, when heap=sites runs with
 /// alloc_count=bytecode.
-fn allocation_counting() -> Option<&'static alloc_counting::BytecodeCounting> {
+fn allocation_counting()
+-> Option<&'static crate::agent::modes::heap_sites::counting::BytecodeCounting> {
     PROFILER
         .get()
         .and_then(|p| p.engines.allocation_sites.as_ref())
@@ -379,7 +360,7 @@ fn allocation_counting() -> Option<&'static alloc_counting::BytecodeCounting> {
 }
 
 /// The link to the Tracker, when cpu=times or cpu=old runs.
-fn method_timing() -> Option<&'static times::MethodTiming> {
+fn method_timing() -> Option<&'static crate::agent::modes::cpu_times::timing::MethodTiming> {
     PROFILER
         .get()
         .and_then(|p| p.engines.method_times.as_ref())

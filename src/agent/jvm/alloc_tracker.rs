@@ -1,0 +1,756 @@
+//! The agent's side of `hprof_rs/AllocTracker` (heap=sites counted in the
+//! bytecode, see `java-tracker/hprof_rs/AllocTracker.java`): it defines the
+//! class in the boot loader, reads its counters, and asks the JVM the
+//! facts the counters lack (instance sizes, live objects per class). Part
+//! of the JVM boundary with `jvm/mod.rs`: the unsafe JNI and JVMTI calls live
+//! here, behind safe methods.
+
+use crate::agent::jvm::{self, GlobalRef, Local, LocalClass, LocalObject, OwnedLocal, kind};
+use crate::agent::modes::heap_sites::alloc::is_allocation_tag;
+use crate::bci;
+use jvmti_bindings::prelude::*;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// What the AllocTracker's native methods hand to the agent. Called on a
+/// Java thread from Java code: never panics across (the natives catch),
+/// never throws.
+pub trait AllocEvents: Send + Sync {
+    /// `object` was made by the VM without a VMObjectAlloc event, by the
+    /// call at `site` in calling context `context` (0 without contexts; the
+    /// tracker's `made`): count it there.
+    fn made(&self, jni: &JniEnv, object: LocalObject<'_>, site: u32, context: u64);
+    /// A class file generated at run time, with its allocations counted,
+    /// or None to leave it as it is.
+    fn generated(&self, class_file: &[u8]) -> Option<Vec<u8>>;
+    /// Whether calling context `context` names the real callers of
+    /// `site`'s method (the tracker's `trusted`, once per new key).
+    fn trusted(&self, site: u32, context: u64) -> bool;
+    /// One allocation at `site` (of `bytes`, 0 for an instance) under a
+    /// context not trusted: count it with this thread's stack.
+    fn walked(&self, site: u32, bytes: u64);
+}
+
+/// `AllocTracker.trusted(int, long)`: true unless the agent says no.
+extern "system" fn trusted_native(
+    _env: *mut jni::JNIEnv,
+    _tracker: jni::jclass,
+    site: jni::jint,
+    context: jni::jlong,
+) -> jni::jboolean {
+    let trusted = std::panic::catch_unwind(|| {
+        EVENTS
+            .get()
+            .is_none_or(|events| events.trusted(site as u32, context as u64))
+    });
+    jni::jboolean::from(trusted.unwrap_or(true))
+}
+
+/// `AllocTracker.walked(int, long)`.
+extern "system" fn walked_native(
+    _env: *mut jni::JNIEnv,
+    _tracker: jni::jclass,
+    site: jni::jint,
+    bytes: jni::jlong,
+) {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(events) = EVENTS.get() {
+            events.walked(site as u32, bytes.max(0) as u64);
+        }
+    });
+}
+
+/// Where the natives send what they are told (set once, at definition).
+static EVENTS: OnceLock<&'static dyn AllocEvents> = OnceLock::new();
+
+/// The tracker's keyed table size (its `keySlots`), set before it is
+/// initialised: 0 without calling contexts.
+static KEY_SLOTS: AtomicI32 = AtomicI32::new(0);
+
+/// Keys of (site, calling context) the tracker counts under: 262,144
+/// (7 MiB of Java heap: an int, a long and two longs per key).
+pub const CONTEXT_KEY_SLOTS: i32 = 1 << 18;
+
+/// `AllocTracker.keySlots()`.
+extern "system" fn key_slots_native(_env: *mut jni::JNIEnv, _tracker: jni::jclass) -> jni::jint {
+    KEY_SLOTS.load(Ordering::Relaxed)
+}
+
+/// `AllocTracker.made(Object, int)`.
+extern "system" fn made_native(
+    env: *mut jni::JNIEnv,
+    tracker: jni::jclass,
+    object: jni::jobject,
+    site: jni::jint,
+) {
+    made_in_native(env, tracker, object, site, 0);
+}
+
+/// `AllocTracker.made(Object, int, long)`.
+extern "system" fn made_in_native(
+    env: *mut jni::JNIEnv,
+    _tracker: jni::jclass,
+    object: jni::jobject,
+    site: jni::jint,
+    context: jni::jlong,
+) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if object.is_null() {
+            return;
+        }
+        // SAFETY: the JNIEnv of this native call, on this thread.
+        let jni = unsafe { JniEnv::from_raw(env) };
+        // SAFETY: the Object argument of a native call, a local reference
+        // live until the call returns, on this thread.
+        let object: LocalObject<'_> = unsafe { Local::new(object) };
+        if let Some(events) = EVENTS.get() {
+            events.made(&jni, object, site as u32, context as u64);
+        }
+    }));
+}
+
+/// `AllocTracker.generated(byte[])`: the bytes it was given when nothing
+/// is to change or anything fails.
+extern "system" fn generated_native(
+    env: *mut jni::JNIEnv,
+    _tracker: jni::jclass,
+    class_file: jni::jobject,
+) -> jni::jobject {
+    let rewritten = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if class_file.is_null() {
+            return None;
+        }
+        // SAFETY: the JNIEnv of this native call, on this thread.
+        let jni = unsafe { JniEnv::from_raw(env) };
+        // SAFETY: `class_file` is the byte[] argument, live during the call.
+        let length = unsafe { jni.get_array_length(class_file) };
+        let mut bytes = vec![0i8; usize::try_from(length).ok()?];
+        // SAFETY: as above; the buffer holds `length` bytes.
+        unsafe { jni.get_byte_array_region(class_file, 0, length, &mut bytes) };
+        if jni.exception_check() {
+            jni.exception_clear();
+            return None;
+        }
+        let bytes: Vec<u8> = bytes.into_iter().map(|b| b as u8).collect();
+        let new = EVENTS.get()?.generated(&bytes)?;
+        let new_length = i32::try_from(new.len()).ok()?;
+        let array = jni.new_byte_array(new_length);
+        if jni.exception_check() {
+            jni.exception_clear();
+            return None;
+        }
+        let array = array?;
+        let signed: Vec<i8> = new.into_iter().map(|b| b as i8).collect();
+        // SAFETY: `array` is the new byte[] of `new_length` bytes, a local
+        // reference returned to the caller (the JVM frees it then).
+        unsafe { jni.set_byte_array_region(array, 0, new_length, &signed) };
+        Some(array)
+    }));
+    rewritten.ok().flatten().unwrap_or(class_file)
+}
+
+/// The AllocTracker, defined and initialised.
+#[derive(Clone, Copy)]
+pub struct AllocTracker {
+    class: GlobalRef<kind::Class>,
+    pages: jni::jfieldID,
+    failure: jni::jfieldID,
+    /// `KEY_SITE`, `KEY_CONTEXT`, `KEY_COUNTS`.
+    keyed: [jni::jfieldID; 3],
+}
+
+/// The tracker's own methods (jmethodIDs), which head the stacks its
+/// natives see.
+static TRACKER_METHODS: OnceLock<std::collections::HashSet<u64>> = OnceLock::new();
+
+/// Whether `method` is one of the tracker's own.
+pub fn is_tracker_method(method: u64) -> bool {
+    TRACKER_METHODS.get().is_some_and(|m| m.contains(&method))
+}
+
+// SAFETY: a field identifier stays valid on every thread while its class is
+// loaded; the class is in the boot loader, never unloaded, and `class` is a
+// global reference to it.
+unsafe impl Send for AllocTracker {}
+// SAFETY: as above; the identifiers are only read.
+unsafe impl Sync for AllocTracker {}
+
+/// Objects and bytes counted at one site.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SiteCount {
+    pub objects: u64,
+    pub bytes: u64,
+}
+
+impl AllocTracker {
+    /// Defines the class in the boot loader, exports the JDK's internal
+    /// Unsafe to it, registers its natives (reporting to `events`), and
+    /// initialises it (looking up a static field does), before any class
+    /// that calls it exists. Once per run.
+    pub fn define(
+        env: &Jvmti,
+        jni: &JniEnv,
+        events: &'static dyn AllocEvents,
+        key_slots: i32,
+    ) -> Result<Self, String> {
+        if EVENTS.set(events).is_err() {
+            return Err("the allocation tracker is defined already".into());
+        }
+        KEY_SLOTS.store(key_slots, Ordering::Relaxed);
+        // (The bytes are a class file of this very name: tests/bci_run.rs.)
+        let class = jvm::define_boot_class(
+            jni,
+            bci::ALLOC_TRACKER_CLASS,
+            bci::ALLOC_TRACKER_CLASS_FILE,
+            "allocation tracker",
+        )?;
+        export_internal_unsafe(env, jni, class)?;
+        register_natives(jni, class)?;
+
+        let field = |(name, signature): (&str, &str)| {
+            // SAFETY: `class` is the AllocTracker, held by a global
+            // reference; the lookup initialises it (JNI GetStaticFieldID).
+            let id =
+                unsafe { jni.get_static_field_id(class.raw() as jni::jclass, name, signature) };
+            if jni.exception_check() {
+                let why = jvm::take_exception_message(jni);
+                return Err(format!(
+                    "the allocation tracker cannot be initialised ({})",
+                    why.unwrap_or_default()
+                ));
+            }
+            id.ok_or_else(|| format!("the allocation tracker has no field {name}"))
+        };
+        let tracker = Self {
+            class,
+            pages: field(bci::ALLOC_TRACKER_PAGES_FIELD)?,
+            failure: field(bci::ALLOC_TRACKER_FAILURE_FIELD)?,
+            keyed: [
+                field(("KEY_SITE", "[I"))?,
+                field(("KEY_CONTEXT", "[J"))?,
+                field(("KEY_COUNTS", "[J"))?,
+            ],
+        };
+        // (Initialised by the field lookups, so prepared: JVMTI lists the
+        // methods of a prepared class only.)
+        // SAFETY: `class` is held by a global reference; the local one
+        // made from it lives for this call only.
+        let local = unsafe { Local::new(class.raw() as jni::jclass) };
+        let _ = TRACKER_METHODS.set(jvm::method_ids(env, local).into_iter().collect());
+        Ok(tracker)
+    }
+
+    /// The keyed counts: (site, calling context, count) of every key
+    /// counted so far.
+    pub fn read_keyed(&self, jni: &JniEnv) -> Vec<(u32, u64, SiteCount)> {
+        let slots = KEY_SLOTS.load(Ordering::Relaxed).max(0) as usize;
+        if slots == 0 {
+            return Vec::new();
+        }
+        let array = |field: jni::jfieldID| {
+            // SAFETY: one of the tracker's static array fields.
+            let raw =
+                unsafe { jni.get_static_object_field(self.class.raw() as jni::jclass, field) };
+            // SAFETY: a local reference just made on this thread, deleted
+            // by its owner.
+            (!raw.is_null()).then(|| unsafe { OwnedLocal::<kind::Object>::new(Some(jni), raw) })
+        };
+        let (Some(sites), Some(contexts), Some(counts)) = (
+            array(self.keyed[0]),
+            array(self.keyed[1]),
+            array(self.keyed[2]),
+        ) else {
+            return Vec::new();
+        };
+        let mut site_of = vec![0i32; slots];
+        let mut context_of = vec![0i64; slots];
+        let mut counted = vec![0i64; 2 * slots];
+        // SAFETY: live arrays of exactly these lengths (the tracker made
+        // them from the same KEY_SLOTS).
+        unsafe {
+            jni.get_int_array_region(sites.get().raw(), 0, slots as i32, &mut site_of);
+            jni.get_long_array_region(contexts.get().raw(), 0, slots as i32, &mut context_of);
+            jni.get_long_array_region(counts.get().raw(), 0, 2 * slots as i32, &mut counted);
+        }
+        if jni.exception_check() {
+            jni.exception_clear();
+            return Vec::new();
+        }
+        (0..slots)
+            .filter(|&k| site_of[k] > 0 && counted[2 * k] > 0)
+            .map(|k| {
+                let count = SiteCount {
+                    objects: counted[2 * k] as u64,
+                    bytes: counted[2 * k + 1] as u64,
+                };
+                ((site_of[k] - 1) as u32, context_of[k] as u64, count)
+            })
+            .collect()
+    }
+
+    /// The counts of sites `0..sites`, stripes summed.
+    pub fn read_counts(&self, jni: &JniEnv, sites: usize) -> Vec<SiteCount> {
+        const PER_PAGE: usize = bci::ALLOC_TRACKER_SITES_PER_PAGE;
+        const STRIPES: usize = bci::ALLOC_TRACKER_STRIPES;
+        let mut counts = vec![SiteCount::default(); sites];
+        // SAFETY: `pages` is the tracker's static `long[][]` field.
+        let raw =
+            unsafe { jni.get_static_object_field(self.class.raw() as jni::jclass, self.pages) };
+        if raw.is_null() {
+            return counts;
+        }
+        // SAFETY: a local reference just made on this thread, deleted only
+        // by its owner.
+        let pages: OwnedLocal<'_, kind::Object> = unsafe { OwnedLocal::new(Some(jni), raw) };
+        let mut buffer = vec![0i64; 2 * STRIPES * PER_PAGE];
+        for (page, chunk) in counts.chunks_mut(PER_PAGE).enumerate() {
+            // SAFETY: `pages` is a live `long[][]`; the index is below its
+            // length (the tracker's MAX_PAGES bounds the site numbers).
+            let raw = unsafe { jni.get_object_array_element(pages.get().raw(), page as i32) };
+            if jni.exception_check() {
+                jni.exception_clear();
+                break;
+            }
+            if raw.is_null() {
+                continue; // no site of this page has counted yet
+            }
+            // SAFETY: as for `pages`.
+            let counters: OwnedLocal<'_, kind::Object> = unsafe { OwnedLocal::new(Some(jni), raw) };
+            // SAFETY: `counters` is a live `long[]` of exactly this length.
+            unsafe {
+                jni.get_long_array_region(counters.get().raw(), 0, buffer.len() as i32, &mut buffer)
+            };
+            if jni.exception_check() {
+                jni.exception_clear();
+                continue;
+            }
+            for (k, count) in chunk.iter_mut().enumerate() {
+                for stripe in 0..STRIPES {
+                    let at = 2 * (stripe * PER_PAGE + k);
+                    count.objects += buffer[at] as u64;
+                    count.bytes += buffer[at + 1] as u64;
+                }
+            }
+        }
+        counts
+    }
+
+    /// The class of the first failure that left allocations uncounted, if
+    /// any (`Ljava/lang/OutOfMemoryError;`).
+    pub fn failure(&self, env: &Jvmti, jni: &JniEnv) -> Option<String> {
+        // SAFETY: `failure` is the tracker's static Throwable field.
+        let raw =
+            unsafe { jni.get_static_object_field(self.class.raw() as jni::jclass, self.failure) };
+        if raw.is_null() {
+            return None;
+        }
+        // SAFETY: a local reference just made on this thread.
+        let throwable: OwnedLocal<'_, kind::Object> = unsafe { OwnedLocal::new(Some(jni), raw) };
+        let class = jvm::object_class(jni, throwable.get());
+        let name = class
+            .as_ref()
+            .and_then(|c| jvm::class_signature(env, c.get()))
+            .unwrap_or_else(|| "an error".into());
+        Some(name)
+    }
+}
+
+/// `java.lang.Thread`'s calling-context field.
+#[derive(Clone, Copy)]
+pub struct ContextField(jni::jfieldID);
+
+// SAFETY: a field identifier stays valid on every thread while its class
+// is loaded; java.lang.Thread never unloads.
+unsafe impl Send for ContextField {}
+// SAFETY: as above; the identifier is only read.
+unsafe impl Sync for ContextField {}
+
+impl ContextField {
+    /// The field, when `java.lang.Thread` has it (added as the JVM loaded
+    /// the class: without it, code keeping contexts would fail to link).
+    pub fn find(jni: &JniEnv) -> Option<Self> {
+        let Some(thread) = jvm::find_class(jni, "java/lang/Thread") else {
+            jni.exception_clear();
+            return None;
+        };
+        let (name, signature) = bci::CONTEXT_FIELD;
+        // SAFETY: `thread` is a live local reference to a class; a missing
+        // field raises NoSuchFieldError, cleared here.
+        let field = unsafe { jni.get_field_id(thread.get().raw(), name, signature) };
+        if jni.exception_check() {
+            jni.exception_clear();
+            return None;
+        }
+        field.map(Self)
+    }
+
+    /// The window `thread` holds now.
+    pub fn read(&self, jni: &JniEnv, thread: jvm::LocalThread<'_>) -> Option<u64> {
+        if thread.is_null() {
+            return None;
+        }
+        // SAFETY: `thread` is a live reference to a java.lang.Thread, and
+        // the field is Thread's own `long` field.
+        let value = unsafe { jni.get_long_field(thread.raw(), self.0) };
+        Some(value as u64)
+    }
+}
+
+/// Registers the tracker's natives: `made` (both), `keySlots`, `trusted`,
+/// `walked` and `generated`.
+fn register_natives(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Result<(), String> {
+    let names = [
+        (
+            c"made",
+            c"(Ljava/lang/Object;I)V",
+            made_native as *mut std::ffi::c_void,
+        ),
+        (
+            c"made",
+            c"(Ljava/lang/Object;IJ)V",
+            made_in_native as *mut std::ffi::c_void,
+        ),
+        (
+            c"keySlots",
+            c"()I",
+            key_slots_native as *mut std::ffi::c_void,
+        ),
+        (
+            c"trusted",
+            c"(IJ)Z",
+            trusted_native as *mut std::ffi::c_void,
+        ),
+        (c"walked", c"(IJ)V", walked_native as *mut std::ffi::c_void),
+        (
+            c"generated",
+            c"([B)[B",
+            generated_native as *mut std::ffi::c_void,
+        ),
+    ];
+    let methods: Vec<jni::JNINativeMethod> = names
+        .iter()
+        .map(|(name, signature, function)| jni::JNINativeMethod {
+            name: name.as_ptr() as *mut _,
+            signature: signature.as_ptr() as *mut _,
+            fnPtr: *function,
+        })
+        .collect();
+    // SAFETY: `class` is the AllocTracker, held by a global reference; the
+    // names and signatures are those of its native methods, and the
+    // functions have the matching JNI signatures.
+    let registered = unsafe { jni.register_natives(class.raw() as jni::jclass, &methods) };
+    if registered.is_err() || jni.exception_check() {
+        jni.exception_clear();
+        return Err("the allocation tracker's natives cannot be registered".into());
+    }
+    Ok(())
+}
+
+/// Exports `jdk.internal.misc` (the JDK's internal Unsafe) from java.base
+/// to the module of `class` (the boot loader's unnamed module).
+fn export_internal_unsafe(
+    env: &Jvmti,
+    jni: &JniEnv,
+    class: GlobalRef<kind::Class>,
+) -> Result<(), String> {
+    let failed = || "jdk.internal.misc cannot be exported to the allocation tracker".to_string();
+    // SAFETY: a null loader names the boot loader, whose java/lang package
+    // is java.base's; the module is a local reference, deleted below.
+    let java_base = unsafe { env.get_named_module(std::ptr::null_mut(), "java/lang") }
+        .map_err(|e| format!("{} ({e:?})", failed()))?;
+    // SAFETY: `class` is a live global reference to a Class; getModule is
+    // java.lang.Class's public method of this signature (JDK 9 and up).
+    let module = unsafe {
+        let class_class = jni.get_object_class(class.raw());
+        let get_module = jni.get_method_id(class_class, "getModule", "()Ljava/lang/Module;");
+        jni.delete_local_ref(class_class);
+        get_module.map(|m| jni.call_object_method(class.raw(), m, &[]))
+    };
+    if jni.exception_check() {
+        jni.exception_clear();
+    }
+    let result = match module {
+        Some(module) if !module.is_null() && !java_base.is_null() => {
+            // SAFETY: both modules are live local references. (The package
+            // name is dotted here: the JVM hands it to Module.addExports.)
+            let exported =
+                unsafe { env.add_module_exports(java_base, "jdk.internal.misc", module) };
+            // SAFETY: local references made above, deleted once.
+            unsafe { jni.delete_local_ref(module) };
+            exported.map_err(|e| format!("{} ({e:?})", failed()))
+        }
+        _ => Err(failed()),
+    };
+    if !java_base.is_null() {
+        // SAFETY: as above.
+        unsafe { jni.delete_local_ref(java_base) };
+    }
+    result
+}
+
+/// Makes one `java.lang.Object` with the call `rule` names (one of
+/// `bci::VM_MAKER_RULES`), on this thread, and drops it; false when this
+/// JVM has no such call (nothing calls it then) or it failed.
+pub fn make_one_with(jni: &JniEnv, rule: &bci::CallRule) -> bool {
+    let Some(object_class) = jvm::find_class(jni, "java/lang/Object") else {
+        return false;
+    };
+    let Some(owner) = jvm::find_class(jni, rule.owner) else {
+        jni.exception_clear();
+        return false;
+    };
+    let (object_class, owner) = (object_class.get().raw(), owner.get().raw());
+    // SAFETY: both classes are live local references owned above; the
+    // methods are looked up by the exact name and descriptor of the rule
+    // and called with arguments of those types (JNI ignores the module
+    // boundary); each result is a local reference deleted here; a pending
+    // exception is cleared.
+    let made = unsafe {
+        match rule.name {
+            "allocateInstance" => jni
+                .get_static_method_id(owner, "getUnsafe", "()Ljdk/internal/misc/Unsafe;")
+                .map(|get| jni.call_static_object_method(owner, get, &[]))
+                .filter(|unsafe_object| !unsafe_object.is_null())
+                .and_then(|unsafe_object| {
+                    let made = jni
+                        .get_method_id(owner, rule.name, rule.descriptor)
+                        .map(|m| {
+                            jni.call_object_method(
+                                unsafe_object,
+                                m,
+                                &[jni::jvalue { l: object_class }],
+                            )
+                        });
+                    jni.delete_local_ref(unsafe_object);
+                    made
+                }),
+            "newInstance0" => jni
+                .get_method_id(object_class, "<init>", "()V")
+                .and_then(|init| jni.to_reflected_method(object_class, init, false))
+                .and_then(|constructor| {
+                    let made = jni
+                        .get_static_method_id(owner, rule.name, rule.descriptor)
+                        .map(|m| {
+                            jni.call_static_object_method(
+                                owner,
+                                m,
+                                &[
+                                    jni::jvalue { l: constructor },
+                                    jni::jvalue {
+                                        l: std::ptr::null_mut(),
+                                    },
+                                ],
+                            )
+                        });
+                    jni.delete_local_ref(constructor);
+                    made
+                }),
+            _ => None,
+        }
+    };
+    if jni.exception_check() {
+        jni.exception_clear();
+        return false;
+    }
+    match made {
+        Some(object) if !object.is_null() => {
+            // SAFETY: a local reference the call just returned.
+            unsafe { jni.delete_local_ref(object) };
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The size of an instance of `class`, from a blank one made for the
+/// purpose (JNI AllocObject runs no constructor) when that is harmless:
+/// not for a class that overrides `finalize()` (the blank object would be
+/// finalized), nor an abstract one. None when it cannot be told.
+pub fn instance_size(env: &Jvmti, jni: &JniEnv, class: LocalClass<'_>) -> Option<u64> {
+    if overrides_finalize(env, jni, class) {
+        return None;
+    }
+    // SAFETY: `class` is live (a `Local`); AllocObject makes an object
+    // without running any Java code of the class beyond its initialiser,
+    // which ran already (the program allocated an instance).
+    let raw = unsafe { jni.alloc_object(class.raw() as jni::jclass) };
+    if jni.exception_check() {
+        jni.exception_clear();
+        return None;
+    }
+    // SAFETY: a local reference just made on this thread.
+    let object: OwnedLocal<'_, kind::Object> = unsafe { OwnedLocal::new(Some(jni), raw?) };
+    // SAFETY: `object` is live.
+    let size = unsafe { env.get_object_size(object.get().raw()) }.ok()?;
+    u64::try_from(size).ok()
+}
+
+/// Whether `class` or a superclass other than `Object` declares
+/// `finalize()` (or it cannot be told).
+fn overrides_finalize(env: &Jvmti, jni: &JniEnv, class: LocalClass<'_>) -> bool {
+    // SAFETY: `class` is live; a missing method is reported as null plus a
+    // pending NoSuchMethodError, cleared here.
+    let method = unsafe { jni.get_method_id(class.raw() as jni::jclass, "finalize", "()V") };
+    if jni.exception_check() {
+        jni.exception_clear();
+        return true;
+    }
+    let Some(method) = method else {
+        return true;
+    };
+    jvm::declaring_class(env, method as u64)
+        .and_then(|declaring| jvm::class_signature(env, declaring))
+        .is_none_or(|signature| signature != "Ljava/lang/Object;")
+}
+
+/// The tag of the objects that were in the heap when the counting began
+/// (bit 62, like the large-array census's, plus a low bit of its own:
+/// neither an allocation tag nor an identifier the agent makes).
+const PRESENT_AT_START: i64 = (1 << 62) | 2;
+
+/// Tags every untagged object in the heap now as [`PRESENT_AT_START`], so
+/// that [`live_by_class`] leaves out what was made before the counting
+/// began; all but class objects (instances of the class tagged
+/// `class_class_tag`), whose tags are the agent's identifiers for them.
+/// One walk of the heap (a pause; the heap is small at VM init).
+pub fn mark_present_objects(env: &Jvmti, class_class_tag: u64) -> Result<(), jvmti::jvmtiError> {
+    unsafe extern "system" fn mark(
+        class_tag: jni::jlong,
+        _size: jni::jlong,
+        tag_ptr: *mut jni::jlong,
+        _length: jni::jint,
+        user_data: *mut std::ffi::c_void,
+    ) -> jni::jint {
+        // SAFETY: `user_data` is the tag passed to IterateThroughHeap below,
+        // alive for the whole walk; `tag_ptr` is the JVM's pointer to this
+        // object's tag, writable during the callback.
+        unsafe {
+            if class_tag as u64 != *(user_data as *const u64) {
+                *tag_ptr = PRESENT_AT_START;
+            }
+        }
+        0
+    }
+    let callbacks = jvmti::jvmtiHeapCallbacks {
+        heap_iteration_callback: Some(mark),
+        ..Default::default()
+    };
+    // SAFETY: the callback table and the tag outlive the call; the
+    // callback only writes the tag the JVM hands it.
+    unsafe {
+        env.iterate_through_heap(
+            jvmti::JVMTI_HEAP_FILTER_TAGGED,
+            std::ptr::null_mut(),
+            &callbacks,
+            &class_class_tag as *const u64 as *const std::ffi::c_void,
+        )
+    }
+}
+
+/// What one walk of the heap finds of the objects made since the counting
+/// began: those that carry no tag or a sample's allocation tag (not the
+/// mark of those present at start, nor an identifier of the agent's).
+#[derive(Default)]
+pub struct LiveInHeap {
+    /// Live objects and bytes per tagged class, by class tag.
+    pub by_class: HashMap<u64, (u64, u64)>,
+    /// Live objects per sample tag.
+    pub sample_tags: HashMap<u64, u64>,
+}
+
+/// The live objects made since the counting began: one walk of the heap
+/// (a pause, as any heap walk).
+pub fn live_by_class(env: &Jvmti) -> Result<LiveInHeap, jvmti::jvmtiError> {
+    unsafe extern "system" fn count(
+        class_tag: jni::jlong,
+        size: jni::jlong,
+        tag_ptr: *mut jni::jlong,
+        _length: jni::jint,
+        user_data: *mut std::ffi::c_void,
+    ) -> jni::jint {
+        // SAFETY: `tag_ptr` is the JVM's pointer to this object's tag,
+        // readable during the callback.
+        let tag = unsafe { *tag_ptr } as u64;
+        if tag != 0 && !is_allocation_tag(tag) {
+            return 0;
+        }
+        // SAFETY: `user_data` is the LiveInHeap passed to IterateThroughHeap
+        // below, alive and used by nothing else for the whole walk, which
+        // runs the callback on this thread.
+        let live = unsafe { &mut *(user_data as *mut LiveInHeap) };
+        let entry = live.by_class.entry(class_tag as u64).or_default();
+        entry.0 += 1;
+        entry.1 += size.max(0) as u64;
+        if tag != 0 {
+            *live.sample_tags.entry(tag).or_default() += 1;
+        }
+        0
+    }
+    let mut live = LiveInHeap::default();
+    let callbacks = jvmti::jvmtiHeapCallbacks {
+        heap_iteration_callback: Some(count),
+        ..Default::default()
+    };
+    // SAFETY: the callback table and the result outlive the call; the
+    // callback only updates the result.
+    unsafe {
+        env.iterate_through_heap(
+            jvmti::JVMTI_HEAP_FILTER_CLASS_UNTAGGED,
+            std::ptr::null_mut(),
+            &callbacks,
+            &mut live as *mut LiveInHeap as *const std::ffi::c_void,
+        )?;
+    }
+    Ok(live)
+}
+
+/// Every loaded class the JVM lets be modified is retransformed (the
+/// ClassFileLoadHook, enabled before, sees each again); returns the error
+/// of the last class the JVM refused, if any.
+pub fn retransform_loaded_classes(env: &Jvmti, jni: &JniEnv) -> Option<jvmti::jvmtiError> {
+    let classes = jvm::loaded_classes(env, Some(jni));
+    let modifiable: Vec<jni::jclass> = classes
+        .iter()
+        .map(|c| c.get())
+        // SAFETY: each class is live (owned local references).
+        .filter(|c| unsafe { env.is_modifiable_class(c.raw() as jni::jclass) }.unwrap_or(false))
+        .filter(|c| jvm::class_signature(env, *c).is_some_and(|s| !s.starts_with("Lhprof_rs/")))
+        .map(|c| c.raw() as jni::jclass)
+        .collect();
+    let mut failed = None;
+    // In batches: one class the JVM refuses fails its whole batch, which
+    // is then retried a class at a time.
+    for batch in modifiable.chunks(64) {
+        // SAFETY: every class of the batch is live (owned above).
+        if unsafe { env.retransform_classes(batch) }.is_err() {
+            for class in batch {
+                // SAFETY: as above.
+                if let Err(e) = unsafe { env.retransform_classes(std::slice::from_ref(class)) } {
+                    failed = Some(e);
+                }
+            }
+        }
+    }
+    drop(classes);
+    failed
+}
+
+/// Loaded classes by JVM signature (`Ljava/lang/String;`, `[I`), for the
+/// signatures `wanted` only; the first class of each name wins.
+pub fn classes_named<'e>(
+    env: &'e Jvmti,
+    jni: &'e JniEnv,
+    wanted: &std::collections::HashSet<String>,
+) -> HashMap<String, OwnedLocal<'e, kind::Class>> {
+    let mut found = HashMap::new();
+    for class in jvm::loaded_classes(env, Some(jni)) {
+        if let Some(signature) = jvm::class_signature(env, class.get())
+            && wanted.contains(&signature)
+            && !found.contains_key(&signature)
+        {
+            found.insert(signature, class);
+        }
+    }
+    found
+}

@@ -1,0 +1,170 @@
+//! The agent's JNI calls into the Tracker class (`hprof_rs/Tracker`, the
+//! Java side of cpu=times, see `modes/cpu_times/timing.rs`). Part of the JVM boundary with
+//! `jvm/mod.rs`: the unsafe JNI calls live here, behind safe methods whose
+//! handles are valid by construction.
+
+use crate::agent::jvm::{self, GlobalRef, OwnedLocal, kind};
+use crate::bci;
+use jvmti_bindings::prelude::*;
+
+/// The engaged Tracker: its class and the identifiers of the fields and
+/// methods the agent uses, valid on any thread.
+#[derive(Clone, Copy)]
+pub struct Tracker {
+    class: GlobalRef<kind::Class>,
+    engaged: jni::jfieldID,
+    clock: jni::jfieldID,
+    drain: jni::jmethodID,
+    caught: jni::jmethodID,
+    ended: jni::jmethodID,
+}
+
+// SAFETY: field and method identifiers stay valid on every thread while
+// their class is loaded; the Tracker is defined in the boot loader, whose
+// classes are never unloaded, and `class` is a global reference to it.
+unsafe impl Send for Tracker {}
+// SAFETY: as above; the identifiers are only read.
+unsafe impl Sync for Tracker {}
+
+/// What one `drain()` hands over: per thread index its serial, the new
+/// trace nodes, the cost records and the first failure, if any.
+pub struct Drained {
+    pub thread_serials: Vec<u32>,
+    pub new_nodes: Vec<i64>,
+    pub data: Vec<i64>,
+    pub failure: Option<String>,
+}
+
+impl Tracker {
+    /// Defines the Tracker class in the boot loader from the embedded bytes,
+    /// sets its trace depth and looks up what the agent uses of it. Once
+    /// per run.
+    pub fn define(jni: &JniEnv, depth: u32) -> Result<Self, String> {
+        // (The bytes are a class file of this very name: bci/tracker.rs.)
+        let class =
+            jvm::define_boot_class(jni, bci::TRACKER_CLASS, bci::TRACKER_CLASS_FILE, "Tracker")?;
+        let raw = class.raw() as jni::jclass;
+        let missing = |what: &str| format!("the Tracker has no {what}");
+        // SAFETY: names and signatures are those of Tracker.java (checked by
+        // a unit test against the embedded class); `raw` is its class, held
+        // by a global reference.
+        unsafe {
+            let field =
+                |(name, signature): (&str, &str)| jni.get_static_field_id(raw, name, signature);
+            let method =
+                |(name, signature): (&str, &str)| jni.get_static_method_id(raw, name, signature);
+            let depth_field =
+                field(bci::TRACKER_DEPTH_FIELD).ok_or_else(|| missing("depth field"))?;
+            jni.set_static_int_field(raw, depth_field, depth.min(i32::MAX as u32) as i32);
+            Ok(Tracker {
+                class,
+                engaged: field(bci::TRACKER_ENGAGED_FIELD)
+                    .ok_or_else(|| missing("engaged field"))?,
+                clock: field(bci::TRACKER_CLOCK_FIELD).ok_or_else(|| missing("clock field"))?,
+                drain: method(bci::TRACKER_DRAIN).ok_or_else(|| missing("drain method"))?,
+                caught: method(bci::TRACKER_CAUGHT).ok_or_else(|| missing("caught method"))?,
+                ended: method(bci::TRACKER_ENDED).ok_or_else(|| missing("ended method"))?,
+            })
+        }
+    }
+
+    fn class(&self) -> jni::jclass {
+        self.class.raw() as jni::jclass
+    }
+
+    /// Sets `engaged`: non-zero makes the Tracker time calls.
+    pub fn set_engaged(&self, jni: &JniEnv, value: i32) {
+        // SAFETY: `engaged` is the Tracker's static int field.
+        unsafe { jni.set_static_int_field(self.class(), self.engaged, value) };
+    }
+
+    /// Sets the Tracker's clock (`now`, monotonic nanoseconds).
+    pub fn set_clock(&self, jni: &JniEnv, nanoseconds: i64) {
+        // SAFETY: `clock` is the Tracker's static long field.
+        unsafe { jni.set_static_long_field(self.class(), self.clock, nanoseconds) };
+    }
+
+    /// `caught(key)`: the calls above method `key` ended by an exception.
+    pub fn caught(&self, jni: &JniEnv, key: u64) {
+        // SAFETY: `caught` is Tracker.caught(long), a static void method of
+        // the Tracker class.
+        unsafe {
+            jni.call_static_void_method(
+                self.class(),
+                self.caught,
+                &[jni::jvalue { j: key as i64 }],
+            );
+        }
+        clear_exception(jni);
+    }
+
+    /// `ended(serial)`, on the ending thread: its counts go to `serial`.
+    pub fn ended(&self, jni: &JniEnv, serial: u32) {
+        // SAFETY: `ended` is Tracker.ended(int), a static void method of the
+        // Tracker class.
+        unsafe {
+            jni.call_static_void_method(
+                self.class(),
+                self.ended,
+                &[jni::jvalue {
+                    i: serial.min(i32::MAX as u32) as i32,
+                }],
+            );
+        }
+        clear_exception(jni);
+    }
+
+    /// `drain()`: what the Tracker collected since the last call, or None
+    /// if it could not be read.
+    pub fn drain(&self, env: &Jvmti, jni: &JniEnv) -> Option<Drained> {
+        // SAFETY: `drain` is Tracker.drain(), returning {Thread[], long[],
+        // long[], String}; every reference read below is checked for null,
+        // and exceptions are cleared.
+        unsafe {
+            let result = jni.call_static_object_method(self.class(), self.drain, &[]);
+            if result.is_null() || clear_exception(jni) {
+                return None;
+            }
+            let threads = jni.get_object_array_element(result, 0);
+            let new_nodes = jni.get_object_array_element(result, 1);
+            let longs = jni.get_object_array_element(result, 2);
+            let failure = jni.get_object_array_element(result, 3);
+            if threads.is_null() || new_nodes.is_null() || longs.is_null() {
+                return None;
+            }
+            let read_longs = |array: jni::jobject| {
+                let mut values = vec![0i64; jni.get_array_length(array).max(0) as usize];
+                jni.get_long_array_region(array, 0, values.len() as i32, &mut values);
+                values
+            };
+            let count = jni.get_array_length(threads).max(0);
+            let thread_serials: Vec<u32> = (0..count)
+                .map(|i| {
+                    let raw = jni.get_object_array_element(threads, i);
+                    // SAFETY: a local reference GetObjectArrayElement just
+                    // made on this thread, deleted only by its owner.
+                    let thread: OwnedLocal<'_, kind::Thread> = OwnedLocal::new(Some(jni), raw);
+                    crate::agent::run::threads::serial_of(env, thread.get())
+                })
+                .collect();
+            let failure = (!failure.is_null())
+                .then(|| jni.get_string_utf(failure))
+                .flatten();
+            Some(Drained {
+                thread_serials,
+                new_nodes: read_longs(new_nodes),
+                data: read_longs(longs),
+                failure,
+            })
+        }
+    }
+}
+
+/// Clears a pending Java exception; true if there was one.
+fn clear_exception(jni: &JniEnv) -> bool {
+    let pending = jni.exception_check();
+    if pending {
+        jni.exception_clear();
+    }
+    pending
+}

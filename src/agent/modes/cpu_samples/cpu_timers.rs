@@ -1,0 +1,291 @@
+//! Per-thread CPU timers: how the cpu=samples collector knows which threads
+//! really ran. Each profiled thread gets a POSIX timer on its own CPU-time
+//! clock; every `interval` of CPU the thread burns, the kernel sends it
+//! SIGPROF, and the handler adds one to the thread's slot. Threads that sleep,
+//! wait, park or block in I/O burn no CPU, get no signal and are never
+//! sampled; idle threads cost nothing per tick.
+//!
+//! Linux only (timer_create with SIGEV_THREAD_ID). The agent's unsafe calls
+//! to the operating system (signals, timers, the monotonic clock) are here.
+
+use crate::agent::modes::cpu_samples::async_trace;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+/// Threads that can be timed at once; more are not sampled (reported once).
+pub const MAX_SLOTS: usize = 16 * 1024;
+
+/// CPU intervals each slot's thread consumed since the sampler last looked.
+/// Written by the signal handler, so it must be plain atomics in static memory.
+static PENDING: [AtomicU32; MAX_SLOTS] = [const { AtomicU32::new(0) }; MAX_SLOTS];
+/// One past the highest slot ever used, so the sampler scans no further.
+static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
+/// Whether our SIGPROF handler is installed.
+static HANDLER_INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Free slot numbers.
+static FREE_SLOTS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// The start of a timer's siginfo on Linux (x86_64 and aarch64): the
+/// `_timer` member of the union begins at offset 16.
+#[repr(C)]
+struct TimerSignalInfo {
+    signo: libc::c_int,
+    errno: libc::c_int,
+    code: libc::c_int,
+    _pad: libc::c_int,
+    timer_id: libc::c_int,
+    overrun: libc::c_int,
+    value: usize,
+}
+
+/// SIGPROF handler: async-signal-safe. The interrupted thread's stack is
+/// walked into a preallocated record (`modes/cpu_samples/async_trace.rs`); when it cannot be,
+/// the handler only adds to the slot's atomic count, and the sampler takes
+/// the stack through JVMTI.
+extern "C" fn on_cpu_tick(
+    _signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut libc::c_void,
+) {
+    if info.is_null() {
+        return;
+    }
+    // SAFETY: the kernel passes a valid siginfo; for a timer signal
+    // (si_code SI_TIMER) its layout starts as TimerSignalInfo.
+    let info = unsafe { &*(info as *const TimerSignalInfo) };
+    if info.code != libc::SI_TIMER {
+        return;
+    }
+    let slot = info.value;
+    let weight = 1 + info.overrun.max(0) as u32;
+    if async_trace::capture(slot, weight, context) {
+        return;
+    }
+    if let Some(pending) = PENDING.get(slot) {
+        pending.fetch_add(weight, Ordering::Relaxed);
+    }
+}
+
+/// Installs the SIGPROF handler, unless someone else (another profiler, the
+/// application) already handles SIGPROF: then nothing is changed.
+pub fn install_handler() -> Result<(), String> {
+    if HANDLER_INSTALLED.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    // SAFETY: sigaction with a zeroed struct reads the current disposition;
+    // the new one points at a handler that only touches static atomics.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGPROF, std::ptr::null(), &mut current) != 0 {
+            return Err("cannot read the SIGPROF disposition".into());
+        }
+        if current.sa_sigaction != libc::SIG_DFL && current.sa_sigaction != libc::SIG_IGN {
+            return Err("SIGPROF is already handled by someone else (another profiler?)".into());
+        }
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_cpu_tick as *const () as usize;
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        if libc::sigaction(libc::SIGPROF, &action, std::ptr::null_mut()) != 0 {
+            return Err("cannot install the SIGPROF handler".into());
+        }
+    }
+    HANDLER_INSTALLED.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// A running CPU timer of the calling thread.
+pub struct CpuTimer {
+    pub slot: usize,
+    timer: libc::timer_t,
+}
+
+// SAFETY: a timer_t is a kernel handle (an integer in a pointer); it may be
+// deleted from any thread.
+unsafe impl Send for CpuTimer {}
+
+fn take_slot() -> Option<usize> {
+    if let Some(slot) = FREE_SLOTS.lock().pop() {
+        return Some(slot);
+    }
+    let slot = HIGH_WATER.fetch_add(1, Ordering::AcqRel);
+    if slot < MAX_SLOTS {
+        Some(slot)
+    } else {
+        HIGH_WATER.store(MAX_SLOTS, Ordering::Release);
+        None
+    }
+}
+
+/// Starts a timer on the calling thread's CPU clock that signals this thread
+/// every `interval_ms` of CPU it consumes. Must run on the thread itself,
+/// whose JNIEnv (for the stack walk in the handler) and serial are given.
+pub fn start_for_current_thread(
+    interval_ms: u32,
+    jni_env: *mut libc::c_void,
+    serial: u32,
+) -> Option<CpuTimer> {
+    if !HANDLER_INSTALLED.load(Ordering::Acquire) {
+        return None;
+    }
+    let slot = take_slot()?;
+    PENDING[slot].store(0, Ordering::Relaxed);
+    async_trace::own_slot(slot, jni_env, serial);
+    // SAFETY: plain libc calls with valid out-pointers; the timer targets the
+    // calling thread (gettid) and measures its own CPU clock.
+    unsafe {
+        let mut event: libc::sigevent = std::mem::zeroed();
+        event.sigev_notify = libc::SIGEV_THREAD_ID;
+        event.sigev_signo = libc::SIGPROF;
+        event.sigev_value = libc::sigval {
+            sival_ptr: slot as *mut libc::c_void,
+        };
+        event.sigev_notify_thread_id = libc::gettid();
+        let mut timer: libc::timer_t = std::ptr::null_mut();
+        if libc::timer_create(libc::CLOCK_THREAD_CPUTIME_ID, &mut event, &mut timer) != 0 {
+            async_trace::disown_slot(slot);
+            FREE_SLOTS.lock().push(slot);
+            return None;
+        }
+        let period_ns = u64::from(interval_ms) * 1_000_000;
+        // The first tick comes after a random part of the period, so that
+        // a thread burning c < interval of CPU in its whole life is sampled
+        // with probability c/interval: over many short threads the samples
+        // add up to the CPU they used (with a full first period, none of
+        // them would ever be sampled).
+        let spec = libc::itimerspec {
+            it_interval: timespec_of(period_ns),
+            it_value: timespec_of(1 + random_below(period_ns)),
+        };
+        if libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) != 0 {
+            libc::timer_delete(timer);
+            async_trace::disown_slot(slot);
+            FREE_SLOTS.lock().push(slot);
+            return None;
+        }
+        Some(CpuTimer { slot, timer })
+    }
+}
+
+impl CpuTimer {
+    /// Stops the timer and frees its slot. Returns the CPU intervals the
+    /// thread consumed since the sampler last looked.
+    pub fn stop(self) -> u32 {
+        // The kernel checks CPU-time timers at its scheduler tick (every 1
+        // to 4 ms), so an interval that ended in the thread's last moments
+        // may not have been signalled yet. It shows as a timer due in 1 ns
+        // (the kernel's way of saying "expired, not yet fired"); without
+        // counting it, short threads lose a sample in about a tick per
+        // interval (measured: 2000 threads of 8 ms got 70% of their samples).
+        let mut state: libc::itimerspec = libc::itimerspec {
+            it_interval: timespec_of(0),
+            it_value: timespec_of(0),
+        };
+        // SAFETY: `timer` came from timer_create and is deleted once (self
+        // is consumed); `state` is a valid out-pointer.
+        let overdue = unsafe {
+            let read = libc::timer_gettime(self.timer, &mut state) == 0;
+            libc::timer_delete(self.timer);
+            async_trace::disown_slot(self.slot);
+            read && state.it_value.tv_sec == 0 && state.it_value.tv_nsec == 1
+        };
+        let pending = PENDING[self.slot].swap(0, Ordering::Relaxed) + u32::from(overdue);
+        FREE_SLOTS.lock().push(self.slot);
+        pending
+    }
+}
+
+fn timespec_of(ns: u64) -> libc::timespec {
+    libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    }
+}
+
+/// A number in `0..bound` (0 for a bound of 0), from a per-process
+/// xorshift generator seeded by the clock: phases need spread, not secrecy.
+fn random_below(bound: u64) -> u64 {
+    static STATE: AtomicU64 = AtomicU64::new(0);
+    let mut x = STATE.load(Ordering::Relaxed);
+    if x == 0 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0x9E37_79B9_7F4A_7C15, |d| d.as_nanos() as u64);
+        x = now | 1;
+    }
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    STATE.store(x, Ordering::Relaxed);
+    if bound == 0 { 0 } else { x % bound }
+}
+
+/// Takes the pending CPU intervals of every slot: (slot, intervals) for
+/// each slot whose thread ran since the last call.
+pub fn take_pending() -> Vec<(usize, u32)> {
+    let high = HIGH_WATER.load(Ordering::Acquire).min(MAX_SLOTS);
+    PENDING[..high]
+        .iter()
+        .enumerate()
+        // A plain load first: most slots are idle, and a swap on each would
+        // cost a locked instruction per thread per look.
+        .filter(|(_, pending)| pending.load(Ordering::Relaxed) != 0)
+        .filter_map(|(slot, pending)| match pending.swap(0, Ordering::Relaxed) {
+            0 => None,
+            n => Some((slot, n)),
+        })
+        .collect()
+}
+
+/// Monotonic nanoseconds: the same clock as System.nanoTime() on Linux, so
+/// the Tracker can fall back to that before the clock thread runs.
+pub fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_thread_collects_intervals_and_an_idle_one_does_not() {
+        install_handler().expect("SIGPROF is free in tests");
+        let busy = std::thread::spawn(|| {
+            let timer = start_for_current_thread(1, std::ptr::null_mut(), 0).expect("timer");
+            // Spin until 20 ticks of 1 ms CPU arrive (or give up after 10 s
+            // of wall time, on a machine too busy to give this thread CPU).
+            let start = std::time::Instant::now();
+            let mut x = 0u64;
+            while PENDING[timer.slot].load(Ordering::Relaxed) < 20
+                && start.elapsed() < std::time::Duration::from_secs(10)
+            {
+                x = x.wrapping_mul(31).wrapping_add(7);
+                std::hint::black_box(x);
+            }
+            let pending = PENDING[timer.slot].load(Ordering::Relaxed);
+            timer.stop();
+            pending
+        });
+        let idle = std::thread::spawn(|| {
+            let timer = start_for_current_thread(1, std::ptr::null_mut(), 0).expect("timer");
+            std::thread::sleep(std::time::Duration::from_millis(60));
+            let pending = PENDING[timer.slot].load(Ordering::Relaxed);
+            timer.stop();
+            pending
+        });
+        let busy = busy.join().unwrap();
+        let idle = idle.join().unwrap();
+        assert!(
+            busy >= 20,
+            "a thread busy for 60 ms got {busy} ticks of 1 ms"
+        );
+        assert!(idle <= 1, "a sleeping thread got {idle} ticks");
+    }
+}

@@ -1,0 +1,324 @@
+//! The cpu=samples collector. Each profiled thread has a CPU timer
+//! (`modes/cpu_samples/cpu_timers.rs`): every `interval` ms of CPU it burns, SIGPROF comes to
+//! the thread itself, whose handler takes the stack that was executing
+//! (`modes/cpu_samples/async_trace.rs`, HotSpot's AsyncGetCallTrace). An agent thread drains
+//! those stacks every quarter interval and counts one sample per CPU
+//! interval at each. Where AsyncGetCallTrace is absent or refuses, the
+//! handler only counts, and the agent thread takes the stacks of the
+//! threads that ran through JVMTI (at their next safepoint).
+
+use crate::agent::jvm::{self, GlobalRef, LocalThread, RawFrame, VmHandle, kind};
+use crate::agent::modes::cpu_samples::async_trace::{self, Taken, Unwalkable, Walker};
+use crate::agent::modes::cpu_samples::cpu_timers::{self, CpuTimer};
+use crate::agent::run::threads::{is_agent_thread, mark_agent_thread};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
+use jvmti_bindings::prelude::*;
+use parking_lot::Mutex;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Name of the sampler thread, as HPROF named its own.
+pub const SAMPLER_THREAD_NAME: &str = "HPROF cpu sampling thread";
+
+thread_local! {
+    /// This thread's CPU timer, started at ThreadStart and stopped at ThreadEnd.
+    static TIMER: RefCell<Option<CpuTimer>> = const { RefCell::new(None) };
+}
+
+/// A profiled thread: a global reference to it and its serial.
+#[derive(Clone, Copy)]
+struct Timed {
+    thread: GlobalRef<kind::Thread>,
+    serial: u32,
+}
+
+/// Where a sample's CPU went.
+pub enum Stack {
+    /// Innermost first.
+    Frames(Vec<RawFrame>),
+    /// A stack that could not be walked, counted under a pseudo-frame.
+    Unwalkable(Unwalkable),
+}
+
+/// One thread's CPU since the last tick, at one stack.
+pub struct Ran {
+    pub serial: u32,
+    /// The key of the virtual thread it ran (`async_trace::note_mounted`),
+    /// 0 for none or not tracked.
+    pub mounted: u64,
+    /// CPU intervals consumed.
+    pub intervals: u32,
+    pub stack: Stack,
+}
+
+impl Stack {
+    /// A JVMTI stack: none taken is a thread with no Java frames (or one
+    /// that blocked or ended before it was looked at).
+    fn from_jvmti(frames: Vec<RawFrame>) -> Self {
+        if frames.is_empty() {
+            Self::Unwalkable(Unwalkable::NoJavaFrames)
+        } else {
+            Self::Frames(frames)
+        }
+    }
+}
+
+/// State of cpu=samples.
+pub struct CpuSampling {
+    interval_ms: u32,
+    depth: u32,
+    verbose: bool,
+    /// Why AsyncGetCallTrace cannot be used (said once, with `verbose=y`).
+    async_error: Mutex<Option<String>>,
+    /// Set once AsyncGetCallTrace refused a sample (said once).
+    refused: AtomicBool,
+    /// Whether each method seen in a walked stack is the carrier's entry
+    /// into a virtual thread (see [`cut_carrier_frames`]); one entry per
+    /// distinct method sampled, so bounded by the methods loaded.
+    carrier_entry: Mutex<HashMap<u64, bool>>,
+    /// Timed threads by timer slot.
+    timed: Mutex<HashMap<usize, Timed>>,
+    /// Set once sampling stops; the sender half wakes the sampler at once.
+    stop: AtomicBool,
+    wake: (Sender<()>, Receiver<()>),
+    sampler: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl CpuSampling {
+    /// Sampling every `interval_ms` of CPU, `depth` frames deep, the
+    /// stacks walked by `walker` (None: through JVMTI). Installs the signal
+    /// handler; an error says why sampling cannot run.
+    pub fn new(
+        interval_ms: u32,
+        depth: u32,
+        walker: Option<Walker>,
+        verbose: bool,
+    ) -> Result<Self, String> {
+        cpu_timers::install_handler()?;
+        let async_error = match walker {
+            Some(walker) => async_trace::prepare(depth, walker).err(),
+            None => Some("asked for by X=0x10000".to_owned()),
+        };
+        Ok(Self {
+            interval_ms: interval_ms.max(1),
+            depth,
+            verbose,
+            async_error: Mutex::new(async_error),
+            refused: AtomicBool::new(false),
+            carrier_entry: Mutex::default(),
+            timed: Mutex::default(),
+            stop: AtomicBool::new(false),
+            wake: bounded(1),
+            sampler: Mutex::new(None),
+        })
+    }
+
+    /// ThreadStart, on the new thread: start its CPU timer.
+    pub fn thread_started(&self, jni: Option<&JniEnv>, thread: LocalThread<'_>, serial: u32) {
+        let Some(jni) = jni else { return };
+        if is_agent_thread() || self.depth == 0 {
+            return;
+        }
+        let Some(timer) =
+            cpu_timers::start_for_current_thread(self.interval_ms, jni.raw().cast(), serial)
+        else {
+            return;
+        };
+        let thread = GlobalRef::new(jni, thread);
+        self.timed
+            .lock()
+            .insert(timer.slot, Timed { thread, serial });
+        let _ = TIMER.try_with(|t| {
+            if let Some(old) = t.replace(Some(timer)) {
+                old.stop();
+            }
+        });
+    }
+
+    /// ThreadEnd, on the ending thread: stop its timer. Returns the
+    /// thread's serial and the CPU intervals it consumed since the sampler
+    /// last looked (a short thread can end between two looks: its samples
+    /// still count, with no stack to charge them to).
+    pub fn thread_ended(&self, jni: Option<&JniEnv>) -> Option<(u32, u32)> {
+        let timer = TIMER.try_with(|t| t.take()).ok().flatten()?;
+        // Under the lock the sampler holds while it reads slots and walks
+        // stacks: its intervals are counted either there or here, once.
+        let mut all = self.timed.lock();
+        let timed = all.remove(&timer.slot);
+        if let (Some(timed), Some(jni)) = (timed, jni) {
+            // SAFETY: removed from `timed` under the lock the sampler holds
+            // while it uses the references: no copy is used after this.
+            unsafe { jvm::delete_global(jni, timed.thread) };
+        }
+        let pending = timer.stop();
+        drop(all);
+        timed.map(|t| (t.serial, pending)).filter(|&(_, n)| n > 0)
+    }
+
+    /// True when AsyncGetCallTrace was found (at load time).
+    pub fn can_walk_in_handler(&self) -> bool {
+        self.async_error.lock().is_none()
+    }
+
+    /// At VM init: stacks are taken in the signal handler from now on, or
+    /// (saying why once, with `verbose=y`) through JVMTI.
+    pub fn activate(&self) {
+        let mut error = self.async_error.lock();
+        if error.is_none()
+            && let Err(why) = async_trace::activate()
+        {
+            *error = Some(why);
+        }
+        if let (Some(why), true) = (error.as_ref(), self.verbose) {
+            eprintln!("HPROF: cpu=samples takes stacks through JVMTI, at safepoints ({why})");
+        }
+    }
+
+    /// The samples since the last call with their stacks: those taken in
+    /// the signal handler, then those counted only, whose stacks are taken
+    /// now through JVMTI. A thread whose stack cannot be had (it blocked or
+    /// ended since its sample was due) still counts, under a pseudo-frame:
+    /// no sample is dropped.
+    pub fn collect(&self, env: &Jvmti) -> Vec<Ran> {
+        let mut ran = Vec::new();
+        let mut pending = Vec::new();
+        for sample in async_trace::drain() {
+            let stack = match sample.taken {
+                Taken::Frames(frames) => match self.cut_carrier_frames(env, frames) {
+                    // (A carrier caught entering a virtual thread.)
+                    frames if frames.is_empty() => Stack::Unwalkable(Unwalkable::NoJavaFrames),
+                    frames => Stack::Frames(frames),
+                },
+                Taken::Unwalkable(why) => Stack::Unwalkable(why),
+                Taken::Refused => {
+                    self.say_refused();
+                    pending.push((sample.slot, sample.weight));
+                    continue;
+                }
+            };
+            ran.push(Ran {
+                serial: sample.serial,
+                mounted: sample.mounted,
+                intervals: sample.weight,
+                stack,
+            });
+        }
+        ran.extend(self.collect_through_jvmti(env, pending));
+        ran
+    }
+
+    /// A virtual thread's frames, when it is mounted, are on its carrier's
+    /// stack, above the carrier's own: the walk goes on through
+    /// `jdk.internal.vm.Continuation.enterSpecial` (HotSpot's entry frame of
+    /// a continuation, `runtime/continuationEntry.hpp`) into the carrier's
+    /// `Continuation.run`, `VirtualThread.runContinuation` and the
+    /// ForkJoinPool worker. The sample is the virtual thread's: its stack
+    /// ends with `Continuation.enter`, as the virtual thread's own stack
+    /// trace does, and the carrier's frames are cut.
+    fn cut_carrier_frames(&self, env: &Jvmti, mut frames: Vec<RawFrame>) -> Vec<RawFrame> {
+        let mut known = self.carrier_entry.lock();
+        let entry = frames.iter().position(|&(method, _)| {
+            *known.entry(method).or_insert_with(|| {
+                jvm::method_name(env, method).is_some_and(|(name, _)| name == "enterSpecial")
+                    && jvm::declaring_class(env, method)
+                        .and_then(|class| jvm::class_signature(env, class))
+                        .is_some_and(|sig| sig == "Ljdk/internal/vm/Continuation;")
+            })
+        });
+        if let Some(entry) = entry {
+            frames.truncate(entry);
+        }
+        frames
+    }
+
+    fn say_refused(&self) {
+        if self.verbose && !self.refused.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "HPROF: AsyncGetCallTrace refused a sample; its stack is taken through JVMTI"
+            );
+        }
+    }
+
+    /// The threads counted by the signal handler without a stack (plus
+    /// `pending`), with their stacks taken through JVMTI.
+    fn collect_through_jvmti(&self, env: &Jvmti, mut pending: Vec<(usize, u32)>) -> Vec<Ran> {
+        // Held until the walk is done: an ending thread deletes its global
+        // reference under this lock, so none is used after it is freed.
+        let timed = self.timed.lock();
+        pending.extend(cpu_timers::take_pending());
+        if pending.is_empty() {
+            return Vec::new();
+        }
+        let (threads, who): (Vec<LocalThread<'_>>, Vec<(u32, u32)>) = pending
+            .iter()
+            .filter_map(|(slot, n)| timed.get(slot).map(|t| (t.thread.local(), (t.serial, *n))))
+            .unzip();
+        if threads.is_empty() {
+            return Vec::new();
+        }
+        // A thread that ran but has blocked since (the CPU was spent before
+        // the wait) is not charged to its waiting frame.
+        let stacks = jvm::runnable_stacks_of(env, &threads, self.depth);
+        drop(timed);
+        who.into_iter()
+            .zip(stacks)
+            .map(|((serial, intervals), frames)| Ran {
+                serial,
+                mounted: 0,
+                intervals,
+                stack: Stack::from_jvmti(frames),
+            })
+            .collect()
+    }
+
+    /// Starts the sampler thread, which calls `tick` every quarter interval
+    /// (at least every 1 ms) until stopped. A tick with no thread having
+    /// reached a CPU interval only scans the timer slots; looking often
+    /// takes a thread's stack soon after its sample is due, while it still
+    /// runs the code that used the CPU (a short thread may have ended a
+    /// whole interval later).
+    pub fn start(&'static self, vm: VmHandle, tick: impl Fn(&JniEnv) + Send + 'static) {
+        let interval = Duration::from_millis(u64::from(self.interval_ms));
+        let interval = (interval / 4).clamp(Duration::from_millis(1), interval);
+        let spawned = std::thread::Builder::new()
+            .name(SAMPLER_THREAD_NAME.into())
+            .spawn(move || {
+                mark_agent_thread();
+                let Some(jni) = vm.attach_daemon(SAMPLER_THREAD_NAME) else {
+                    eprintln!("HPROF ERROR: cannot attach the cpu sampling thread; no CPU samples");
+                    return;
+                };
+                // Waits one period, or less when stopped: a VM that is
+                // ending never waits for the sampler's sleep.
+                while let Err(RecvTimeoutError::Timeout) = self.wake.1.recv_timeout(interval) {
+                    if self.stop.load(Ordering::Acquire) {
+                        break;
+                    }
+                    // Local references made during a tick are dropped with its frame.
+                    if let Ok(frame) = jni.push_local_frame(64) {
+                        tick(&jni);
+                        drop(frame);
+                    }
+                }
+                vm.detach();
+            });
+        match spawned {
+            Ok(handle) => *self.sampler.lock() = Some(handle),
+            Err(error) => eprintln!(
+                "HPROF ERROR: cannot start the cpu sampling thread ({error}); no CPU samples"
+            ),
+        }
+    }
+
+    /// Stops the sampler thread and waits for it.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        let _ = self.wake.0.try_send(());
+        if let Some(handle) = self.sampler.lock().take() {
+            let _ = handle.join();
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! The cpu=times / cpu=old engine: classes are rewritten to report each
+//! call to the Tracker (`modes/cpu_times/timing.rs`, which links the agent to it); a dump
+//! reads the Tracker's costs and writes the CPU TIME section, or for
+//! cpu=old the old "prof" table, naming each timed method.
+
+pub mod timing;
+
+use crate::agent::run::engine::{Engine, Run};
+use crate::agent::run::traces::intern_timed;
+use crate::emit::clock::ctime_now;
+use crate::emit::times::TraceTime;
+use crate::model::Model;
+use jvmti_bindings::prelude::*;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use timing::{CallCosts, MethodTiming, TimedMethod};
+
+/// The costs of one trace as the Tracker hands them over: thread serial,
+/// method keys innermost first, costs.
+type Drained = (u32, Vec<u64>, CallCosts);
+
+/// State of cpu=times and cpu=old.
+pub struct MethodTimes {
+    /// The link to the Tracker (defined at VM init).
+    timing: MethodTiming,
+    /// The costs read in the dump's first step, for its section.
+    drained: Mutex<Vec<Drained>>,
+}
+
+impl MethodTimes {
+    /// Timing with traces of `depth` frames (the Tracker class is defined
+    /// at VM init, see `start`).
+    pub fn new(depth: u32) -> Self {
+        Self {
+            timing: MethodTiming::new(depth),
+            drained: Mutex::default(),
+        }
+    }
+
+    /// The Tracker link (for the class-rewriting and exception callbacks).
+    pub fn timing(&self) -> &MethodTiming {
+        &self.timing
+    }
+}
+
+/// `java.lang.String.indexOf`, or with `with_descriptor`
+/// `java.lang.String.indexOf(I)I`.
+fn display_name(method: &TimedMethod, with_descriptor: bool) -> String {
+    let class = method.class_name.replace('/', ".");
+    if with_descriptor {
+        format!("{class}.{}{}", method.method_name, method.descriptor)
+    } else {
+        format!("{class}.{}", method.method_name)
+    }
+}
+
+/// The row of a trace whose frames are `methods` (innermost first; None
+/// for a method the rewriter has no record of).
+fn trace_time(trace_serial: u32, methods: &[Option<TimedMethod>]) -> TraceTime {
+    let name = |i: usize, with_descriptor: bool| {
+        methods
+            .get(i)
+            .and_then(Option::as_ref)
+            .map(|m| display_name(m, with_descriptor))
+    };
+    TraceTime {
+        trace_serial,
+        method: name(0, false).unwrap_or_else(|| "<Unknown Method>".into()),
+        callee: name(0, true).unwrap_or_else(|| "<unknown callee>".into()),
+        caller: name(1, true),
+        calls: 0,
+        self_ns: 0,
+        total_ns: 0,
+    }
+}
+
+/// The timed calls since the last dump, one entry per trace (costs start
+/// over after each dump, as HPROF's did). `method` names a method key;
+/// with `per_thread` traces are kept per thread serial.
+fn method_times(
+    model: &mut Model,
+    drained: Vec<Drained>,
+    method: impl Fn(u64) -> Option<TimedMethod>,
+    per_thread: bool,
+) -> Vec<TraceTime> {
+    let mut by_trace: HashMap<u32, TraceTime> = HashMap::new();
+    for (thread_serial, keys, costs) in drained {
+        let methods: Vec<_> = keys.iter().map(|&k| method(k)).collect();
+        let trace_serial =
+            intern_timed(model, &keys, &methods, per_thread.then_some(thread_serial));
+        let entry = by_trace
+            .entry(trace_serial)
+            .or_insert_with(|| trace_time(trace_serial, &methods));
+        entry.calls += costs.count;
+        entry.self_ns += costs.self_time;
+        entry.total_ns += costs.total_time;
+    }
+    by_trace.into_values().collect()
+}
+
+impl Engine for MethodTimes {
+    fn add_capabilities(
+        &self,
+        caps: &mut jvmti::jvmtiCapabilities,
+        _potential: &jvmti::jvmtiCapabilities,
+    ) {
+        caps.set_can_generate_all_class_hook_events(true);
+        caps.set_can_generate_exception_events(true);
+    }
+
+    /// Engages the Tracker and starts its clock; the class-rewriting and
+    /// exception events are enabled only once it is engaged.
+    fn start(&'static self, run: &'static Run, jni: Option<&JniEnv>) {
+        let Some(jni) = jni else {
+            return;
+        };
+        let timing = &self.timing;
+        match timing.engage(jni) {
+            Ok(()) => {
+                timing.start_clock(run.vm);
+                let events = [
+                    jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
+                    jvmti::JVMTI_EVENT_EXCEPTION_CATCH,
+                ];
+                if let Err(error) = run.jvmti.env().enable_events_global(&events) {
+                    eprintln!("HPROF ERROR: cpu=times cannot run: events ({error:?})");
+                }
+            }
+            Err(why) => eprintln!("HPROF ERROR: cpu=times cannot run: {why}"),
+        }
+    }
+
+    /// The Tracker folds the thread's counts into its serial's (runs Java
+    /// code, whose allocations may call back into the agent: never under
+    /// the model lock). Without thread=y all finished threads' traces are
+    /// kept together.
+    fn thread_ended(&self, run: &Run, jni: Option<&JniEnv>, serial: Option<u32>) {
+        if let (Some(jni), Some(serial)) = (jni, serial) {
+            self.timing
+                .thread_ended(jni, if run.traces.per_thread { serial } else { 0 });
+        }
+    }
+
+    /// Calls are no longer timed from here on (HPROF disengaged its
+    /// Tracker at the start of VM death too).
+    fn stop(&self, _run: &Run, jni: Option<&JniEnv>) {
+        if let Some(jni) = jni {
+            self.timing.disengage(jni);
+        }
+    }
+
+    fn dump_announcement(&self, run: &Run) -> &'static str {
+        if run.options.cpu_old {
+            " CPU usage in old prof format ..."
+        } else {
+            " CPU usage by timing methods ..."
+        }
+    }
+
+    /// The Tracker's costs are read before the model is locked: reading
+    /// runs Java code, whose allocations may call back into the agent.
+    fn prepare_dump(&self, run: &Run, jni: Option<&JniEnv>) -> Result<(), String> {
+        if let Some(jni) = jni {
+            *self.drained.lock() = self.timing.take_costs(&run.jvmti.env(), jni);
+        }
+        Ok(())
+    }
+
+    fn dump_section(&self, run: &Run, model: &mut Model, out: &mut Vec<u8>) {
+        self.section(run, model, run.options.cutoff, out);
+    }
+}
+
+impl MethodTimes {
+    /// The CPU TIME section (or cpu=old table) of the costs read by
+    /// `prepare_dump`, rows under `cutoff` left out.
+    pub fn section(&self, run: &Run, model: &mut Model, cutoff: f64, out: &mut Vec<u8>) {
+        let timing = &self.timing;
+        let drained = std::mem::take(&mut *self.drained.lock());
+        let times = method_times(model, drained, |k| timing.method(k), run.traces.per_thread);
+        out.extend(if run.options.cpu_old {
+            run.emitter.old_prof(&times)
+        } else {
+            run.emitter.cpu_times(model, &times, cutoff, ctime_now())
+        });
+    }
+
+    /// The costs so far are dropped: counting starts over (a `net=` front
+    /// end's CONTROL "clear CPU costs").
+    pub fn clear_costs(&self, run: &Run, jni: &JniEnv) {
+        let _ = self.prepare_dump(run, Some(jni));
+        self.drained.lock().clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn method(class_name: &str, method_name: &str, descriptor: &str) -> TimedMethod {
+        TimedMethod {
+            class_name: class_name.into(),
+            method_name: method_name.into(),
+            descriptor: descriptor.into(),
+        }
+    }
+
+    #[test]
+    fn a_row_names_the_method_dotted_and_its_caller_with_descriptors() {
+        let methods = [
+            Some(method("java/lang/String", "indexOf", "(I)I")),
+            Some(method("com/example/Main$Inner", "run", "()V")),
+            Some(method("com/example/Main", "main", "([Ljava/lang/String;)V")),
+        ];
+        let row = trace_time(7, &methods);
+        assert_eq!(row.trace_serial, 7);
+        assert_eq!(row.method, "java.lang.String.indexOf");
+        assert_eq!(row.callee, "java.lang.String.indexOf(I)I");
+        assert_eq!(row.caller.as_deref(), Some("com.example.Main$Inner.run()V"));
+        assert_eq!((row.calls, row.self_ns, row.total_ns), (0, 0, 0));
+    }
+
+    #[test]
+    fn unknown_methods_and_missing_callers_have_hprofs_names() {
+        let row = trace_time(1, &[None, Some(method("A", "b", "()V"))]);
+        assert_eq!(row.method, "<Unknown Method>");
+        assert_eq!(row.callee, "<unknown callee>");
+        assert_eq!(row.caller.as_deref(), Some("A.b()V"));
+        let alone = trace_time(2, &[Some(method("p/Q", "r", "(J)V"))]);
+        assert_eq!((alone.method.as_str(), alone.caller), ("p.Q.r", None));
+        let empty = trace_time(3, &[]);
+        assert_eq!(
+            (empty.method.as_str(), empty.callee.as_str(), empty.caller),
+            ("<Unknown Method>", "<unknown callee>", None)
+        );
+        let unknown_caller = trace_time(4, &[Some(method("p/Q", "r", "(J)V")), None]);
+        assert_eq!(unknown_caller.caller, None);
+    }
+
+    #[test]
+    fn costs_of_one_trace_add_up_and_threads_split_only_with_thread_y() {
+        let costs = |count, self_time, total_time| CallCosts {
+            count,
+            self_time,
+            total_time,
+        };
+        let drained = || {
+            vec![
+                (1, vec![10, 20], costs(2, 100, 300)),
+                (2, vec![10, 20], costs(3, 50, 60)),
+                (1, vec![20], costs(1, 5, 5)),
+            ]
+        };
+        let name = |key: u64| Some(method("C", &format!("m{key}"), "()V"));
+        let mut model = Model::new(false);
+        let mut shared = method_times(&mut model, drained(), name, false);
+        shared.sort_by_key(|t| t.trace_serial);
+        let rows: Vec<_> = shared
+            .iter()
+            .map(|t| (t.method.as_str(), t.calls, t.self_ns, t.total_ns))
+            .collect();
+        assert_eq!(rows, [("C.m10", 5, 150, 360), ("C.m20", 1, 5, 5)]);
+        assert_eq!(shared[0].caller.as_deref(), Some("C.m20()V"));
+
+        let mut model = Model::new(false);
+        let per_thread = method_times(&mut model, drained(), name, true);
+        assert_eq!(per_thread.len(), 3, "one row per thread and trace");
+    }
+}

@@ -1,0 +1,391 @@
+//! The cpu=times / cpu=old collector: every class loaded after VM init is
+//! rewritten (src/bci) so that each method calls `hprof_rs.Tracker` on entry
+//! and before each return. The Tracker (java-tracker/hprof_rs/Tracker.java)
+//! keeps each thread's shadow stack and per-trace costs in Java, so a timed
+//! call costs no JNI transition; the agent reads the costs at each dump.
+//!
+//! The clock is `System.nanoTime()`, the monotonic wall clock, as HPROF's
+//! was on Linux: a method that sleeps or waits is charged for that time,
+//! which is what "where did the time go" asks; a per-thread CPU clock would
+//! also cost a system call per entry and exit.
+
+use crate::agent::jvm;
+use crate::agent::jvm::timing_tracker::{Drained, Tracker};
+use crate::agent::modes::cpu_samples::cpu_timers;
+use crate::bci::{self, Injection};
+use jvmti_bindings::prelude::*;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+
+/// A method the rewriter instrumented: where it is and what it is called.
+#[derive(Debug, Clone)]
+pub struct TimedMethod {
+    /// Internal class name, e.g. `java/lang/String`.
+    pub class_name: String,
+    pub method_name: String,
+    pub descriptor: String,
+}
+
+/// The costs of the completed calls of one trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallCosts {
+    pub count: u64,
+    /// Nanoseconds in the method itself, and from entry to exit.
+    pub self_time: u64,
+    pub total_time: u64,
+}
+
+/// Method key: class number in the high half, method number in the low
+/// (the Tracker computes the same from the two injected constants).
+pub fn method_key(class_number: u32, method_number: u32) -> u64 {
+    (u64::from(class_number) << 32) | u64::from(method_number)
+}
+
+/// How often the clock thread updates the Tracker's clock.
+const CLOCK_PERIOD: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// State of the timing collector.
+pub struct MethodTiming {
+    /// Frames per trace (2 for cpu=old).
+    depth: u32,
+    injection: Injection,
+    /// Methods by class number (index) and method number.
+    classes: Mutex<Vec<(String, Vec<bci::MethodInfo>)>>,
+    /// jmethodID -> method key, for ExceptionCatch.
+    by_method_id: Mutex<HashMap<u64, Option<u64>>>,
+    tracker: Mutex<Option<Tracker>>,
+    /// The Tracker's trace tree as drained so far: per node, its method key
+    /// and its caller node (negative: none).
+    nodes: Mutex<Vec<(u64, i64)>>,
+    /// Set once the Tracker's first failure has been reported.
+    failure_reported: std::sync::atomic::AtomicBool,
+    clock_stop: std::sync::atomic::AtomicBool,
+    clock_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl MethodTiming {
+    /// Timing with traces of `depth` frames.
+    pub fn new(depth: u32) -> Self {
+        Self {
+            depth: depth.max(1),
+            injection: Injection::tracker(),
+            classes: Mutex::default(),
+            by_method_id: Mutex::default(),
+            tracker: Mutex::new(None),
+            nodes: Mutex::default(),
+            failure_reported: std::sync::atomic::AtomicBool::new(false),
+            clock_stop: std::sync::atomic::AtomicBool::new(false),
+            clock_thread: Mutex::new(None),
+        }
+    }
+
+    /// At VM init, before any class is rewritten to call it: defines the
+    /// Tracker in the boot loader from the bytes embedded in the agent
+    /// (JNI `DefineClass`; no file is written, so there is nothing another
+    /// user could plant or swap), sets the trace depth and engages it.
+    pub fn engage(&self, jni: &JniEnv) -> Result<(), String> {
+        let tracker = Tracker::define(jni, self.depth)?;
+        *self.tracker.lock() = Some(tracker);
+        tracker.set_engaged(jni, 0xFFFF);
+        Ok(())
+    }
+
+    /// Starts the thread that keeps the Tracker's clock current: reading a
+    /// field costs a timed call far less than two System.nanoTime() calls;
+    /// the price is a resolution of about 0.1 ms (HPROF's clock had 1 ms).
+    pub fn start_clock(&'static self, vm: jvm::VmHandle) {
+        let Some(tracker) = self.tracker() else {
+            return;
+        };
+        let spawned = std::thread::Builder::new()
+            .name("HPROF tracker clock".into())
+            .spawn(move || {
+                crate::agent::run::threads::mark_agent_thread();
+                let Some(jni) = vm.attach_daemon("HPROF tracker clock") else {
+                    return;
+                };
+                while !self.clock_stop.load(std::sync::atomic::Ordering::Acquire) {
+                    tracker.set_clock(&jni, cpu_timers::monotonic_ns() as i64);
+                    std::thread::sleep(CLOCK_PERIOD);
+                }
+                vm.detach();
+            });
+        if let Ok(handle) = spawned {
+            *self.clock_thread.lock() = Some(handle);
+        }
+    }
+
+    /// At VM death: calls stop being timed and the clock thread ends.
+    pub fn disengage(&self, jni: &JniEnv) {
+        if let Some(tracker) = self.tracker() {
+            tracker.set_engaged(jni, 0);
+        }
+        self.clock_stop
+            .store(true, std::sync::atomic::Ordering::Release);
+        if let Some(handle) = self.clock_thread.lock().take() {
+            let _ = handle.join();
+        }
+    }
+
+    /// ClassFileLoadHook: the rewritten class, or None to load it unchanged.
+    pub fn rewrite(&self, name: Option<&str>, bytes: &[u8]) -> Option<Vec<u8>> {
+        if name == Some(bci::TRACKER_CLASS)
+            || bytes.is_empty()
+            || name.is_some_and(is_tracker_dependency)
+            || name.is_some_and(is_module_reads_path)
+        {
+            return None;
+        }
+        let mut classes = self.classes.lock();
+        let class_number = u32::try_from(classes.len()).ok()?;
+        let outcome = bci::rewrite_class(bytes, class_number, &self.injection).ok()?;
+        if !outcome.methods.iter().any(|m| m.rewritten) {
+            return None;
+        }
+        classes.push((name.unwrap_or("Unknown_class").to_owned(), outcome.methods));
+        Some(outcome.bytes)
+    }
+
+    /// What method key names.
+    pub fn method(&self, key: u64) -> Option<TimedMethod> {
+        let classes = self.classes.lock();
+        let (class_name, methods) = classes.get((key >> 32) as usize)?;
+        let info = methods.get((key & 0xFFFF_FFFF) as usize)?;
+        Some(TimedMethod {
+            class_name: class_name.clone(),
+            method_name: info.name.clone(),
+            descriptor: info.descriptor.clone(),
+        })
+    }
+
+    /// The method key of a JVM method, if it is instrumented (latest
+    /// version of its class).
+    fn key_of(&self, env: &Jvmti, method: jni::jmethodID) -> Option<u64> {
+        if let Some(known) = self.by_method_id.lock().get(&(method as u64)) {
+            return *known;
+        }
+        let (name, descriptor) = jvm::method_name(env, method as u64)?;
+        let class = jvm::declaring_class(env, method as u64)?;
+        let signature = jvm::class_signature(env, class)?;
+        let class_name = signature
+            .strip_prefix('L')
+            .and_then(|s| s.strip_suffix(';'))
+            .unwrap_or(&signature)
+            .to_owned();
+        let classes = self.classes.lock();
+        let key = classes
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, (n, _))| *n == class_name)
+            .and_then(|(cnum, (_, methods))| {
+                methods
+                    .iter()
+                    .find(|m| m.rewritten && m.name == name && m.descriptor == descriptor)
+                    .map(|m| method_key(cnum as u32, u32::from(m.index)))
+            });
+        drop(classes);
+        self.by_method_id.lock().insert(method as u64, key);
+        key
+    }
+
+    /// ExceptionCatch, on the catching thread: the calls above the catching
+    /// method ended by the exception.
+    pub fn exception_caught(&self, env: &Jvmti, jni: Option<&JniEnv>, method: jni::jmethodID) {
+        let (Some(jni), Some(tracker)) = (jni, self.tracker()) else {
+            return;
+        };
+        if let Some(key) = self.key_of(env, method) {
+            tracker.caught(jni, key);
+        }
+    }
+
+    /// ThreadEnd, on the ending thread: the Tracker folds the thread's
+    /// counts into the totals of `serial` and drops its state.
+    pub fn thread_ended(&self, jni: &JniEnv, serial: u32) {
+        if let Some(tracker) = self.tracker() {
+            tracker.ended(jni, serial);
+        }
+    }
+
+    /// The Tracker, copied out of its lock. Never call into the Tracker
+    /// with the lock held: an exception caught inside the Tracker's Java
+    /// code posts ExceptionCatch on this very thread, whose callback takes
+    /// the lock again (an OutOfMemoryError caught in Tracker.ended once
+    /// wedged an ending thread that way, with the Tracker's own lock held).
+    fn tracker(&self) -> Option<Tracker> {
+        *self.tracker.lock()
+    }
+
+    /// Every thread's costs since the last call, read from the Tracker:
+    /// (thread serial, method keys of the trace innermost first, costs).
+    pub fn take_costs(&self, env: &Jvmti, jni: &JniEnv) -> Vec<(u32, Vec<u64>, CallCosts)> {
+        let Some(tracker) = self.tracker() else {
+            return Vec::new();
+        };
+        let Some(drained) = tracker.drain(env, jni) else {
+            return Vec::new();
+        };
+        let Drained {
+            thread_serials: serials,
+            new_nodes,
+            data,
+            failure,
+        } = drained;
+        if let Some(why) = failure {
+            if !self
+                .failure_reported
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
+                eprintln!(
+                    "HPROF ERROR: cpu=times stopped timing a thread after an error in the profiler's \
+                     Tracker ({why}); the program continues, that thread's later calls are not counted"
+                );
+            }
+        }
+        let mut nodes = self.nodes.lock();
+        add_nodes(&mut nodes, &new_nodes);
+        parse_costs(&serials, &nodes, self.depth, &data)
+    }
+}
+
+/// Appends the Tracker's new trace nodes (first node number, then method
+/// key and caller node per node) to `nodes`; ignored unless they continue
+/// it.
+fn add_nodes(nodes: &mut Vec<(u64, i64)>, new_nodes: &[i64]) {
+    let Some((&first, pairs)) = new_nodes.split_first() else {
+        return;
+    };
+    if first != nodes.len() as i64 {
+        return;
+    }
+    nodes.extend(pairs.chunks_exact(2).map(|p| (p[0] as u64, p[1])));
+}
+
+/// The method keys of node `node`'s trace, innermost first (at most
+/// `depth`: a malformed caller chain cannot loop).
+fn trace_keys(nodes: &[(u64, i64)], node: i64, depth: u32) -> Vec<u64> {
+    let mut keys = Vec::new();
+    let mut at = node;
+    while let Some(&(key, caller)) = usize::try_from(at).ok().and_then(|i| nodes.get(i)) {
+        if keys.len() >= depth as usize {
+            break;
+        }
+        keys.push(key);
+        at = caller;
+    }
+    keys
+}
+
+/// Classes the Tracker's own code runs (thread-locals, arrays, the clock):
+/// timing them would make every timed call call itself.
+fn is_tracker_dependency(name: &str) -> bool {
+    const PREFIXES: [&str; 6] = [
+        "java/lang/ThreadLocal",
+        "java/lang/ref/",
+        "java/util/Arrays",
+        "java/lang/Math",
+        "java/lang/System",
+        "java/lang/Thread",
+    ];
+    PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+}
+
+/// Classes on the path the JVM runs after an agent transforms a class of a
+/// named module: `jdk.internal.module.Modules.transformedByAgent` makes the
+/// module read the unnamed modules, through `Module.implAddReads` and a
+/// `WeakPairMap`. Transforming one of them while it is first loaded on that
+/// path starts the path again, inside itself: a ClassCircularityError for
+/// `java/lang/WeakPairMap$Pair$Weak`, remembered by the JVM for good, so
+/// every later `Module.addReads` fails with it (JFR's start-up among them:
+/// "Failure when starting JFR on_create_vm_3").
+fn is_module_reads_path(name: &str) -> bool {
+    const PREFIXES: [&str; 3] = [
+        "java/lang/WeakPairMap",
+        "java/lang/Module",
+        "jdk/internal/module/Modules",
+    ];
+    PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+}
+
+/// Decodes the Tracker's drain() data: per trace, owner (a thread index,
+/// or -serial-1 for the folded totals of a finished thread), tree node,
+/// calls, self ns, total ns.
+fn parse_costs(
+    thread_serials: &[u32],
+    nodes: &[(u64, i64)],
+    depth: u32,
+    data: &[i64],
+) -> Vec<(u32, Vec<u64>, CallCosts)> {
+    data.chunks_exact(5)
+        .map(|record| {
+            let owner = record[0];
+            let serial = if owner < 0 {
+                u32::try_from(-(owner + 1)).unwrap_or(0)
+            } else {
+                usize::try_from(owner)
+                    .ok()
+                    .and_then(|i| thread_serials.get(i))
+                    .copied()
+                    .unwrap_or(0)
+            };
+            let costs = CallCosts {
+                count: record[2] as u64,
+                self_time: record[3] as u64,
+                total_time: record[4] as u64,
+            };
+            (serial, trace_keys(nodes, record[1], depth), costs)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drained_data_decodes_per_trace() {
+        // Nodes: 0 = key 9 (outermost), 1 = key 7 called from 0, 2 = key 8.
+        let mut nodes = Vec::new();
+        add_nodes(&mut nodes, &[0, 9, -1, 7, 0]);
+        add_nodes(&mut nodes, &[5, 1, -1]);
+        assert_eq!(
+            nodes.len(),
+            2,
+            "nodes that do not continue the tree are ignored"
+        );
+        add_nodes(&mut nodes, &[2, 8, -1]);
+        let data = [0, 1, 5, 100, 300, -200_003, 2, 1, 10, 10];
+        let costs = parse_costs(&[200_001, 200_002], &nodes, 4, &data);
+        assert_eq!(costs.len(), 2);
+        assert_eq!(
+            costs[0],
+            (
+                200_001,
+                vec![7, 9],
+                CallCosts {
+                    count: 5,
+                    self_time: 100,
+                    total_time: 300
+                }
+            )
+        );
+        assert_eq!(
+            costs[1],
+            (
+                200_002,
+                vec![8],
+                CallCosts {
+                    count: 1,
+                    self_time: 10,
+                    total_time: 10
+                }
+            )
+        );
+        assert!(
+            parse_costs(&[], &nodes, 4, &[0, 5, 1]).is_empty(),
+            "truncated data is ignored"
+        );
+        assert_eq!(trace_keys(&nodes, 1, 1), vec![7], "at most depth frames");
+    }
+}

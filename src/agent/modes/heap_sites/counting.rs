@@ -1,0 +1,853 @@
+//! heap=sites counted in the bytecode (`alloc_count=bytecode`): every class
+//! is rewritten (src/bci/count.rs) so that each allocation bumps a counter
+//! of its site in `hprof_rs.AllocTracker`; classes loaded before VM init
+//! are retransformed once the tracker exists. At each dump the counters
+//! are read and turned into SITES rows, one per (allocated class, site,
+//! calling context), whose trace is the site's own frame and, with
+//! `depth` above 1, the callers' call sites the context holds (at most
+//! three: src/bci/call_context.rs).
+//!
+//! What the counters lack is found at the dump: an instance's size (from
+//! a live instance, else a blank one made by JNI AllocObject, once per
+//! class) and the live objects, counted per class by one walk of the heap
+//! and shared among that class's sites in proportion to what each
+//! allocated, never more than a site allocated (the rows of the objects
+//! VMObjectAlloc reported take part in that sharing too). The objects in
+//! the heap when counting began are tagged then and left out of the walk:
+//! a class allocated at one site only (the common case) gets its exact
+//! live count.
+
+use crate::agent::jvm::alloc_tracker::{self, AllocTracker, SiteCount};
+use crate::bci::{self, Allocated};
+use jvmti_bindings::prelude::*;
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A class rewritten to count its allocations.
+#[derive(Debug)]
+pub struct CountedClass {
+    /// Internal name, `java/lang/String`.
+    pub name: String,
+    pub source_file: Option<String>,
+}
+
+/// A place in the code of a rewritten class: what a frame shows.
+#[derive(Debug, Clone)]
+pub struct CodePlace {
+    /// Index of its class in [`SiteRegistry::classes`].
+    pub class: u32,
+    pub method_index: u16,
+    pub method_name: Arc<str>,
+    pub method_descriptor: Arc<str>,
+    /// Bytecode index in the original method.
+    pub bci: u32,
+    pub line: Option<u16>,
+}
+
+/// One numbered site.
+#[derive(Debug, Clone)]
+pub struct CountedSite {
+    pub place: CodePlace,
+    /// JVM signature of what it allocates (`Ljava/lang/String;`, `[I`).
+    pub allocated: String,
+    /// True for an instance: its bytes are counted at the dump.
+    pub instance: bool,
+}
+
+/// One numbered call site (of calling contexts).
+#[derive(Debug, Clone)]
+pub struct CountedCallSite {
+    pub place: CodePlace,
+    /// The method the call names (name, descriptor); `None`: any method.
+    pub target: Option<(Arc<str>, Arc<str>)>,
+}
+
+/// Every site numbered so far: site number `n` is `sites[n]`, call site
+/// number `n` is `call_sites[n]` (number 0, no call site, holds nothing).
+#[derive(Debug, Default)]
+pub struct SiteRegistry {
+    pub classes: Vec<CountedClass>,
+    pub sites: Vec<CountedSite>,
+    pub call_sites: Vec<Option<CountedCallSite>>,
+}
+
+/// A caller's frame in a counted trace.
+#[derive(Debug, Clone)]
+pub struct CallerFrame {
+    /// Class internal name, method number, original bytecode index.
+    pub place: (String, u16, u32),
+    pub method_name: Arc<str>,
+    pub method_descriptor: Arc<str>,
+    pub source_file: Option<String>,
+    pub line: Option<u16>,
+}
+
+/// Where an allocation happened, merging the site numbers a class gets
+/// each time it is (re)transformed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SiteIdentity {
+    /// Class internal name, method number, original bytecode index.
+    pub class_name: String,
+    pub method_index: u16,
+    pub bci: u32,
+    /// JVM signature of the allocated class.
+    pub allocated: String,
+    /// The callers' places, most recent first (none without contexts).
+    pub callers: Vec<(String, u16, u32)>,
+    /// The trace serial of a walked stack, for objects counted by one.
+    pub walked: Option<u32>,
+}
+
+/// The counts of one site identity, with what a frame needs.
+#[derive(Debug, Clone)]
+pub struct CountedRow {
+    pub identity: SiteIdentity,
+    pub method_name: Arc<str>,
+    pub method_descriptor: Arc<str>,
+    pub source_file: Option<String>,
+    pub line: Option<u16>,
+    pub instance: bool,
+    pub count: SiteCount,
+    /// The callers' frames, matching `identity.callers`.
+    pub callers: Vec<CallerFrame>,
+}
+
+/// JVM signature of what a site allocates.
+fn allocated_signature(allocated: &Allocated) -> (String, bool) {
+    match allocated {
+        Allocated::Instance(name) => (format!("L{name};"), true),
+        Allocated::Array(descriptor) => (descriptor.clone(), false),
+        // Known per object: counted apart, with its bytes.
+        Allocated::Made => (String::new(), false),
+    }
+}
+
+impl CountedRow {
+    /// A row of no counts yet for site `site` of class `class`, allocating
+    /// `allocated` (a JVM signature).
+    fn empty(site: &CountedSite, class: &CountedClass, allocated: String) -> Self {
+        let place = &site.place;
+        Self {
+            identity: SiteIdentity {
+                class_name: class.name.clone(),
+                method_index: place.method_index,
+                bci: place.bci,
+                allocated,
+                callers: vec![],
+                walked: None,
+            },
+            method_name: place.method_name.clone(),
+            method_descriptor: place.method_descriptor.clone(),
+            source_file: class.source_file.clone(),
+            line: place.line,
+            instance: site.instance,
+            count: SiteCount::default(),
+            callers: vec![],
+        }
+    }
+
+    /// The row with these callers.
+    fn called_by(mut self, callers: Vec<CallerFrame>) -> Self {
+        self.identity.callers = callers.iter().map(|c| c.place.clone()).collect();
+        self.callers = callers;
+        self
+    }
+}
+
+impl SiteRegistry {
+    /// Records the sites of a rewrite that numbered from `self.sites.len()`
+    /// (and its call sites from `self.call_sites.len()`).
+    fn add(&mut self, name: &str, outcome: &bci::CountingOutcome) {
+        let class = self.classes.len() as u32;
+        for call in &outcome.call_sites {
+            let method = outcome.methods.get(usize::from(call.method_index));
+            let (method_name, method_descriptor) =
+                method.map_or(("", ""), |m| (m.name.as_str(), m.descriptor.as_str()));
+            self.call_sites.push(Some(CountedCallSite {
+                place: CodePlace {
+                    class,
+                    method_index: call.method_index,
+                    method_name: Arc::from(method_name),
+                    method_descriptor: Arc::from(method_descriptor),
+                    bci: call.bci,
+                    line: call.line,
+                },
+                target: call.target.as_ref().map(|(name, descriptor)| {
+                    (Arc::from(name.as_str()), Arc::from(descriptor.as_str()))
+                }),
+            }));
+        }
+        self.classes.push(CountedClass {
+            name: name.to_owned(),
+            source_file: outcome.source_file.clone(),
+        });
+        let mut names: HashMap<u16, (Arc<str>, Arc<str>)> = HashMap::new();
+        for site in &outcome.sites {
+            debug_assert_eq!(site.number as usize, self.sites.len());
+            let (method_name, method_descriptor) = names
+                .entry(site.method_index)
+                .or_insert_with(|| {
+                    (
+                        Arc::from(site.method_name.as_str()),
+                        Arc::from(site.method_descriptor.as_str()),
+                    )
+                })
+                .clone();
+            let (allocated, instance) = allocated_signature(&site.allocated);
+            self.sites.push(CountedSite {
+                place: CodePlace {
+                    class,
+                    method_index: site.method_index,
+                    method_name,
+                    method_descriptor,
+                    bci: site.bci,
+                    line: site.line,
+                },
+                allocated,
+                instance,
+            });
+        }
+    }
+
+    /// The counts of every site that allocated, merged per site identity,
+    /// in a fixed order: `counts` by site number, `keyed` by (site,
+    /// calling context), whose callers (up to `callers` of them) the
+    /// context names.
+    pub fn rows(
+        &self,
+        counts: &[SiteCount],
+        keyed: &[(u32, u64, SiteCount)],
+        callers: usize,
+    ) -> Vec<CountedRow> {
+        let by_site = counts
+            .iter()
+            .enumerate()
+            .map(|(site, count)| (site as u32, None, *count));
+        let by_key = keyed
+            .iter()
+            .map(|&(site, context, count)| (site, Some(context), count));
+        let mut rows: HashMap<SiteIdentity, CountedRow> = HashMap::new();
+        for (site, context, count) in by_site.chain(by_key) {
+            let Some(counted) = self.sites.get(site as usize) else {
+                continue;
+            };
+            if count.objects == 0 || counted.allocated.is_empty() {
+                continue;
+            }
+            let class = &self.classes[counted.place.class as usize];
+            let row = CountedRow::empty(counted, class, counted.allocated.clone());
+            let row = match context {
+                Some(context) => row.called_by(self.callers(context, callers, counted)),
+                None => row,
+            };
+            let row = rows.entry(row.identity.clone()).or_insert(row);
+            row.count.objects += count.objects;
+            row.count.bytes += count.bytes;
+        }
+        let mut rows: Vec<CountedRow> = rows.into_values().collect();
+        rows.sort_by(|a, b| a.identity.cmp(&b.identity));
+        rows
+    }
+
+    /// The callers a calling context names for an allocation at `site`,
+    /// most recent first, at most `most` of them. They end at a call site
+    /// of number 0 (none), and where the chain breaks: each call must name
+    /// the method the frame below it is in (or be one that may run any
+    /// method). A break is a context the method did not get from a call of
+    /// ours: the VM called it (a static initialiser, `main`, a class
+    /// loader), or native code did, or a call to native code or an
+    /// intrinsic left the thread's window as it was.
+    pub fn callers(&self, context: u64, most: usize, site: &CountedSite) -> Vec<CallerFrame> {
+        self.site_callers(context, most, site).0
+    }
+
+    /// [`callers`](Self::callers), and whether the chain held.
+    fn site_callers(
+        &self,
+        context: u64,
+        most: usize,
+        site: &CountedSite,
+    ) -> (Vec<CallerFrame>, bool) {
+        let place = &site.place;
+        let callee = (place.method_name.clone(), place.method_descriptor.clone());
+        self.callers_below(context, most, callee)
+    }
+
+    /// The callers `context` names above a frame in method `callee` (name,
+    /// descriptor), at most `most`, and whether the chain held (it ended at
+    /// `most` callers or at a call site of number 0, the thread's first
+    /// frame).
+    pub fn callers_below(
+        &self,
+        context: u64,
+        most: usize,
+        mut callee: (Arc<str>, Arc<str>),
+    ) -> (Vec<CallerFrame>, bool) {
+        let method =
+            |place: &CodePlace| (place.method_name.clone(), place.method_descriptor.clone());
+        let mut frames = Vec::new();
+        for number in bci::window_call_sites(context).into_iter().take(most) {
+            if number == 0 {
+                break;
+            }
+            let Some(Some(call)) = self.call_sites.get(number as usize) else {
+                return (frames, false);
+            };
+            if call.target.as_ref().is_some_and(|target| *target != callee) {
+                return (frames, false);
+            }
+            let (place, class) = (&call.place, &self.classes[call.place.class as usize]);
+            frames.push(CallerFrame {
+                place: (class.name.clone(), place.method_index, place.bci),
+                method_name: place.method_name.clone(),
+                method_descriptor: place.method_descriptor.clone(),
+                source_file: class.source_file.clone(),
+                line: place.line,
+            });
+            callee = method(place);
+        }
+        (frames, true)
+    }
+}
+
+/// Shares `live` objects of one class among sites in proportion to
+/// `weights[i]` (what a sample of live objects says each holds, or what
+/// each allocated), never more than a site allocated (`allocated[i]`);
+/// what a capped share cannot take goes to the others, the heaviest first
+/// (what cannot be placed is dropped: objects made before counting began).
+pub fn share_live_by(live: u64, weights: &[u64], allocated: &[u64]) -> Vec<u64> {
+    let total: u64 = weights.iter().sum();
+    let room: u64 = allocated.iter().sum();
+    if total == 0 || live == 0 {
+        return vec![0; allocated.len()];
+    }
+    if live >= room {
+        return allocated.to_vec();
+    }
+    let mut shares: Vec<u64> = weights
+        .iter()
+        .zip(allocated)
+        .map(|(&w, &a)| ((u128::from(live) * u128::from(w) / u128::from(total)) as u64).min(a))
+        .collect();
+    let mut left = live - shares.iter().sum::<u64>();
+    let mut order: Vec<usize> = (0..allocated.len()).collect();
+    order.sort_by_key(|&i| {
+        (
+            std::cmp::Reverse(weights[i]),
+            std::cmp::Reverse(allocated[i]),
+        )
+    });
+    for i in order {
+        if left == 0 {
+            break;
+        }
+        let give = (allocated[i] - shares[i]).min(left);
+        shares[i] += give;
+        left -= give;
+    }
+    shares
+}
+
+/// Keys (site, calling context, class) of what VM-maker calls made, at
+/// most (about 40 bytes each); past it a new key counts under its site
+/// with no context.
+const MAX_MADE_KEYS: usize = 262_144;
+
+/// State of the bytecode counting.
+pub struct BytecodeCounting {
+    tracker: OnceLock<AllocTracker>,
+    registry: Mutex<SiteRegistry>,
+    /// Instance sizes by class signature (None: could not be told).
+    sizes: Mutex<HashMap<String, Option<u64>>>,
+    /// Set once a failure of the tracker has been reported.
+    failure_reported: AtomicBool,
+    /// Set once the site numbers ran out (reported once).
+    exhausted: AtomicBool,
+    /// A number per (class name, method number): the frame key of its sites.
+    method_keys: Mutex<HashMap<(String, u16), u64>>,
+    /// The calls that make objects in the VM without a VMObjectAlloc
+    /// event on this JVM, counted after them (found at start).
+    unreported_makers: OnceLock<Vec<bci::CallRule>>,
+    /// What those calls made, by (site, calling context, tag of the
+    /// object's class).
+    made: Mutex<HashMap<(u32, u64, u64), SiteCount>>,
+    /// Allocations under contexts not trusted, by (site, walked trace).
+    walked: Mutex<HashMap<(u32, u32), SiteCount>>,
+    /// Callers a trace shows (`depth` - 1, at most the three a calling
+    /// context holds; 0: no contexts are kept).
+    callers: usize,
+    /// java.lang.Thread's context field (found at VM init).
+    context_field: OnceLock<alloc_tracker::ContextField>,
+    /// Calling contexts are kept: wanted, and java.lang.Thread has the
+    /// field they live in (checked at VM init).
+    contexts: AtomicBool,
+    /// Set once a method was rewritten past HotSpot's huge-method limit
+    /// (and the limit turned off).
+    huge_allowed: AtomicBool,
+}
+
+thread_local! {
+    /// Set while this thread tries whether a VM maker posts VMObjectAlloc;
+    /// the event handler sets it to `Some(true)` and counts nothing.
+    static PROBE: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
+/// For the VMObjectAlloc handler: true (the event is then not counted)
+/// when the agent is trying a VM maker on this thread.
+pub fn probing_noted() -> bool {
+    PROBE.with(|p| {
+        let probing = p.get().is_some();
+        if probing {
+            p.set(Some(true));
+        }
+        probing
+    })
+}
+
+/// For the SampledObjectAlloc handler: true when the agent is trying a VM
+/// maker on this thread (the event then says nothing of the program).
+pub fn probing() -> bool {
+    PROBE.with(|p| p.get().is_some())
+}
+
+impl BytecodeCounting {
+    /// Counting with traces of `depth` frames: the site's, and with `depth`
+    /// above 1 its callers' from calling contexts (at most 3 of them).
+    pub fn new(depth: usize) -> Self {
+        let callers = depth.saturating_sub(1).min(bci::WINDOW_CALL_SITES);
+        Self {
+            tracker: OnceLock::new(),
+            registry: Mutex::default(),
+            sizes: Mutex::default(),
+            failure_reported: AtomicBool::new(false),
+            exhausted: AtomicBool::new(false),
+            method_keys: Mutex::default(),
+            unreported_makers: OnceLock::new(),
+            made: Mutex::default(),
+            walked: Mutex::default(),
+            callers,
+            context_field: OnceLock::new(),
+            contexts: AtomicBool::new(callers > 0),
+            huge_allowed: AtomicBool::new(false),
+        }
+    }
+
+    /// Frames a counted row's trace shows: the site's and its callers'
+    /// from the calling context.
+    pub fn trace_frames(&self) -> usize {
+        match self.keeps_contexts() {
+            true => 1 + self.callers,
+            false => 1,
+        }
+    }
+
+    /// Whether calling contexts are wanted: java.lang.Thread then needs
+    /// its field from the moment the JVM loads it.
+    pub fn wants_contexts(&self) -> bool {
+        self.callers > 0
+    }
+
+    /// Whether calling contexts are kept (wanted, and the field is there).
+    pub fn keeps_contexts(&self) -> bool {
+        self.contexts.load(Ordering::Relaxed)
+    }
+
+    /// The calling context `thread` holds now (its top bit dropped, as the
+    /// tracker keys it), when contexts are kept.
+    pub fn thread_context(
+        &self,
+        jni: &JniEnv,
+        thread: crate::agent::jvm::LocalThread<'_>,
+    ) -> Option<u64> {
+        if !self.contexts.load(Ordering::Relaxed) {
+            return None;
+        }
+        let window = self.context_field.get()?.read(jni, thread)?;
+        Some(bci::context_key(window))
+    }
+
+    /// The callers `context` names for an allocation at `site`, and
+    /// whether the chain held (see [`SiteRegistry::callers_below`]); None
+    /// for an unknown site.
+    pub fn site_callers(&self, site: u32, context: u64) -> Option<(Vec<CallerFrame>, bool)> {
+        let registry = self.registry.lock();
+        let counted = registry.sites.get(site as usize)?;
+        Some(registry.site_callers(context, self.callers, counted))
+    }
+
+    /// One allocation at `site`, of `bytes` (0 for an instance), counted
+    /// under the walked trace `trace_serial`.
+    pub fn count_walked(&self, site: u32, trace_serial: u32, bytes: u64) {
+        let mut walked = self.walked.lock();
+        let count = walked.entry((site, trace_serial)).or_default();
+        count.objects += 1;
+        count.bytes += bytes;
+    }
+
+    /// The callers `context` names for a frame in method `(name,
+    /// descriptor)`, and whether the chain held: false when a call does not
+    /// name the method below it (see [`SiteRegistry::callers`]).
+    pub fn callers_of(&self, context: u64, method: (&str, &str)) -> (Vec<CallerFrame>, bool) {
+        let registry = self.registry.lock();
+        let callee = (Arc::from(method.0), Arc::from(method.1));
+        registry.callers_below(context, self.callers, callee)
+    }
+
+    /// At VM init: defines and initialises the tracker, whose natives
+    /// report to `events`.
+    pub fn define_tracker(
+        &self,
+        env: &Jvmti,
+        jni: &JniEnv,
+        events: &'static dyn alloc_tracker::AllocEvents,
+    ) -> Result<(), String> {
+        let field = alloc_tracker::ContextField::find(jni);
+        if let Some(field) = field {
+            let _ = self.context_field.set(field);
+        }
+        if self.wants_contexts() && field.is_none() {
+            self.contexts.store(false, Ordering::Relaxed);
+            eprintln!(
+                "HPROF ERROR: heap=sites cannot keep calling contexts (java.lang.Thread was loaded without its field); traces stop at the allocating frame"
+            );
+        }
+        let key_slots = if self.contexts.load(Ordering::Relaxed) {
+            alloc_tracker::CONTEXT_KEY_SLOTS
+        } else {
+            0
+        };
+        let tracker = AllocTracker::define(env, jni, events, key_slots)?;
+        let _ = self.unreported_makers.set(unreported_makers(jni));
+        let _ = self.tracker.set(tracker);
+        Ok(())
+    }
+
+    /// Whether the tracker is there to be called.
+    pub fn ready(&self) -> bool {
+        self.tracker.get().is_some()
+    }
+
+    /// ClassFileLoadHook: the class with its allocations counted, or None
+    /// to load it unchanged (no tracker yet, the agent's own classes, no
+    /// allocation, no site numbers left, a class file the rewriter does not
+    /// take).
+    pub fn rewrite(&self, name: Option<&str>, bytes: &[u8]) -> Option<Vec<u8>> {
+        if self.wants_contexts() && name == Some("java/lang/Thread") {
+            // From its first load on (and again at each retransformation,
+            // which starts from the bytes before this change).
+            let with_field = bci::add_context_field(bytes).ok()?;
+            return Some(
+                self.rewrite_counted(name, &with_field)
+                    .unwrap_or(with_field),
+            );
+        }
+        self.rewrite_counted(name, bytes)
+    }
+
+    fn rewrite_counted(&self, name: Option<&str>, bytes: &[u8]) -> Option<Vec<u8>> {
+        if !self.ready() || bytes.is_empty() || name.is_some_and(|n| n.starts_with("hprof_rs/")) {
+            return None;
+        }
+        let mut registry = self.registry.lock();
+        let first = registry.sites.len() as u32;
+        if first > bci::MAX_SITE {
+            if !self.exhausted.swap(true, Ordering::Relaxed) {
+                eprintln!(
+                    "HPROF ERROR: heap=sites numbered {} allocation sites, its most: classes loaded from now on are not counted",
+                    bci::MAX_SITE as u64 + 1
+                );
+            }
+            return None;
+        }
+        let makers = self.unreported_makers.get().map_or(&[][..], Vec::as_slice);
+        let first_call_site = self.contexts.load(Ordering::Relaxed).then(|| {
+            if registry.call_sites.is_empty() {
+                registry.call_sites.push(None); // number 0: no call site
+            }
+            registry.call_sites.len() as u32
+        });
+        let outcome =
+            bci::rewrite_counting_allocations(bytes, first, makers, first_call_site).ok()?;
+        if outcome.counted_already && name.is_some() {
+            // Returned as they are, but returned: a class the hook changed
+            // is one the JVM makes its named module read the unnamed
+            // modules for (the tracker's among them). A proxy class of a
+            // dynamic module, counted when generated, needs that to call
+            // the tracker (JDK 25 under JFR: IllegalAccessError without).
+            return Some(outcome.bytes);
+        }
+        if outcome.sites.is_empty() && outcome.call_sites.is_empty() {
+            return None;
+        }
+        if !outcome.grown_huge.is_empty() {
+            self.allow_huge_methods(&outcome.grown_huge);
+        }
+        let name = name.map_or_else(|| outcome.class_name.clone(), str::to_owned);
+        registry.add(&name, &outcome);
+        Some(outcome.bytes)
+    }
+
+    /// HotSpot never compiles a method of more than 8,000 bytes of
+    /// bytecode; the calling-context code took one past that, so the limit
+    /// goes (`-XX:-DontCompileHugeMethods`), or the program's hottest loop
+    /// (Rhino's interpreter, say) could stay interpreted for good.
+    fn allow_huge_methods(&self, methods: &[String]) {
+        if self.huge_allowed.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        if !crate::agent::jvm::libjvm::set_bool_flag(c"DontCompileHugeMethods", false) {
+            eprintln!(
+                "HPROF ERROR: heap=sites made {} longer than the JIT compiles, and could not lift that limit; it may run slower",
+                methods.join(", ")
+            );
+        }
+    }
+
+    /// At VM init, once the ClassFileLoadHook is enabled: the classes
+    /// loaded so far are rewritten too.
+    /// Then the objects in the heap are marked, so that live counts leave
+    /// them out.
+    /// (`class_class_tag`: the tag of `java.lang.Class`, whose instances
+    /// keep the tags the agent names classes by.)
+    pub fn retransform_loaded(&self, env: &Jvmti, jni: &JniEnv, class_class_tag: u64) {
+        if let Some(error) = alloc_tracker::retransform_loaded_classes(env, jni) {
+            eprintln!(
+                "HPROF ERROR: heap=sites could not count the allocations of some classes loaded before VM init ({error:?})"
+            );
+        }
+        if class_class_tag == 0 {
+            eprintln!(
+                "HPROF ERROR: heap=sites cannot tell class objects apart; live counts may be high"
+            );
+        } else if let Err(error) = alloc_tracker::mark_present_objects(env, class_class_tag) {
+            eprintln!(
+                "HPROF ERROR: heap=sites could not mark the objects made before it began ({error:?}); live counts may be high"
+            );
+        }
+    }
+
+    /// The counts so far, per site identity (JNI reads of the tracker).
+    pub fn counted_rows(&self, env: &Jvmti, jni: &JniEnv) -> Vec<CountedRow> {
+        let Some(tracker) = self.tracker.get() else {
+            return Vec::new();
+        };
+        if let Some(failure) = tracker.failure(env, jni)
+            && !self.failure_reported.swap(true, Ordering::Relaxed)
+        {
+            eprintln!(
+                "HPROF ERROR: heap=sites left some allocations uncounted after {failure} in its tracker"
+            );
+        }
+        let sites = self.registry.lock().sites.len();
+        let counts = tracker.read_counts(jni, sites);
+        let keyed = tracker.read_keyed(jni);
+        let walked = self.walked.lock().clone();
+        let registry = self.registry.lock();
+        let mut rows = registry.rows(&counts, &keyed, self.callers);
+        for ((site, trace_serial), count) in walked {
+            let Some(counted) = registry.sites.get(site as usize) else {
+                continue;
+            };
+            let class = &registry.classes[counted.place.class as usize];
+            let mut row = CountedRow::empty(counted, class, counted.allocated.clone());
+            row.identity.walked = Some(trace_serial);
+            rows.push(CountedRow { count, ..row });
+        }
+        rows
+    }
+
+    /// The instance size of each class named in `signatures` that has no
+    /// known size yet, found from `live` (bytes / objects of a class with
+    /// live instances) or a blank instance.
+    pub fn learn_sizes(
+        &self,
+        env: &Jvmti,
+        jni: &JniEnv,
+        classes: &HashMap<String, (crate::agent::jvm::LocalClass<'_>, u64)>,
+        live: &HashMap<u64, (u64, u64)>,
+    ) {
+        let mut sizes = self.sizes.lock();
+        for (signature, (class, tag)) in classes {
+            if sizes.contains_key(signature) || signature.starts_with('[') {
+                continue;
+            }
+            let from_live = live
+                .get(tag)
+                .filter(|(objects, _)| *objects > 0)
+                .map(|(objects, bytes)| bytes / objects);
+            let size = from_live.or_else(|| {
+                crate::agent::run::threads::as_agent(|| {
+                    alloc_tracker::instance_size(env, jni, *class)
+                })
+            });
+            sizes.insert(signature.clone(), size);
+        }
+    }
+
+    /// The instance size of class `signature`, if known.
+    pub fn instance_size(&self, signature: &str) -> Option<u64> {
+        self.sizes.lock().get(signature).copied().flatten()
+    }
+
+    /// The number naming a method (class internal name, method number) in
+    /// frame keys.
+    pub fn method_key(&self, class_name: &str, method_index: u16) -> u64 {
+        let mut keys = self.method_keys.lock();
+        let next = keys.len() as u64 + 1;
+        *keys
+            .entry((class_name.to_owned(), method_index))
+            .or_insert(next)
+    }
+
+    /// The tracker's `made`: an object of the class tagged `class_tag`,
+    /// `size` bytes, made by the call at `site` in calling context
+    /// `context`.
+    pub fn count_made(&self, site: u32, context: u64, class_tag: u64, size: u64) {
+        let mut key = (site, bci::context_key(context), class_tag);
+        let mut made = self.made.lock();
+        if made.len() >= MAX_MADE_KEYS && !made.contains_key(&key) {
+            // Full: counted under the site alone, as the tracker's keyed
+            // table does (the trace stops at the site).
+            key.1 = 0;
+        }
+        let count = made.entry(key).or_default();
+        count.objects += 1;
+        count.bytes += size;
+    }
+
+    /// The rows of what the VM-maker calls made, each class named by
+    /// `signature_of` its tag.
+    pub fn made_rows(&self, signature_of: impl Fn(u64) -> Option<String>) -> Vec<CountedRow> {
+        let made = self.made.lock().clone();
+        let registry = self.registry.lock();
+        made.into_iter()
+            .filter_map(|((site, context, class_tag), count)| {
+                let counted = registry.sites.get(site as usize)?;
+                let class = &registry.classes[counted.place.class as usize];
+                let row = CountedRow::empty(counted, class, signature_of(class_tag)?)
+                    .called_by(registry.callers(context, self.callers, counted));
+                Some(CountedRow { count, ..row })
+            })
+            .collect()
+    }
+
+    /// The classes the rows allocate, by JVM signature.
+    pub fn wanted_signatures(rows: &[CountedRow]) -> HashSet<String> {
+        rows.iter().map(|r| r.identity.allocated.clone()).collect()
+    }
+}
+
+/// The VM makers of `bci::VM_MAKER_RULES` that post no VMObjectAlloc
+/// event on this JVM: each is called once on this thread to see (JDK 17's
+/// `Unsafe.allocateInstance` posts none, JDK 21's does).
+fn unreported_makers(jni: &JniEnv) -> Vec<bci::CallRule> {
+    bci::VM_MAKER_RULES
+        .iter()
+        .filter(|rule| {
+            PROBE.with(|p| p.set(Some(false)));
+            let called = alloc_tracker::make_one_with(jni, rule);
+            let reported = PROBE.with(|p| p.replace(None)) == Some(true);
+            called && !reported
+        })
+        .copied()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+
+    #[test]
+    fn what_vm_makers_made_is_kept_under_a_bounded_number_of_keys() {
+        let counting = BytecodeCounting::new(4);
+        for context in 0..MAX_MADE_KEYS as u64 {
+            counting.count_made(1, context + 1, 7, 16);
+        }
+        counting.count_made(2, 99, 7, 16);
+        counting.count_made(1, 5, 7, 16);
+        let made = counting.made.lock();
+        assert_eq!(made.len(), MAX_MADE_KEYS + 1, "one key more: site 2 alone");
+        assert_eq!(
+            made[&(2, 0, 7)].objects,
+            1,
+            "a new key past the bound has no context"
+        );
+        assert_eq!(
+            made[&(1, bci::context_key(5), 7)].objects,
+            2,
+            "a known key still counts"
+        );
+    }
+    use super::*;
+
+    fn share_live(live: u64, allocated: &[u64]) -> Vec<u64> {
+        share_live_by(live, allocated, allocated)
+    }
+
+    #[test]
+    fn live_objects_are_shared_in_proportion_and_never_above_what_was_allocated() {
+        assert_eq!(share_live(4000, &[10000]), [4000]);
+        assert_eq!(share_live(50, &[100, 100]), [25, 25]);
+        assert_eq!(share_live(10, &[3, 1]), [3, 1], "more live than allocated");
+        assert_eq!(share_live(3, &[2, 2, 2]), [1, 1, 1]);
+        let shares = share_live(5, &[4, 3, 1]);
+        assert_eq!(shares.iter().sum::<u64>(), 5);
+        assert!(shares.iter().zip([4, 3, 1]).all(|(s, a)| *s <= a));
+        assert_eq!(share_live(0, &[5]), [0]);
+        assert_eq!(share_live(7, &[]), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn live_objects_follow_the_sample_within_what_each_site_allocated() {
+        // 4000 live objects, all from the second site by the sample.
+        assert_eq!(share_live_by(4000, &[0, 4000], &[10000, 10000]), [0, 4000]);
+        assert_eq!(share_live_by(300, &[1, 2], &[1000, 1000]), [100, 200]);
+        // The sample says 90% at a site that allocated only 50: the rest
+        // goes to the other.
+        assert_eq!(share_live_by(100, &[90, 10], &[50, 1000]), [50, 50]);
+        assert_eq!(
+            share_live_by(10, &[0, 0], &[5, 5]),
+            [0, 0],
+            "no sample: none"
+        );
+    }
+
+    #[test]
+    fn sites_of_a_retransformed_class_merge_by_method_and_bytecode_index() {
+        let mut registry = SiteRegistry::default();
+        let site = |number, bci| bci::AllocationSite {
+            number,
+            method_index: 2,
+            method_name: "run".into(),
+            method_descriptor: "()V".into(),
+            bci,
+            line: Some(7),
+            allocated: Allocated::Array("[I".into()),
+        };
+        let outcome = |sites| bci::CountingOutcome {
+            bytes: vec![],
+            class_name: "p/A".into(),
+            source_file: Some("A.java".into()),
+            sites,
+            call_sites: vec![],
+            grown_huge: vec![],
+            methods: vec![],
+            counted_already: false,
+        };
+        registry.add("p/A", &outcome(vec![site(0, 4), site(1, 9)]));
+        // Retransformed: the same two sites get new numbers.
+        registry.add("p/A", &outcome(vec![site(2, 4), site(3, 9)]));
+        let count = |objects, bytes| SiteCount { objects, bytes };
+        let counts = [count(1, 80), count(0, 0), count(2, 160), count(5, 400)];
+        let rows = registry.rows(&counts, &[], 0);
+        let summary: Vec<_> = rows
+            .iter()
+            .map(|r| (r.identity.bci, r.count.objects, r.count.bytes))
+            .collect();
+        assert_eq!(summary, [(4, 3, 240), (9, 5, 400)]);
+        assert_eq!(rows[0].identity.allocated, "[I");
+        assert!(!rows[0].instance);
+    }
+}

@@ -1,0 +1,50 @@
+//! The class collector: gives every class object an identifier (its JVMTI
+//! tag) and a serial number, from the classes loaded before VM init, from
+//! ClassLoad events after it, and from the first allocation of an instance.
+
+use crate::agent::jvm::{self, LocalClass};
+use crate::agent::modes::heap_sites::alloc::is_allocation_tag;
+use crate::model::{ClassTable, ObjectIds};
+use jvmti_bindings::prelude::*;
+
+/// A class as the model knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnownClass {
+    pub serial: u32,
+    /// The identifier of its class object, which is also the object's tag.
+    pub object_id: u64,
+}
+
+/// The serial and identifier of `class`, tagging its class object on first
+/// sight. `trace_serial` is recorded as the class's load trace when new.
+pub fn intern_class(
+    env: &Jvmti,
+    classes: &mut ClassTable,
+    objects: &ObjectIds,
+    class: LocalClass<'_>,
+    trace_serial: u32,
+) -> Option<KnownClass> {
+    let tag = jvm::tag_of(env, class);
+    if let Some(entry) = classes.get(tag) {
+        return Some(KnownClass {
+            serial: entry.serial,
+            object_id: entry.object_id,
+        });
+    }
+    let signature = jvm::class_signature(env, class)?;
+    // A class object tagged by the allocation collector (it was allocated
+    // after VM init and not recognised as a class then) gets a proper
+    // identifier; its allocation then simply stays counted as live.
+    let object_id = if tag == 0 || is_allocation_tag(tag) {
+        objects.next()
+    } else {
+        tag
+    };
+    if object_id != tag {
+        // A failed tag only costs identity across sightings; the class still
+        // gets a serial and an identifier.
+        let _ = jvm::set_tag(env, class, object_id);
+    }
+    let serial = classes.intern(object_id, &signature, trace_serial);
+    Some(KnownClass { serial, object_id })
+}

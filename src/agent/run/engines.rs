@@ -1,0 +1,93 @@
+//! The collectors of a run, one module each, and the list that decides
+//! which run and in which order their sections are dumped.
+
+pub use crate::agent::modes::cpu_samples::CpuSamples;
+pub use crate::agent::modes::cpu_times::MethodTimes;
+pub use crate::agent::modes::heap_dump::HeapDump;
+pub use crate::agent::modes::heap_sites::{Allocated, AllocationSites, Reported};
+pub use crate::agent::modes::monitor::Monitors;
+pub use crate::agent::modes::monitor::lock_waits::LockWaits;
+
+use crate::agent::modes::heap_sites::live_samples::{self, LiveSamples};
+use crate::agent::run::engine::Engine;
+use crate::options::{Options, experiment};
+use crate::output::PrivateDir;
+
+/// The engines the options select. Each is a field of its own type, so
+/// that the JVMTI entry points reach an engine's per-event callbacks
+/// (allocations, frees, class rewriting) without dynamic dispatch.
+pub struct Engines {
+    pub monitors: Option<Monitors>,
+    pub heap_dump: Option<HeapDump>,
+    pub allocation_sites: Option<AllocationSites>,
+    pub cpu_samples: Option<CpuSamples>,
+    pub method_times: Option<MethodTimes>,
+    pub lock_waits: Option<LockWaits>,
+}
+
+/// The live sample of `alloc_count=bytecode`: the default, or what the
+/// hidden measuring bits of `X=` ask.
+fn live_sample(experiment_bits: i64) -> LiveSamples {
+    let exact_bytes = if experiment_bits & experiment::LIVE_SAMPLE_EVERY_OBJECT != 0 {
+        u64::MAX
+    } else if experiment_bits & experiment::LIVE_SAMPLE_OFF != 0 {
+        0
+    } else {
+        live_samples::EXACT_BYTES
+    };
+    let interval = if experiment_bits & experiment::LIVE_SAMPLE_OFF != 0 {
+        i32::MAX as u64
+    } else {
+        live_samples::SAMPLE_INTERVAL
+    };
+    let mut live = LiveSamples::new(exact_bytes, interval);
+    live.finds_sites = experiment_bits & experiment::LIVE_SAMPLE_WITHOUT_SITES == 0;
+    live
+}
+
+impl Engines {
+    /// At load time, the engines `options` select (`heap_dump_dir`: where
+    /// the JVM writes a heap dump before it is carried into the output,
+    /// made when heap dumps are asked for).
+    pub fn new(options: &Options, heap_dump_dir: Option<PrivateDir>) -> Self {
+        let method_times = options
+            .cpu_times
+            .then(|| MethodTimes::new(options.prof_trace_depth));
+        if options.heap_sites && options.alloc_count_bytecode && options.thread {
+            eprintln!(
+                "HPROF: alloc_count=bytecode counts a site for all threads together: \
+                 thread=y does not split its rows"
+            );
+        }
+        Self {
+            monitors: options.monitor.then(Monitors::new),
+            heap_dump: heap_dump_dir.map(HeapDump::new),
+            allocation_sites: options.heap_sites.then(|| {
+                AllocationSites::new(
+                    options.alloc_interval,
+                    options.alloc_count_bytecode,
+                    options.depth as usize,
+                    live_sample(options.experiment),
+                )
+            }),
+            cpu_samples: options.cpu_samples.then(|| CpuSamples::new(options)),
+            method_times,
+            lock_waits: options.monitor.then(|| LockWaits::new(options.depth)),
+        }
+    }
+
+    /// Every engine of the run, in HPROF's section order (each section
+    /// prints the traces it refers to first): the order in which they
+    /// start, see threads come and go, and dump.
+    pub fn all(&self) -> impl Iterator<Item = &dyn Engine> {
+        let all: [Option<&dyn Engine>; 6] = [
+            self.monitors.as_ref().map(|e| e as &dyn Engine),
+            self.heap_dump.as_ref().map(|e| e as &dyn Engine),
+            self.allocation_sites.as_ref().map(|e| e as &dyn Engine),
+            self.cpu_samples.as_ref().map(|e| e as &dyn Engine),
+            self.method_times.as_ref().map(|e| e as &dyn Engine),
+            self.lock_waits.as_ref().map(|e| e as &dyn Engine),
+        ];
+        all.into_iter().flatten()
+    }
+}

@@ -1,0 +1,317 @@
+//! The lifecycle of one profiling run: load-time set-up (capabilities and
+//! callbacks), VM init (header, classes and threads so far, then the
+//! engines start), thread start/end and class loads, dumps (SIGQUIT, heap
+//! exhaustion, VM death) and the final flush. What is collected, and how
+//! it is dumped, is the engines' (engines/) and the dump sequence's
+//! (run/dump_sequence.rs); with `net=`, the listener thread (run/listener.rs) started at VM
+//! init and stopped at VM death carries out the front end's commands.
+
+use crate::agent::jvm::{self, JvmtiHandle, LocalClass, LocalThread, VmHandle};
+use crate::agent::run::classes::intern_class;
+use crate::agent::run::engine::{Lifecycle, Run};
+use crate::agent::run::engines::Engines;
+use crate::agent::run::header;
+use crate::agent::run::listener::Listener;
+use crate::agent::run::threads;
+use crate::agent::run::traces::TracePolicy;
+use crate::emit::Emitter;
+use crate::model::Model;
+use crate::model::traces::EMPTY_TRACE_SERIAL;
+use crate::options::{Format, Options};
+use crate::output::OutputWriter;
+use jvmti_bindings::prelude::*;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Capabilities and callbacks at load time, for the lifecycle and for each
+/// engine. Only what the engines need is requested: merely holding some
+/// capabilities slows compiled code.
+pub fn setup_jvmti(jvmti: &Jvmti, engines: &Engines) -> Result<(), String> {
+    let potential = jvmti
+        .get_potential_capabilities()
+        .map_err(|e| format!("{e:?}"))?;
+    jvmti
+        .add_capabilities_with(|caps| {
+            caps.set_can_tag_objects(true);
+            caps.set_can_get_source_file_name(potential.can_get_source_file_name());
+            caps.set_can_get_line_numbers(potential.can_get_line_numbers());
+            caps.set_can_generate_resource_exhaustion_heap_events(
+                potential.can_generate_resource_exhaustion_heap_events(),
+            );
+            for engine in engines.all() {
+                engine.add_capabilities(caps, &potential);
+            }
+        })
+        .map_err(|e| format!("Unable to get necessary JVMTI capabilities. ({e:?})"))?;
+    for engine in engines.all() {
+        engine.on_load(jvmti)?;
+    }
+    jvmti
+        .set_default_agent_callbacks()
+        .map_err(|e| format!("Unable to set JVMTI event callbacks. ({e:?})"))?;
+    jvmti
+        .enable_events_global(&[jvmti::JVMTI_EVENT_VM_INIT, jvmti::JVMTI_EVENT_VM_DEATH])
+        .map_err(|e| format!("Unable to enable JVMTI events. ({e:?})"))
+}
+
+/// An output that made no progress this long while the run waited for it
+/// is reported at exit (verbose=y): the disk was slow, and the JVM waited.
+const SLOW_OUTPUT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// One profiling run.
+pub struct Profiler {
+    pub run: Run,
+    pub engines: Engines,
+    /// Set at the first exhaustion of the Java heap (its dump is written then).
+    heap_exhausted: AtomicBool,
+    /// Held while a dump is written; a second request meanwhile is dropped.
+    dumping: Mutex<()>,
+    /// Reads the `net=` front end's commands.
+    pub listener: Listener,
+}
+
+impl Profiler {
+    /// A run with parsed options, its engines, its JVMTI environment and
+    /// its open output.
+    pub fn new(
+        options: Options,
+        engines: Engines,
+        jvmti: &Jvmti,
+        vm: VmHandle,
+        writer: OutputWriter,
+    ) -> Self {
+        let traces = TracePolicy {
+            depth: options.depth,
+            per_thread: options.thread,
+            line_numbers: options.lineno,
+        };
+        let id_bytes = header::id_size(&options);
+        let format = options.format;
+        Self {
+            run: Run {
+                options,
+                jvmti: JvmtiHandle::new(jvmti),
+                vm,
+                traces,
+                emitter: Emitter::new(format, id_bytes),
+                model: Mutex::new(Model::new(id_bytes == 8)),
+                writer,
+                lifecycle: Lifecycle::default(),
+            },
+            engines,
+            heap_exhausted: AtomicBool::new(false),
+            dumping: Mutex::new(()),
+            listener: Listener::default(),
+        }
+    }
+
+    /// The agent refuses to start after all: nothing is written, and an
+    /// output file this run created is removed.
+    pub fn abandon_output(&self) {
+        self.run.writer.abandon();
+    }
+
+    fn accepting_events(&self) -> bool {
+        self.run.lifecycle.accepting_events()
+    }
+
+    /// VM init: the file header, the classes loaded so far, the main
+    /// thread; then the engines start.
+    pub fn vm_init(&'static self, jni: Option<&JniEnv>, main_thread: LocalThread<'_>) {
+        let run = &self.run;
+        let env = run.jvmti.env();
+        if header::has_header_and_threads(&run.options) {
+            let facts = header::facts(&run.options, jni.and_then(jvm::max_heap_bytes));
+            run.writer.write(run.emitter.file_header(&facts));
+        }
+
+        let classes = jvm::loaded_classes(&env, jni);
+        let mut guard = run.model.lock();
+        let model = &mut *guard;
+        // Each class's local reference is deleted as it is dropped, once interned.
+        for class in classes {
+            intern_class(
+                &env,
+                &mut model.classes,
+                &model.objects,
+                class.get(),
+                EMPTY_TRACE_SERIAL,
+            );
+        }
+        run.writer.write(run.emitter.class_loads(model));
+        drop(guard);
+
+        for engine in self.engines.all() {
+            engine.vm_init(run, jni);
+        }
+        run.lifecycle.begin();
+        self.thread_started(jni, main_thread);
+        run.writer.flush();
+        self.enable_live_events(&env);
+        for engine in self.engines.all() {
+            engine.start(run, jni);
+        }
+        if let Some(socket) = run.writer.socket_handle() {
+            self.listener.start(self, socket);
+        }
+    }
+
+    /// Events wanted once the VM is live: the lifecycle's and the engines'.
+    fn enable_live_events(&self, env: &Jvmti) {
+        let mut events = vec![
+            jvmti::JVMTI_EVENT_THREAD_START,
+            jvmti::JVMTI_EVENT_THREAD_END,
+            jvmti::JVMTI_EVENT_DATA_DUMP_REQUEST,
+            jvmti::JVMTI_EVENT_RESOURCE_EXHAUSTED,
+        ];
+        if self.run.options.format == Format::Binary {
+            events.push(jvmti::JVMTI_EVENT_CLASS_LOAD);
+        }
+        for engine in self.engines.all() {
+            events.extend_from_slice(engine.live_events());
+        }
+        if let Err(error) = env.enable_events_global(&events) {
+            eprintln!(
+                "HPROF ERROR: Unable to enable JVMTI events ({error:?}); some output may be missing"
+            );
+        }
+    }
+
+    /// ThreadStart (and the main thread at VM init), on the thread itself:
+    /// THREAD START once per thread, then the engines see it.
+    pub fn thread_started(&self, jni: Option<&JniEnv>, thread: LocalThread<'_>) {
+        if !self.accepting_events() || threads::is_agent_thread() {
+            return;
+        }
+        let run = &self.run;
+        let env = run.jvmti.env();
+        let frames = jvm::stack_frames(&env, thread, run.traces.depth);
+        let mut model = run.model.lock();
+        let serial = threads::thread_serial(run, &env, &mut model, thread, &frames);
+        for engine in self.engines.all() {
+            engine.thread_started(run, jni, thread, serial);
+        }
+    }
+
+    /// ThreadEnd, on the ending thread: the engines let go of it, then
+    /// THREAD END.
+    pub fn thread_ended(&self, jni: Option<&JniEnv>, thread: LocalThread<'_>) {
+        let run = &self.run;
+        let counted = self.accepting_events() && !threads::is_agent_thread();
+        // A thread never registered had no THREAD START: no THREAD END either.
+        let serial = counted.then(|| threads::serial_of(&run.jvmti.env(), thread));
+        for engine in self.engines.all() {
+            engine.thread_ended(run, jni, serial);
+        }
+        if let Some(serial) = serial {
+            threads::end(run, serial);
+        }
+    }
+
+    /// VirtualThreadEnd (on only while virtual threads are named).
+    pub fn virtual_thread_ended(&self, jni: Option<&JniEnv>, thread: LocalThread<'_>) {
+        if let (Some(samples), Some(jni)) = (&self.engines.cpu_samples, jni)
+            && self.accepting_events()
+        {
+            samples.virtual_thread_ended(&self.run, jni, thread);
+        }
+    }
+
+    /// ClassLoad: the class gets a serial, and in binary a LOAD CLASS record
+    /// with the loading thread's trace.
+    pub fn class_loaded(&self, thread: LocalThread<'_>, class: LocalClass<'_>) {
+        let run = &self.run;
+        if !self.accepting_events() || run.options.format != Format::Binary {
+            return;
+        }
+        let env = run.jvmti.env();
+        let frames = jvm::stack_frames(&env, thread, run.traces.depth);
+        let mut guard = run.model.lock();
+        let model = &mut *guard;
+        let thread_serial = threads::trace_thread_serial(run, &env, model, thread);
+        let trace = run.traces.intern(&env, model, &frames, thread_serial);
+        intern_class(&env, &mut model.classes, &model.objects, class, trace);
+        let bytes = run.emitter.class_loads(model);
+        drop(guard);
+        run.writer.write(bytes);
+    }
+
+    /// A full dump (SIGQUIT or heap exhaustion). A request during a dump
+    /// is dropped.
+    pub fn dump(&self, jni: Option<&JniEnv>) {
+        let Some(_guard) = self.dumping.try_lock() else {
+            return;
+        };
+        crate::agent::run::dump_sequence::dump(&self.run, &self.engines, jni);
+    }
+
+    /// Waits for a dump being written, and holds off the others (a `net=`
+    /// front end's command writes under it).
+    pub fn dump_lock(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.dumping.lock()
+    }
+
+    /// ResourceExhausted for the Java heap: the first time, a full dump is
+    /// written at once. A program that dies of an OutOfMemoryError with its
+    /// heap still full ends without a VM death event (the JVM's shutdown
+    /// needs memory it no longer has), so the exit dump would never come;
+    /// this one holds everything up to the error, like the JVM's
+    /// -XX:+HeapDumpOnOutOfMemoryError.
+    pub fn heap_exhausted(&self, jni: Option<&JniEnv>) {
+        if !self.accepting_events() || self.heap_exhausted.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // HotSpot logs each posting of this event on stdout ("[error][jvmti]
+        // Posting Resource Exhausted event"): one such line is the price of
+        // the dump, more would only add noise to the program's output.
+        let _ = self
+            .run
+            .jvmti
+            .env()
+            .disable_events_global(&[jvmti::JVMTI_EVENT_RESOURCE_EXHAUSTED]);
+        if self.run.options.verbose {
+            eprintln!(
+                "HPROF: the Java heap is exhausted (OutOfMemoryError); dumping the profile now"
+            );
+        }
+        self.dump(jni);
+    }
+
+    /// SIGQUIT / DataDumpRequest.
+    pub fn data_dump_request(&self) {
+        if self.accepting_events() {
+            self.dump(None);
+        }
+    }
+
+    /// VM death: the engines stop, the exit dump (`doe=y`) is written, then
+    /// everything is flushed and closed.
+    pub fn vm_death(&self, jni: Option<&JniEnv>) {
+        let run = &self.run;
+        if run.lifecycle.end() {
+            return;
+        }
+        self.listener.stop();
+        for engine in self.engines.all() {
+            engine.stop(run, jni);
+        }
+        // A SIGQUIT dump still being written is waited for, then the exit
+        // dump follows it: what happened since that dump is not lost.
+        let _guard = self.dumping.lock();
+        if run.options.doe && run.lifecycle.began() {
+            crate::agent::run::dump_sequence::dump(run, &self.engines, jni);
+        }
+        for engine in self.engines.all() {
+            engine.finished();
+        }
+        run.writer.close();
+        let stall = run.writer.longest_stall();
+        if run.options.verbose && stall >= SLOW_OUTPUT && !run.writer.has_failed() {
+            eprintln!(
+                "HPROF: the output made no progress for up to {:.1} s; \
+                 the run waited for it and wrote it to the end",
+                stall.as_secs_f64()
+            );
+        }
+    }
+}

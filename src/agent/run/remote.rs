@@ -1,0 +1,225 @@
+//! What each `net=` front-end command does (read by the listener thread,
+//! run/listener.rs). As in HPROF there is no reply: a command's answer is the
+//! records it writes into the output, flushed at once.
+//!
+//! Every command that writes holds the dump lock while it does, so its
+//! records never land inside a heap dump being copied (a SIGQUIT dump) and
+//! VM death's exit dump follows it. Unlike HPROF's, an unknown command is
+//! reported once and ignored (HPROF ended the program with exit status 0),
+//! and EXIT ends the program through `System.exit(0)`, the normal exit path
+//! (HPROF called C's `exit(0)`, which skipped the VM death dump and closing
+//! the output).
+
+use crate::agent::jvm;
+use crate::agent::run::engine::{Engine, Run};
+use crate::agent::run::profiler::Profiler;
+use crate::agent::run::traces;
+use crate::format::commands::{Command, Control, site_flags};
+use jvmti_bindings::prelude::*;
+use std::collections::HashSet;
+
+/// What a listener remembers between commands: which complaints it made.
+#[derive(Default)]
+pub struct Session {
+    /// Commands reported as needing an option the run lacks.
+    not_applicable: HashSet<&'static str>,
+    /// An unknown command was reported (later ones are ignored silently).
+    unknown_reported: bool,
+}
+
+impl Session {
+    /// Carries out `command`; false when no command is to be read after it.
+    pub fn execute(&mut self, profiler: &Profiler, jni: &JniEnv, command: Command) -> bool {
+        let run = &profiler.run;
+        let engines = &profiler.engines;
+        match command {
+            Command::Gc => force_gc(run),
+            Command::DumpHeap => match &engines.heap_dump {
+                // The heap dump writes its own output, as it is copied.
+                Some(heap) => write_section(profiler, || {
+                    if let Err(message) = heap.prepare_dump(run, Some(jni)) {
+                        eprintln!("HPROF ERROR: {message}");
+                    }
+                    Vec::new()
+                }),
+                None => self.not_applicable("DUMP HEAP", "heap=dump"),
+            },
+            Command::AllocSites { flags, cutoff } => match &engines.allocation_sites {
+                Some(sites) => {
+                    if flags & site_flags::GC_FIRST != 0 {
+                        force_gc(run);
+                    }
+                    write_section(profiler, || {
+                        sites.requested_section(run, jni, flags, f64::from(cutoff))
+                    });
+                }
+                None => self.not_applicable("ALLOC SITES", "heap=sites"),
+            },
+            Command::HeapSummary => write_section(profiler, || {
+                let sites = engines
+                    .allocation_sites
+                    .as_ref()
+                    .map(|s| s.current_sites(run, jni))
+                    .unwrap_or_default();
+                run.emitter.heap_summary(&sites)
+            }),
+            Command::Exit => {
+                if run.options.verbose {
+                    eprintln!("HPROF: received exit event, exiting ...");
+                }
+                exit_program(jni);
+                return false;
+            }
+            Command::DumpTraces => write_section(profiler, || {
+                run.emitter.pending_traces(&mut run.model.lock())
+            }),
+            Command::CpuSamples { cutoff } => self.cpu_section(profiler, jni, f64::from(cutoff)),
+            Command::Control(control) => self.control(profiler, jni, control),
+            Command::Eof => return false,
+            Command::Unknown { tag } => self.unknown(&format!("cmd {tag}")),
+        }
+        true
+    }
+
+    /// CPU SAMPLES (cpu=samples: the counts go on) or CPU TIME (cpu=times:
+    /// the costs start over, having been read out of the Tracker).
+    fn cpu_section(&mut self, profiler: &Profiler, jni: &JniEnv, cutoff: f64) {
+        let run = &profiler.run;
+        let engines = &profiler.engines;
+        if engines.cpu_samples.is_none() && engines.method_times.is_none() {
+            return self.not_applicable("CPU SAMPLES", "cpu=samples or cpu=times");
+        }
+        write_section(profiler, || {
+            if let Some(times) = &engines.method_times {
+                // Reading the Tracker runs Java code: not under the model lock.
+                let _ = times.prepare_dump(run, Some(jni));
+            }
+            let mut model = run.model.lock();
+            let mut out = Vec::new();
+            if let Some(samples) = &engines.cpu_samples {
+                out.extend(samples.requested_section(run, &mut model, cutoff));
+            }
+            if let Some(times) = &engines.method_times {
+                times.section(run, &mut model, cutoff, &mut out);
+            }
+            out
+        });
+    }
+
+    fn control(&mut self, profiler: &Profiler, jni: &JniEnv, control: Control) {
+        let run = &profiler.run;
+        let engines = &profiler.engines;
+        match control {
+            Control::AllocationsOn | Control::AllocationsOff => match &engines.allocation_sites {
+                Some(sites) => {
+                    let on = control == Control::AllocationsOn;
+                    if let Err(message) = sites.set_counting(run, on) {
+                        eprintln!("HPROF ERROR: {message}");
+                    }
+                }
+                None => self.not_applicable("CONTROL allocation tracking", "heap=sites"),
+            },
+            Control::SamplingOn { thread } | Control::SamplingOff { thread } => {
+                let Some(samples) = &engines.cpu_samples else {
+                    return self.not_applicable("CONTROL cpu sampling", "cpu=samples");
+                };
+                let on = matches!(control, Control::SamplingOn { .. });
+                // (HPROF's "off" for ID 0 turned nothing off: it cleared
+                // its pause flag instead.)
+                if thread == 0 {
+                    samples.set_sampling(None, on);
+                } else if let Some(serial) = thread_serial(run, thread) {
+                    samples.set_sampling(Some(serial), on);
+                } else {
+                    eprintln!(
+                        "HPROF ERROR: CONTROL from the front end: no thread has object ID 0x{thread:x}; ignored"
+                    );
+                }
+            }
+            Control::ClearCpu => {
+                if let Some(samples) = &engines.cpu_samples {
+                    samples.clear();
+                }
+                if let Some(times) = &engines.method_times {
+                    times.clear_costs(run, jni);
+                }
+            }
+            Control::ClearSites => {
+                if let Some(sites) = &engines.allocation_sites {
+                    sites.clear();
+                }
+            }
+            Control::SetDepth(depth) => traces::limit_depth(u32::from(depth)),
+            Control::Unknown(code) => self.unknown(&format!("CONTROL sub-command {code}")),
+        }
+    }
+
+    fn not_applicable(&mut self, command: &'static str, needs: &str) {
+        if self.not_applicable.insert(command) {
+            eprintln!("HPROF ERROR: {command} from the front end needs {needs}; ignored");
+        }
+    }
+
+    fn unknown(&mut self, what: &str) {
+        if !std::mem::replace(&mut self.unknown_reported, true) {
+            eprintln!(
+                "HPROF ERROR: failed to recognize {what} from the front end; \
+                 ignored (as is any further unknown command)"
+            );
+        }
+    }
+}
+
+/// Writes what `make` returns, then flushes, under the dump lock; nothing
+/// once the VM is dying (the exit dump is VM death's).
+fn write_section(profiler: &Profiler, make: impl FnOnce() -> Vec<u8>) {
+    let _dumping = profiler.dump_lock();
+    if !profiler.run.lifecycle.accepting_events() {
+        return;
+    }
+    let bytes = make();
+    profiler.run.writer.write(bytes);
+    profiler.run.writer.flush();
+}
+
+fn force_gc(run: &Run) {
+    if let Err(error) = run.jvmti.env().force_garbage_collection() {
+        eprintln!("HPROF ERROR: ForceGarbageCollection failed ({error:?})");
+    }
+}
+
+/// The serial of the thread whose THREAD START object identifier has `id`
+/// as its low four bytes. HPROF read this identifier in the machine's byte
+/// order, so an identifier that matches no thread is tried byte-swapped too.
+fn thread_serial(run: &Run, id: u32) -> Option<u32> {
+    let model = run.model.lock();
+    let find = |id: u32| {
+        model
+            .threads
+            .iter()
+            .find(|t| t.object_id as u32 == id)
+            .map(|t| t.serial)
+    };
+    find(id).or_else(|| find(id.swap_bytes()))
+}
+
+/// `System.exit(0)` on this thread: shutdown hooks run, VM death writes
+/// the exit dump and closes the output. Returns only if it could not be
+/// called or threw (a security manager may forbid it).
+fn exit_program(jni: &JniEnv) {
+    if let Some(system) = jvm::find_class(jni, "java/lang/System") {
+        let class = system.get().raw() as jni::jclass;
+        // SAFETY: `class` is java.lang.System, live while `system` is held;
+        // exit(I)V is its public static method in every JDK; an exception
+        // it throws is cleared below.
+        unsafe {
+            if let Some(exit) = jni.get_static_method_id(class, "exit", "(I)V") {
+                jni.call_static_void_method(class, exit, &[jni::jvalue { i: 0 }]);
+            }
+        }
+    }
+    if jni.exception_check() {
+        jni.exception_clear();
+    }
+    eprintln!("HPROF ERROR: the exit command from the front end could not end the program");
+}
