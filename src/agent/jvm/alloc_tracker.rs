@@ -5,8 +5,8 @@
 //! of the JVM boundary with `jvm/mod.rs`: the unsafe JNI and JVMTI calls live
 //! here, behind safe methods.
 
+use crate::agent::jvm::object_tags::is_allocation_tag;
 use crate::agent::jvm::{self, GlobalRef, Local, LocalClass, LocalObject, OwnedLocal, kind};
-use crate::agent::modes::heap_sites::alloc::is_allocation_tag;
 use crate::bci;
 use jvmti_bindings::prelude::*;
 use std::collections::HashMap;

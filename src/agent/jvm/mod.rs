@@ -21,6 +21,7 @@ pub mod alloc_tracker;
 pub mod jmm;
 pub mod libjvm;
 pub mod lock_tracker;
+pub mod object_tags;
 pub mod timing_tracker;
 
 use jvmti_bindings::prelude::*;
@@ -505,6 +506,12 @@ pub fn stack_frames_into(
 pub fn thread_value(env: &Jvmti, thread: LocalThread<'_>) -> u64 {
     // SAFETY: `thread` is live (a `Local`) or null for the current thread.
     unsafe { env.get_thread_local_storage(thread.raw()) }.map_or(0, |p| p as u64)
+}
+
+/// The serial the run registered `thread` under (its thread-local slot
+/// holds it, see `run/threads.rs`), 0 if none.
+pub fn thread_serial(env: &Jvmti, thread: LocalThread<'_>) -> u32 {
+    u32::try_from(thread_value(env, thread)).unwrap_or(0)
 }
 
 /// Stores a number in the agent's thread-local slot of `thread`.

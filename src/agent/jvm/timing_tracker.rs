@@ -144,7 +144,7 @@ impl Tracker {
                     // SAFETY: a local reference GetObjectArrayElement just
                     // made on this thread, deleted only by its owner.
                     let thread: OwnedLocal<'_, kind::Thread> = OwnedLocal::new(Some(jni), raw);
-                    crate::agent::run::threads::serial_of(env, thread.get())
+                    jvm::thread_serial(env, thread.get())
                 })
                 .collect();
             let failure = (!failure.is_null())

@@ -2,8 +2,8 @@
 //! tag) and a serial number, from the classes loaded before VM init, from
 //! ClassLoad events after it, and from the first allocation of an instance.
 
+use crate::agent::jvm::object_tags::is_allocation_tag;
 use crate::agent::jvm::{self, LocalClass};
-use crate::agent::modes::heap_sites::alloc::is_allocation_tag;
 use crate::model::{ClassTable, ObjectIds};
 use jvmti_bindings::prelude::*;
 

@@ -8,11 +8,11 @@
 //! of the run), and at VM death, whose callback shuts the socket's read
 //! side down so that the blocked read returns at once.
 
-use crate::agent::run::profiler::Profiler;
-use crate::agent::run::remote::Session;
+use crate::agent::run::engine::Run;
 use crate::agent::run::threads::mark_agent_thread;
-use crate::format::commands;
+use crate::format::commands::{self, Command};
 use crossbeam_channel::{Receiver, bounded};
+use jvmti_bindings::prelude::JniEnv;
 use parking_lot::Mutex;
 use std::io::BufReader;
 use std::net::{Shutdown, TcpStream};
@@ -45,8 +45,14 @@ struct Running {
 }
 
 impl Listener {
-    /// Starts the thread, reading commands from `socket`.
-    pub fn start(&self, profiler: &'static Profiler, socket: TcpStream) {
+    /// Starts the thread, reading commands from `socket` and handing each
+    /// to `execute` (false: read no more).
+    pub fn start(
+        &'static self,
+        run: &'static Run,
+        socket: TcpStream,
+        execute: impl FnMut(&JniEnv, Command) -> bool + Send + 'static,
+    ) {
         let Ok(input) = socket.try_clone() else {
             eprintln!("HPROF ERROR: cannot read commands from the front end (socket)");
             return;
@@ -56,10 +62,10 @@ impl Listener {
             .name(LISTENER_THREAD_NAME.into())
             .spawn(move || {
                 mark_agent_thread();
-                let vm = profiler.run.vm;
+                let vm = run.vm;
                 match vm.attach_daemon(LISTENER_THREAD_NAME) {
                     Some(jni) => {
-                        listen(profiler, &jni, input);
+                        self.listen(run, &jni, input, execute);
                         vm.detach();
                     }
                     None => eprintln!(
@@ -105,29 +111,36 @@ impl Listener {
 /// EXIT, or the run ends. A peer that closed (or sent a frame cut short,
 /// or reset the connection) gets no more output either: the writer drops
 /// the rest and says so once, at the end.
-fn listen(profiler: &Profiler, jni: &jvmti_bindings::prelude::JniEnv, socket: TcpStream) {
-    let mut input = BufReader::with_capacity(512, socket);
-    let mut session = Session::default();
-    loop {
-        let Ok(Some(command)) = commands::read_command(&mut input) else {
-            // Our own shutdown at VM death, or the output's abandonment,
-            // ends the read too: only the peer's doing is told.
-            if !profiler.listener.stopping() {
-                profiler.run.writer.peer_closed();
+impl Listener {
+    fn listen(
+        &self,
+        run: &Run,
+        jni: &JniEnv,
+        socket: TcpStream,
+        mut execute: impl FnMut(&JniEnv, Command) -> bool,
+    ) {
+        let mut input = BufReader::with_capacity(512, socket);
+        loop {
+            let Ok(Some(command)) = commands::read_command(&mut input) else {
+                // Our own shutdown at VM death, or the output's abandonment,
+                // ends the read too: only the peer's doing is told.
+                if !self.stopping() {
+                    run.writer.peer_closed();
+                }
+                break;
+            };
+            if self.stopping() || !run.lifecycle.accepting_events() {
+                break;
             }
-            break;
-        };
-        if profiler.listener.stopping() || !profiler.run.lifecycle.accepting_events() {
-            break;
-        }
-        // Local references made by a command are dropped with its frame.
-        let Ok(frame) = jni.push_local_frame(64) else {
-            break;
-        };
-        let go_on = session.execute(profiler, jni, command);
-        drop(frame);
-        if !go_on {
-            break;
+            // Local references made by a command are dropped with its frame.
+            let Ok(frame) = jni.push_local_frame(64) else {
+                break;
+            };
+            let go_on = execute(jni, command);
+            drop(frame);
+            if !go_on {
+                break;
+            }
         }
     }
 }

@@ -12,6 +12,7 @@ use crate::agent::run::engine::{Lifecycle, Run};
 use crate::agent::run::engines::Engines;
 use crate::agent::run::header;
 use crate::agent::run::listener::Listener;
+use crate::agent::run::remote::{Session, Target};
 use crate::agent::run::threads;
 use crate::agent::run::traces::TracePolicy;
 use crate::emit::Emitter;
@@ -152,7 +153,15 @@ impl Profiler {
             engine.start(run, jni);
         }
         if let Some(socket) = run.writer.socket_handle() {
-            self.listener.start(self, socket);
+            let target = Target {
+                run,
+                engines: &self.engines,
+                dump_lock: &self.dumping,
+            };
+            let mut session = Session::default();
+            self.listener.start(run, socket, move |jni, command| {
+                session.execute(&target, jni, command)
+            });
         }
     }
 
@@ -243,12 +252,6 @@ impl Profiler {
             return;
         };
         crate::agent::run::dump_sequence::dump(&self.run, &self.engines, jni);
-    }
-
-    /// Waits for a dump being written, and holds off the others (a `net=`
-    /// front end's command writes under it).
-    pub fn dump_lock(&self) -> parking_lot::MutexGuard<'_, ()> {
-        self.dumping.lock()
     }
 
     /// ResourceExhausted for the Java heap: the first time, a full dump is

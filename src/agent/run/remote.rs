@@ -12,11 +12,19 @@
 
 use crate::agent::jvm;
 use crate::agent::run::engine::{Engine, Run};
-use crate::agent::run::profiler::Profiler;
+use crate::agent::run::engines::Engines;
 use crate::agent::run::traces;
 use crate::format::commands::{Command, Control, site_flags};
 use jvmti_bindings::prelude::*;
 use std::collections::HashSet;
+
+/// What a command acts on: the run, its engines, and the dump lock that
+/// every command that writes holds.
+pub struct Target<'a> {
+    pub run: &'a Run,
+    pub engines: &'a Engines,
+    pub dump_lock: &'a parking_lot::Mutex<()>,
+}
 
 /// What a listener remembers between commands: which complaints it made.
 #[derive(Default)]
@@ -29,14 +37,14 @@ pub struct Session {
 
 impl Session {
     /// Carries out `command`; false when no command is to be read after it.
-    pub fn execute(&mut self, profiler: &Profiler, jni: &JniEnv, command: Command) -> bool {
-        let run = &profiler.run;
-        let engines = &profiler.engines;
+    pub fn execute(&mut self, target: &Target<'_>, jni: &JniEnv, command: Command) -> bool {
+        let run = target.run;
+        let engines = target.engines;
         match command {
             Command::Gc => force_gc(run),
             Command::DumpHeap => match &engines.heap_dump {
                 // The heap dump writes its own output, as it is copied.
-                Some(heap) => write_section(profiler, || {
+                Some(heap) => write_section(target, || {
                     if let Err(message) = heap.prepare_dump(run, Some(jni)) {
                         eprintln!("HPROF ERROR: {message}");
                     }
@@ -49,13 +57,13 @@ impl Session {
                     if flags & site_flags::GC_FIRST != 0 {
                         force_gc(run);
                     }
-                    write_section(profiler, || {
+                    write_section(target, || {
                         sites.requested_section(run, jni, flags, f64::from(cutoff))
                     });
                 }
                 None => self.not_applicable("ALLOC SITES", "heap=sites"),
             },
-            Command::HeapSummary => write_section(profiler, || {
+            Command::HeapSummary => write_section(target, || {
                 let sites = engines
                     .allocation_sites
                     .as_ref()
@@ -70,11 +78,11 @@ impl Session {
                 exit_program(jni);
                 return false;
             }
-            Command::DumpTraces => write_section(profiler, || {
-                run.emitter.pending_traces(&mut run.model.lock())
-            }),
-            Command::CpuSamples { cutoff } => self.cpu_section(profiler, jni, f64::from(cutoff)),
-            Command::Control(control) => self.control(profiler, jni, control),
+            Command::DumpTraces => {
+                write_section(target, || run.emitter.pending_traces(&mut run.model.lock()))
+            }
+            Command::CpuSamples { cutoff } => self.cpu_section(target, jni, f64::from(cutoff)),
+            Command::Control(control) => self.control(target, jni, control),
             Command::Eof => return false,
             Command::Unknown { tag } => self.unknown(&format!("cmd {tag}")),
         }
@@ -83,13 +91,13 @@ impl Session {
 
     /// CPU SAMPLES (cpu=samples: the counts go on) or CPU TIME (cpu=times:
     /// the costs start over, having been read out of the Tracker).
-    fn cpu_section(&mut self, profiler: &Profiler, jni: &JniEnv, cutoff: f64) {
-        let run = &profiler.run;
-        let engines = &profiler.engines;
+    fn cpu_section(&mut self, target: &Target<'_>, jni: &JniEnv, cutoff: f64) {
+        let run = target.run;
+        let engines = target.engines;
         if engines.cpu_samples.is_none() && engines.method_times.is_none() {
             return self.not_applicable("CPU SAMPLES", "cpu=samples or cpu=times");
         }
-        write_section(profiler, || {
+        write_section(target, || {
             if let Some(times) = &engines.method_times {
                 // Reading the Tracker runs Java code: not under the model lock.
                 let _ = times.prepare_dump(run, Some(jni));
@@ -106,9 +114,9 @@ impl Session {
         });
     }
 
-    fn control(&mut self, profiler: &Profiler, jni: &JniEnv, control: Control) {
-        let run = &profiler.run;
-        let engines = &profiler.engines;
+    fn control(&mut self, target: &Target<'_>, jni: &JniEnv, control: Control) {
+        let run = target.run;
+        let engines = target.engines;
         match control {
             Control::AllocationsOn | Control::AllocationsOff => match &engines.allocation_sites {
                 Some(sites) => {
@@ -172,14 +180,14 @@ impl Session {
 
 /// Writes what `make` returns, then flushes, under the dump lock; nothing
 /// once the VM is dying (the exit dump is VM death's).
-fn write_section(profiler: &Profiler, make: impl FnOnce() -> Vec<u8>) {
-    let _dumping = profiler.dump_lock();
-    if !profiler.run.lifecycle.accepting_events() {
+fn write_section(target: &Target<'_>, make: impl FnOnce() -> Vec<u8>) {
+    let _dumping = target.dump_lock.lock();
+    if !target.run.lifecycle.accepting_events() {
         return;
     }
     let bytes = make();
-    profiler.run.writer.write(bytes);
-    profiler.run.writer.flush();
+    target.run.writer.write(bytes);
+    target.run.writer.flush();
 }
 
 fn force_gc(run: &Run) {

@@ -40,7 +40,7 @@ pub fn as_agent<T>(work: impl FnOnce() -> T) -> T {
 /// The serial of `thread`, 0 for a thread never registered. (A virtual
 /// thread not registered yet may hold a key of `virtual_threads` instead.)
 pub fn serial_of(env: &Jvmti, thread: LocalThread<'_>) -> u32 {
-    u32::try_from(jvm::thread_value(env, thread)).unwrap_or(0)
+    jvm::thread_serial(env, thread)
 }
 
 /// The serial of `thread`, registering it if new. A thread registered here

@@ -79,9 +79,22 @@ impl TracePolicy {
     }
 }
 
-/// Key of the pseudo-frame `<no Java frames>.<unknown>`: no jmethodID has
-/// this value (like [`TIMED_FRAME`], a bit no pointer sets).
+// Frame keys are jmethodIDs, which are pointers, except where the top bits
+// are set: a mode that names frames itself (not through a jmethodID) keys
+// them in a space of its own here, so that no two kinds ever share a key.
+
+/// Key of the pseudo-frame `<no Java frames>.<unknown>` (and the other
+/// pseudo-frames of cpu=samples): no pointer sets this bit.
 const NO_JAVA_FRAMES: u64 = 1 << 62;
+
+/// Top bit of the frame keys of timed methods (cpu=times: their "method" is
+/// the Tracker's method key, not a jmethodID).
+pub const TIMED_FRAME: u64 = 1 << 63;
+
+/// Top two bits of the frame keys of allocation sites counted in the
+/// bytecode (heap=sites: their "method" is a number of the counting's, not a
+/// jmethodID).
+pub const COUNTED_FRAME: u64 = 3 << 62;
 
 impl TracePolicy {
     /// The trace of a CPU sample whose Java stack could not be taken (the
@@ -122,7 +135,8 @@ impl TracePolicy {
     }
 }
 
-fn resolve_frame(
+/// The names and line of the JVM frame `(method, location)`.
+pub fn resolve_frame(
     env: &Jvmti,
     classes: &mut ClassTable,
     objects: &ObjectIds,
@@ -160,165 +174,4 @@ fn resolve_frame(
         source_file,
         line,
     }
-}
-
-/// Top bit of the frame keys of timed methods (their "method" is the
-/// timing collector's key, not a jmethodID; no pointer has this bit).
-const TIMED_FRAME: u64 = 1 << 63;
-
-/// The serial of the trace of a timed call: the method keys innermost
-/// first, resolved with what the rewriter recorded. Timed frames have no
-/// line numbers (HPROF printed `Unknown line` for them too).
-pub fn intern_timed(
-    model: &mut Model,
-    keys: &[u64],
-    methods: &[Option<crate::agent::modes::cpu_times::timing::TimedMethod>],
-    thread_serial: Option<u32>,
-) -> u32 {
-    let frames = keys
-        .iter()
-        .zip(methods)
-        .map(|(&key, method)| {
-            model.frames.intern(
-                FrameKey {
-                    method: TIMED_FRAME | key,
-                    location: -1,
-                },
-                || {
-                    let (class_signature, method_name, method_signature) = match method {
-                        Some(m) => (
-                            format!("L{};", m.class_name),
-                            m.method_name.clone(),
-                            m.descriptor.clone(),
-                        ),
-                        None => (
-                            "Unknown_class".into(),
-                            "<Unknown Method>".into(),
-                            "()V".into(),
-                        ),
-                    };
-                    FrameFacts {
-                        class_serial: 0,
-                        class_signature,
-                        method_name,
-                        method_signature,
-                        source_file: None,
-                        line: LINE_UNKNOWN,
-                    }
-                },
-            )
-        })
-        .collect();
-    model.traces.intern(TraceKey {
-        frames,
-        thread_serial,
-        phase: None,
-    })
-}
-
-/// Top two bits of the frame keys of allocation sites counted in the
-/// bytecode (their "method" is a number of the counting collector's, not a
-/// jmethodID; no pointer has these bits).
-const COUNTED_FRAME: u64 = 3 << 62;
-
-/// The serial of the trace of an allocation site counted in the bytecode:
-/// the allocating method at the site's line, then the callers its calling
-/// context named, `depth` frames at most (none with `depth=0`).
-/// `method_key` names a method (class internal name, method number)
-/// uniquely; with the bytecode index, a frame.
-pub fn intern_counted(
-    policy: &TracePolicy,
-    model: &mut Model,
-    row: &crate::agent::modes::heap_sites::counting::CountedRow,
-    method_key: impl Fn(&str, u16) -> u64,
-) -> u32 {
-    let site = crate::agent::modes::heap_sites::counting::CallerFrame {
-        place: (
-            row.identity.class_name.clone(),
-            row.identity.method_index,
-            row.identity.bci,
-        ),
-        method_name: row.method_name.clone(),
-        method_descriptor: row.method_descriptor.clone(),
-        source_file: row.source_file.clone(),
-        line: row.line,
-    };
-    let frames = std::iter::once(&site)
-        .chain(&row.callers)
-        .take(policy.depth as usize)
-        .map(|frame| intern_counted_frame(policy, model, frame, &method_key))
-        .collect();
-    model.traces.intern(TraceKey {
-        frames,
-        thread_serial: None,
-        phase: None,
-    })
-}
-
-/// The serial of the trace of an object the VM made under calling
-/// contexts: the method that made it (a JVMTI frame: `Object.clone`,
-/// `Array.newArray`...), then the callers the context named.
-pub fn intern_vm_made(
-    policy: &TracePolicy,
-    env: &Jvmti,
-    model: &mut Model,
-    top: RawFrame,
-    callers: &[crate::agent::modes::heap_sites::counting::CallerFrame],
-    method_key: impl Fn(&str, u16) -> u64,
-) -> u32 {
-    let mut frames = Vec::with_capacity(1 + callers.len());
-    if policy.depth > 0 {
-        let (method, location) = top;
-        let location = if policy.line_numbers { location } else { -1 };
-        let (classes, objects) = (&mut model.classes, &model.objects);
-        frames.push(model.frames.intern(FrameKey { method, location }, || {
-            resolve_frame(env, classes, objects, method, location)
-        }));
-    }
-    for frame in callers
-        .iter()
-        .take((policy.depth as usize).saturating_sub(1))
-    {
-        frames.push(intern_counted_frame(policy, model, frame, &method_key));
-    }
-    model.traces.intern(TraceKey {
-        frames,
-        thread_serial: None,
-        phase: None,
-    })
-}
-
-/// One frame of a rewritten class's code, named by what the rewrite
-/// recorded.
-fn intern_counted_frame(
-    policy: &TracePolicy,
-    model: &mut Model,
-    frame: &crate::agent::modes::heap_sites::counting::CallerFrame,
-    method_key: &impl Fn(&str, u16) -> u64,
-) -> u64 {
-    let (class_name, method_index, bci) = &frame.place;
-    let line = match (policy.line_numbers, frame.line) {
-        (true, Some(line)) => i32::from(line),
-        _ => LINE_UNKNOWN,
-    };
-    let location = if policy.line_numbers {
-        i64::from(*bci)
-    } else {
-        -1
-    };
-    let key = method_key(class_name, *method_index);
-    model.frames.intern(
-        FrameKey {
-            method: COUNTED_FRAME | (key & !(3 << 62)),
-            location,
-        },
-        || FrameFacts {
-            class_serial: 0,
-            class_signature: format!("L{class_name};"),
-            method_name: frame.method_name.to_string(),
-            method_signature: frame.method_descriptor.to_string(),
-            source_file: frame.source_file.clone(),
-            line,
-        },
-    )
 }

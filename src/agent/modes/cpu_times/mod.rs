@@ -4,9 +4,9 @@
 //! cpu=old the old "prof" table, naming each timed method.
 
 pub mod timing;
+mod traces;
 
 use crate::agent::run::engine::{Engine, Run};
-use crate::agent::run::traces::intern_timed;
 use crate::emit::clock::ctime_now;
 use crate::emit::times::TraceTime;
 use crate::model::Model;
@@ -14,6 +14,7 @@ use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use timing::{CallCosts, MethodTiming, TimedMethod};
+use traces::intern_timed;
 
 /// The costs of one trace as the Tracker hands them over: thread serial,
 /// method keys innermost first, costs.

@@ -8,23 +8,17 @@
 //! needs no lookup. Class objects and threads carry small identifiers
 //! instead (see `run/classes.rs`), so the top bit tells the two apart.
 
+use crate::agent::jvm::object_tags::{ALLOCATION_TAG, is_allocation_tag};
 use crate::model::SiteCounters;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 
-/// Top bit of every allocation tag.
-const ALLOCATION_TAG: u64 = 1 << 63;
 /// Set in the tag of a sampled object that counts once (it was reported
 /// while every allocation was), see [`sample_tag`].
 const EXACT_WEIGHT: u64 = 1 << 62;
 /// Bits of the site index in an allocation tag (above the 32 size bits):
 /// more than the site table's 2^26.
 const SITE_BITS: u32 = 30;
-
-/// True for tags made by [`allocation_tag`].
-pub fn is_allocation_tag(tag: u64) -> bool {
-    tag & ALLOCATION_TAG != 0
-}
 
 /// The tag of an object of `size` bytes allocated at `site`: the size is
 /// kept in 8-byte units (every Java object size is a multiple of 8), up to

@@ -5,6 +5,7 @@
 //! section.
 
 pub mod alloc;
+mod counted_traces;
 pub mod counting;
 pub mod live_samples;
 pub mod site_cache;
@@ -15,7 +16,6 @@ use crate::agent::jvm::{self, LocalClass, LocalObject, LocalThread};
 use crate::agent::run::classes::intern_class;
 use crate::agent::run::engine::{Engine, Run};
 use crate::agent::run::threads;
-use crate::agent::run::traces::{intern_counted, intern_vm_made};
 use crate::bci;
 use crate::emit::clock::ctime_now;
 use crate::emit::sites::SiteSnapshot;
@@ -25,6 +25,7 @@ use crate::model::traces::EMPTY_TRACE_SERIAL;
 use crate::model::{Model, SiteKey};
 use crate::options::experiment;
 use alloc::AllocationCounts;
+use counted_traces::{intern_counted, intern_vm_made};
 use counting::{BytecodeCounting, CountedRow, share_live_by};
 use jvmti_bindings::prelude::*;
 use live_samples::LiveSamples;
