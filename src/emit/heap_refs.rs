@@ -28,8 +28,9 @@
 //! reference, one bit per address block of the heap (150 bytes for a
 //! 2.4 GB heap).
 
-use super::heap::{ArrayRest, NullAbsent, scan_block};
-use crate::format::binary::heap_walk::{BlockHashing, ObjectSet, PresentObjects};
+use crate::format::binary::heap_walk::{
+    ArrayRest, BlockHashing, NullAbsent, ObjectSet, PresentObjects, scan_block,
+};
 use crate::format::binary::object_runs::{ObjectLayout, ObjectRuns};
 use std::collections::HashMap;
 use std::fs::File;

@@ -260,6 +260,110 @@ fn err(offset: u64, message: String) -> ParseError {
     ParseError { offset, message }
 }
 
+/// What a pass over heap dump sub-records does with them. Arrays that do
+/// not fit in the current block come in pieces (their head, then their
+/// elements), so no array is ever held whole: a 6-million-element object
+/// array is 48 MB.
+pub trait SubRecordVisitor {
+    /// A whole sub-record, which may be patched in place (lengths unchanged).
+    fn record(&mut self, record: &mut [u8]);
+    /// The head of an array whose elements follow in pieces: the sub-record
+    /// up to its element type (primitive) or class (object array).
+    fn array_head(&mut self, head: &mut [u8]);
+    /// Whole elements of the object array whose head came last.
+    fn object_ids(&mut self, _ids: &mut [u8]) {}
+    /// The block of `len` bytes just visited goes out next; its walk began
+    /// in state `start`.
+    fn block_done(&mut self, _start: ArrayRest, _len: usize) {}
+}
+
+/// Where a walk of a heap dump body stands between blocks: the element
+/// bytes still to come of an array being streamed, and whether they are
+/// object identifiers.
+pub type ArrayRest = Option<(u64, bool)>;
+
+/// Visits every complete sub-record or array piece at the start of `block`
+/// (an array's elements continue from `array_rest`, which is updated).
+/// Returns the number of bytes visited; a partial sub-record at the end is
+/// left for the next block.
+pub fn scan_block(
+    block: &mut [u8],
+    array_rest: &mut ArrayRest,
+    id_size: u32,
+    visit: &mut dyn SubRecordVisitor,
+    count: &mut u64,
+) -> Result<usize, String> {
+    let id = id_size as usize;
+    let mut scanned = 0;
+    loop {
+        let rest = &mut block[scanned..];
+        if let Some((bytes_left, ids)) = *array_rest {
+            let mut take = bytes_left.min(rest.len() as u64) as usize;
+            if ids {
+                take -= take % id;
+                visit.object_ids(&mut rest[..take]);
+            }
+            scanned += take;
+            let bytes_left = bytes_left - take as u64;
+            *array_rest = (bytes_left > 0).then_some((bytes_left, ids));
+            if bytes_left > 0 {
+                return Ok(scanned);
+            }
+        } else if let Some(n) = sub_record_len(rest, id_size)? {
+            visit.record(&mut rest[..n]);
+            scanned += n;
+            *count += 1;
+        } else if let Some((head, whole, ids)) = array_head_len(rest, id_size) {
+            visit.array_head(&mut rest[..head]);
+            scanned += head;
+            *count += 1;
+            *array_rest = Some((whole - head as u64, ids)).filter(|&(n, _)| n > 0);
+        } else {
+            return Ok(scanned);
+        }
+    }
+}
+
+/// A visitor that nulls references to objects the dump lacks (the patch
+/// pass over bytes already copied), counting them in `dropped`.
+pub struct NullAbsent<'a, S: ObjectSet> {
+    pub present: &'a S,
+    pub id_size: u32,
+    pub dropped: u64,
+}
+
+impl<S: ObjectSet> SubRecordVisitor for NullAbsent<'_, S> {
+    fn record(&mut self, record: &mut [u8]) {
+        self.dropped += drop_dangling(record, self.id_size, self.present);
+    }
+
+    fn array_head(&mut self, _head: &mut [u8]) {}
+
+    fn object_ids(&mut self, ids: &mut [u8]) {
+        let size = self.id_size as usize;
+        for at in (0..ids.len()).step_by(size) {
+            self.dropped += u64::from(null_if_absent(ids, at, self.id_size, self.present));
+        }
+    }
+}
+
+/// Sets the reference at `at` to null when the dump lacks its object.
+pub fn null_if_absent(bytes: &mut [u8], at: usize, id_size: u32, present: &impl ObjectSet) -> bool {
+    let id = get_id(bytes, at, id_size);
+    // (The slot was read just above with the dump's checked identifier
+    // size, so writing it cannot fail.)
+    id != 0 && !present.contains(id) && put_id(bytes, at, id_size, 0).is_ok()
+}
+
+/// Sets the references of `record` to objects the dump lacks to null.
+/// Returns how many there were.
+pub fn drop_dangling(record: &mut [u8], id_size: u32, present: &impl ObjectSet) -> u64 {
+    reference_slots(record, id_size)
+        .into_iter()
+        .map(|slot| u64::from(null_if_absent(record, slot, id_size, present)))
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,7 +18,6 @@
 //! unsafe code (with `jvm/mod.rs` and `modes/cpu_samples/cpu_timers.rs`).
 
 use crate::agent::jvm::RawFrame;
-use crate::agent::modes::cpu_samples::cpu_timers::MAX_SLOTS;
 use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
@@ -175,6 +174,10 @@ const RING_FRAMES: usize = 256 * 1024;
 static RING: OnceLock<Ring> = OnceLock::new();
 /// AsyncGetCallTrace, once found and the guard installed (0 until then).
 static WALKER: AtomicUsize = AtomicUsize::new(0);
+
+/// Threads that can be timed at once (a CPU timer and an owner slot
+/// each); more are not sampled (reported once).
+pub const MAX_SLOTS: usize = 16 * 1024;
 
 /// Who owns each timer slot: its JNIEnv (AGCT needs the thread's own),
 /// kernel thread id and thread serial, set on the thread before its timer

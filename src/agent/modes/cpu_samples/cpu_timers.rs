@@ -8,12 +8,9 @@
 //! Linux only (timer_create with SIGEV_THREAD_ID). The agent's unsafe calls
 //! to the operating system (signals, timers, the monotonic clock) are here.
 
-use crate::agent::modes::cpu_samples::async_trace;
+use crate::agent::modes::cpu_samples::async_trace::{self, MAX_SLOTS};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-
-/// Threads that can be timed at once; more are not sampled (reported once).
-pub const MAX_SLOTS: usize = 16 * 1024;
 
 /// CPU intervals each slot's thread consumed since the sampler last looked.
 /// Written by the signal handler, so it must be plain atomics in static memory.
