@@ -2,7 +2,7 @@
 //!
 //! The crate builds a JVMTI agent library (`libhprof_rs.so`, also usable as
 //! `libhprof.so`) and the `hprof-rs` command-line tool. See README.md and
-//! design notes in `docs/`.
+//! the decision log in `docs/decisions.md`.
 
 pub mod agent;
 pub mod bci;
