@@ -34,7 +34,7 @@ const RUN_LIMIT: Duration = Duration::from_secs(120);
 /// they carry times and process ids that differ from run to run. Among them
 /// is the one line the agent adds to a program's output, HotSpot's
 /// `[error][jvmti] Posting Resource Exhausted event` when it posts the
-/// event of the dump at an OutOfMemoryError (README, Reliability).
+/// event of the dump at an OutOfMemoryError (docs/reliability.md).
 fn is_jvm_log_line(line: &str) -> bool {
     line.starts_with('[') && line.contains("s][") && line.contains("][")
 }

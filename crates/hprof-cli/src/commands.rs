@@ -108,7 +108,7 @@ pub struct DiffArgs {
     /// 'class int[] bytes > +10%', 'site int[] at Foo.make > +1000'.
     #[arg(long = "fail-if")]
     pub fail_if: Vec<String>,
-    /// Print JSON (field names documented in the README).
+    /// Print JSON (field names documented in docs/cli.md).
     #[arg(long)]
     pub json: bool,
     /// Also write a differential flame graph (red = grew) to this SVG file.

@@ -90,7 +90,7 @@ enum Command {
         /// How many rows per table.
         #[arg(short, default_value_t = 20)]
         n: usize,
-        /// Print JSON (field names documented in the README).
+        /// Print JSON (field names documented in docs/cli.md).
         #[arg(long)]
         json: bool,
     },

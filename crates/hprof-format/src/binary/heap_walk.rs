@@ -158,7 +158,7 @@ impl ObjectSet for PresentObjects {
 /// The objects a dump holds, as a sparse bitmap over addresses: one bit
 /// per 16 bytes (a Java object takes at least 16, so two never share a
 /// bit; except with HotSpot's compact object headers, JDK 24+ and off by
-/// default, where an object without fields takes 8: see the README), about
+/// default, where an object without fields takes 8: see docs/heap-dump.md), about
 /// 8 MB per GB of heap, where a set of identifiers would take hundreds.
 #[derive(Default)]
 pub struct PresentObjects {

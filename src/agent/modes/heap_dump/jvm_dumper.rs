@@ -4,7 +4,7 @@
 //! the JVM's management function table (see `jvm/jmm.rs`), so that the dump
 //! holds the program's objects only; the HotSpotDiagnostic management bean
 //! is the fallback. The JVM's dumper is the fastest way to a complete dump
-//! and needs only a few MB of extra memory; see README.md ("heap=dump") for
+//! and needs only a few MB of extra memory; see docs/heap-dump.md for
 //! what that choice means for the output.
 
 use crate::agent::jvm::jmm::{HeapDumper, dump_heap_through_bean};
