@@ -16,3 +16,4 @@ pub mod emit;
 pub mod model;
 pub mod options;
 pub mod output;
+pub mod sys;

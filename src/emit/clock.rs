@@ -25,25 +25,15 @@ pub fn ctime(secs_since_epoch: i64) -> String {
 }
 
 fn local_time(secs: i64) -> Option<CalendarTime> {
-    let t = libc::time_t::try_from(secs).ok()?;
-    // SAFETY: `tm` is a plain C struct for which all-zero bytes are a valid
-    // value; `localtime_r` only reads `t` and writes into `tm`, both of which
-    // live for the whole call, and it keeps no pointer to either afterwards.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&t, &mut tm).is_null() {
-            return None;
-        }
-        tm
-    };
+    let t = crate::sys::local_time(secs)?;
     Some(CalendarTime {
-        year: i64::from(tm.tm_year) + 1900,
-        month: tm.tm_mon,
-        day: tm.tm_mday,
-        hour: tm.tm_hour,
-        minute: tm.tm_min,
-        second: tm.tm_sec,
-        weekday: tm.tm_wday,
+        year: t.year,
+        month: t.month,
+        day: t.day,
+        hour: t.hour,
+        minute: t.minute,
+        second: t.second,
+        weekday: t.weekday,
     })
 }
 

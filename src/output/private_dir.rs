@@ -66,7 +66,7 @@ impl PrivateDir {
         if !metadata.is_dir() {
             return refuse("not a directory");
         }
-        if metadata.uid() != effective_uid() {
+        if metadata.uid() != crate::sys::effective_uid() {
             return refuse("owned by another user");
         }
         if metadata.mode() & 0o077 != 0 {
@@ -74,12 +74,6 @@ impl PrivateDir {
         }
         Ok(())
     }
-}
-
-/// This process's effective user id.
-pub fn effective_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
 }
 
 /// 12 characters of `[A-Za-z0-9]` from the kernel's random source (72

@@ -86,7 +86,7 @@ const OUTPUT_MODE: u32 = 0o600;
 /// Files owned by this user or by root may be written; another user's may
 /// not.
 fn trusted_owner(uid: u32) -> bool {
-    uid == 0 || uid == super::private_dir::effective_uid()
+    uid == 0 || uid == crate::sys::effective_uid()
 }
 
 impl Sink {
@@ -151,7 +151,7 @@ impl Sink {
             .custom_flags(libc::O_NONBLOCK | follow)
             .open(path)
             .map_err(cannot)?;
-        set_blocking(&file).map_err(cannot)?;
+        crate::sys::set_blocking(&file).map_err(cannot)?;
         let metadata = file.metadata().map_err(cannot)?;
         if metadata.is_dir() {
             return Err(cannot(io::Error::from_raw_os_error(libc::EISDIR)));
@@ -323,16 +323,4 @@ impl FileSink {
         self.position += n as u64;
         Ok(n)
     }
-}
-
-/// Clears O_NONBLOCK (set only to open a FIFO without waiting for a reader).
-fn set_blocking(file: &File) -> io::Result<()> {
-    let fd = file.as_raw_fd();
-    // SAFETY: fcntl on a descriptor we own, reading then writing its status flags.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    // SAFETY: as above.
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }

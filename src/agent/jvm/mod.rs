@@ -342,14 +342,41 @@ pub fn census_large_arrays(
         // thread, deleted only by this owner.
         let owned: OwnedLocal<'_, kind::Object> = unsafe { OwnedLocal::new(Some(jni), raw) };
         let object = owned.get();
-        // SAFETY: `object` is live (a `Local`).
-        let size = unsafe { env.get_object_size(object.raw()) };
-        if let (Some(hash), Ok(size)) = (identity_hash(env, object), size) {
-            found.push((hash, size as u64));
+        if let (Some(hash), Some(size)) = (identity_hash(env, object), object_size(env, object)) {
+            found.push((hash, size));
         }
         let _ = set_tag(env, object, 0);
     }
     Ok(found)
+}
+
+/// The size in bytes of `object` as the JVM counts it (JVMTI
+/// GetObjectSize); None if the JVM cannot say.
+pub fn object_size(env: &Jvmti, object: LocalObject<'_>) -> Option<u64> {
+    // SAFETY: `object` is live (a `Local`).
+    let size = unsafe { env.get_object_size(object.raw()) }.ok()?;
+    u64::try_from(size).ok()
+}
+
+/// `System.exit(status)` on this thread: shutdown hooks run and VM death
+/// follows. Returns only if it could not be called or threw (a security
+/// manager may forbid it); its exception is then cleared, never left to
+/// the program.
+pub fn call_system_exit(jni: &JniEnv, status: i32) {
+    if let Some(system) = find_class(jni, "java/lang/System") {
+        let class = system.get().raw() as jni::jclass;
+        // SAFETY: `class` is java.lang.System, live while `system` is held;
+        // exit(I)V is its public static method in every JDK; an exception
+        // it throws is cleared below.
+        unsafe {
+            if let Some(exit) = jni.get_static_method_id(class, "exit", "(I)V") {
+                jni.call_static_void_method(class, exit, &[jni::jvalue { i: status }]);
+            }
+        }
+    }
+    if jni.exception_check() {
+        jni.exception_clear();
+    }
 }
 
 /// The JVM signature of a class, e.g. `Ljava/lang/String;`.

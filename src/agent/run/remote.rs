@@ -215,19 +215,6 @@ fn thread_serial(run: &Run, id: u32) -> Option<u32> {
 /// the exit dump and closes the output. Returns only if it could not be
 /// called or threw (a security manager may forbid it).
 fn exit_program(jni: &JniEnv) {
-    if let Some(system) = jvm::find_class(jni, "java/lang/System") {
-        let class = system.get().raw() as jni::jclass;
-        // SAFETY: `class` is java.lang.System, live while `system` is held;
-        // exit(I)V is its public static method in every JDK; an exception
-        // it throws is cleared below.
-        unsafe {
-            if let Some(exit) = jni.get_static_method_id(class, "exit", "(I)V") {
-                jni.call_static_void_method(class, exit, &[jni::jvalue { i: 0 }]);
-            }
-        }
-    }
-    if jni.exception_check() {
-        jni.exception_clear();
-    }
+    jvm::call_system_exit(jni, 0);
     eprintln!("HPROF ERROR: the exit command from the front end could not end the program");
 }

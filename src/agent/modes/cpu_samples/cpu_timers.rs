@@ -235,18 +235,6 @@ pub fn take_pending() -> Vec<(usize, u32)> {
         .collect()
 }
 
-/// Monotonic nanoseconds: the same clock as System.nanoTime() on Linux, so
-/// the Tracker can fall back to that before the clock thread runs.
-pub fn monotonic_ns() -> u64 {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,6 @@
 
 use crate::agent::jvm;
 use crate::agent::jvm::timing_tracker::{Drained, Tracker};
-use crate::agent::modes::cpu_samples::cpu_timers;
 use crate::bci::{self, Injection};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
@@ -105,7 +104,7 @@ impl MethodTiming {
                     return;
                 };
                 while !self.clock_stop.load(std::sync::atomic::Ordering::Acquire) {
-                    tracker.set_clock(&jni, cpu_timers::monotonic_ns() as i64);
+                    tracker.set_clock(&jni, crate::sys::monotonic_ns() as i64);
                     std::thread::sleep(CLOCK_PERIOD);
                 }
                 vm.detach();

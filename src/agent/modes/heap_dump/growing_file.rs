@@ -109,18 +109,10 @@ impl<'a> GrowingFile<'a> {
         if !self.can_punch || upto < self.punched + PUNCH_EVERY {
             return;
         }
-        // SAFETY: fallocate on a descriptor we own; PUNCH_HOLE with
-        // KEEP_SIZE only deallocates the range (reads of it give zeros),
-        // which lies wholly behind what was read and will not be read again.
-        let done = unsafe {
-            libc::fallocate(
-                self.file.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                self.punched as libc::off_t,
-                (upto - self.punched) as libc::off_t,
-            )
-        };
-        if done == 0 {
+        // The range lies wholly behind what was read and will not be read
+        // again.
+        let done = crate::sys::punch_hole(&self.file, self.punched, upto - self.punched);
+        if done {
             self.punched = upto;
         } else {
             // A file system without hole punching: the file keeps its size.

@@ -1192,9 +1192,8 @@ impl AllocEvents for AllocationSites {
                 None => return,
             }
         }
-        // SAFETY: `object` is live (a `Local` of the native call).
-        let size = unsafe { env.get_object_size(object.raw()) }.unwrap_or(0);
-        counting.count_made(site, context, class_tag, size.max(0) as u64);
+        let size = jvm::object_size(&env, object).unwrap_or(0);
+        counting.count_made(site, context, class_tag, size);
     }
 
     fn generated(&self, class_file: &[u8]) -> Option<Vec<u8>> {

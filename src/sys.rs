@@ -1,0 +1,117 @@
+//! The operating system calls the agent makes outside the JVM boundary,
+//! each behind a safe function: the one place besides `agent/jvm/`, the
+//! JVMTI entry points (`agent/mod.rs`) and the CPU sampler's signal path
+//! (`agent/modes/cpu_samples/`) that holds unsafe code.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::io::AsRawFd;
+
+/// This process's effective user id.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Monotonic nanoseconds: the clock of `System.nanoTime()` on Linux
+/// (CLOCK_MONOTONIC), which `std::time::Instant` uses too but does not
+/// show as a number.
+pub fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
+/// Clears O_NONBLOCK on `file` (set only to open a FIFO without waiting
+/// for a reader).
+pub fn set_blocking(file: &File) -> io::Result<()> {
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a descriptor `file` owns, reading then writing its
+    // status flags.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Releases the disk blocks of `len` bytes of `file` from `offset` on,
+/// keeping its size (reads of the range give zeros afterwards). False on a
+/// file system that cannot punch holes.
+pub fn punch_hole(file: &File, offset: u64, len: u64) -> bool {
+    let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return false;
+    };
+    // SAFETY: fallocate on a descriptor `file` owns; PUNCH_HOLE with
+    // KEEP_SIZE only deallocates the range, touching no memory of ours.
+    let done = unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            offset,
+            len,
+        )
+    };
+    done == 0
+}
+
+/// A local time broken down by the C library's time zone rules.
+pub struct LocalTime {
+    pub year: i64,
+    /// 0 (January) to 11.
+    pub month: i32,
+    pub day: i32,
+    pub hour: i32,
+    pub minute: i32,
+    pub second: i32,
+    /// 0 (Sunday) to 6.
+    pub weekday: i32,
+}
+
+/// `secs` since the epoch as local time (`localtime_r`); None for a time
+/// the C library cannot convert.
+pub fn local_time(secs: i64) -> Option<LocalTime> {
+    let t = libc::time_t::try_from(secs).ok()?;
+    // SAFETY: `tm` is a plain C struct for which all-zero bytes are a valid
+    // value; `localtime_r` only reads `t` and writes into `tm`, both of which
+    // live for the whole call, and it keeps no pointer to either afterwards.
+    let tm = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&t, &mut tm).is_null() {
+            return None;
+        }
+        tm
+    };
+    Some(LocalTime {
+        year: i64::from(tm.tm_year) + 1900,
+        month: tm.tm_mon,
+        day: tm.tm_mday,
+        hour: tm.tm_hour,
+        minute: tm.tm_min,
+        second: tm.tm_sec,
+        weekday: tm.tm_wday,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_monotonic_clock_moves_forward() {
+        let a = monotonic_ns();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert!(monotonic_ns() >= a + 2_000_000);
+    }
+
+    #[test]
+    fn the_epoch_is_a_local_time() {
+        let t = local_time(0).expect("the epoch converts");
+        assert!((1969..=1970).contains(&t.year));
+    }
+}
