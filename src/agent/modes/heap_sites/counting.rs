@@ -313,44 +313,6 @@ impl SiteRegistry {
     }
 }
 
-/// Shares `live` objects of one class among sites in proportion to
-/// `weights[i]` (what a sample of live objects says each holds, or what
-/// each allocated), never more than a site allocated (`allocated[i]`);
-/// what a capped share cannot take goes to the others, the heaviest first
-/// (what cannot be placed is dropped: objects made before counting began).
-pub fn share_live_by(live: u64, weights: &[u64], allocated: &[u64]) -> Vec<u64> {
-    let total: u64 = weights.iter().sum();
-    let room: u64 = allocated.iter().sum();
-    if total == 0 || live == 0 {
-        return vec![0; allocated.len()];
-    }
-    if live >= room {
-        return allocated.to_vec();
-    }
-    let mut shares: Vec<u64> = weights
-        .iter()
-        .zip(allocated)
-        .map(|(&w, &a)| ((u128::from(live) * u128::from(w) / u128::from(total)) as u64).min(a))
-        .collect();
-    let mut left = live - shares.iter().sum::<u64>();
-    let mut order: Vec<usize> = (0..allocated.len()).collect();
-    order.sort_by_key(|&i| {
-        (
-            std::cmp::Reverse(weights[i]),
-            std::cmp::Reverse(allocated[i]),
-        )
-    });
-    for i in order {
-        if left == 0 {
-            break;
-        }
-        let give = (allocated[i] - shares[i]).min(left);
-        shares[i] += give;
-        left -= give;
-    }
-    shares
-}
-
 /// Keys (site, calling context, class) of what VM-maker calls made, at
 /// most (about 40 bytes each); past it a new key counts under its site
 /// with no context.
@@ -781,38 +743,6 @@ mod tests {
         );
     }
     use super::*;
-
-    fn share_live(live: u64, allocated: &[u64]) -> Vec<u64> {
-        share_live_by(live, allocated, allocated)
-    }
-
-    #[test]
-    fn live_objects_are_shared_in_proportion_and_never_above_what_was_allocated() {
-        assert_eq!(share_live(4000, &[10000]), [4000]);
-        assert_eq!(share_live(50, &[100, 100]), [25, 25]);
-        assert_eq!(share_live(10, &[3, 1]), [3, 1], "more live than allocated");
-        assert_eq!(share_live(3, &[2, 2, 2]), [1, 1, 1]);
-        let shares = share_live(5, &[4, 3, 1]);
-        assert_eq!(shares.iter().sum::<u64>(), 5);
-        assert!(shares.iter().zip([4, 3, 1]).all(|(s, a)| *s <= a));
-        assert_eq!(share_live(0, &[5]), [0]);
-        assert_eq!(share_live(7, &[]), Vec::<u64>::new());
-    }
-
-    #[test]
-    fn live_objects_follow_the_sample_within_what_each_site_allocated() {
-        // 4000 live objects, all from the second site by the sample.
-        assert_eq!(share_live_by(4000, &[0, 4000], &[10000, 10000]), [0, 4000]);
-        assert_eq!(share_live_by(300, &[1, 2], &[1000, 1000]), [100, 200]);
-        // The sample says 90% at a site that allocated only 50: the rest
-        // goes to the other.
-        assert_eq!(share_live_by(100, &[90, 10], &[50, 1000]), [50, 50]);
-        assert_eq!(
-            share_live_by(10, &[0, 0], &[5, 5]),
-            [0, 0],
-            "no sample: none"
-        );
-    }
 
     #[test]
     fn sites_of_a_retransformed_class_merge_by_method_and_bytecode_index() {

@@ -1,0 +1,382 @@
+//! The event path of heap=sites: each allocation the JVM reports
+//! (SampledObjectAlloc, VMObjectAlloc) is found its site (class and trace,
+//! through the thread's site cache) and counted there, its object tagged
+//! so that a free moves it from live to freed.
+
+use super::*;
+
+impl AllocationSites {
+    /// SampledObjectAlloc: count the object at its site and tag it.
+    pub fn object_allocated(&self, run: &Run, jni: Option<&JniEnv>, allocated: Allocated<'_>) {
+        let Allocated {
+            thread,
+            object,
+            class,
+            size,
+            how,
+        } = allocated;
+        if let (Some(live), Reported::Sampled) = (&self.live, how) {
+            self.live_sampled(run, live, thread, object, class, size);
+            return;
+        }
+        if (self.bytecode.is_some() && counting::probing_noted())
+            || !run.lifecycle.accepting_events()
+            || object.is_null()
+            // The priming arrays: the sampled one ends the priming.
+            || PRIMING.with(|p| match how {
+                Reported::Sampled => p.replace(false),
+                Reported::MadeByTheVm => p.get(),
+            })
+            || threads::is_agent_thread()
+        {
+            return;
+        }
+        if run.options.experiment & experiment::ALLOC_EVENT_ONLY != 0 {
+            return;
+        }
+        let env = run.jvmti.env();
+        if let (Some(counting), Some(jni)) = (&self.bytecode, jni)
+            && let Some(site) = vm_made_site(run, &env, counting, jni, thread, class)
+        {
+            self.counts.allocated(site, size.max(0) as u64);
+            return;
+        }
+        let depth = if self.bytecode.is_some() {
+            // Objects the VM made, beside the counters: their maker (a
+            // native such as Object.clone or Array.newArray) and two
+            // callers (Array.newInstance's caller is the program). The walk
+            // is most of what such an event costs: at the full depth of 4,
+            // H2 (millions of clones) ran 2.05x, at 2 frames 1.82x.
+            match self.bytecode.as_ref().is_some_and(|c| c.keeps_contexts()) {
+                // Contexts give the others their full depth: so does this
+                // walk (a context the chain check refused).
+                true => run.traces.depth as usize,
+                false => run.traces.depth.min(VM_MADE_FRAMES) as usize,
+            }
+        } else {
+            run.traces.depth as usize
+        };
+        let mut inline = [jvmti::jvmtiFrameInfo::default(); INLINE_FRAMES];
+        let mut heap;
+        let buffer: &mut [jvmti::jvmtiFrameInfo] = if depth <= INLINE_FRAMES {
+            &mut inline[..depth]
+        } else {
+            heap = vec![jvmti::jvmtiFrameInfo::default(); depth];
+            &mut heap
+        };
+        let count = jvm::stack_frames_into(&env, thread, buffer);
+        let frames = &buffer[..count];
+        if run.options.experiment & experiment::ALLOC_STACK_ONLY != 0 {
+            return;
+        }
+
+        let class_tag = jvm::tag_of(&env, class);
+        let thread_serial = if run.traces.per_thread {
+            u64::from(threads::serial_of(&env, thread))
+        } else {
+            0
+        };
+        let Some(site) = site_of(run, &env, thread, class, [class_tag, thread_serial], frames)
+        else {
+            return;
+        };
+
+        let allocations = &self.counts;
+        let size = size.max(0) as u64;
+        if allocations.interval > 0
+            && size >= LARGE_ARRAY_BYTES
+            && let Some(signature) = jvm::class_signature(&env, class)
+            && is_primitive_array(&signature)
+        {
+            // Counted without a tag; the census at each dump finds the live ones.
+            if let Some(hash) = jvm::identity_hash(&env, object)
+                && allocations.allocated_untagged(site, size, hash, &signature)
+            {
+                return;
+            }
+        }
+        if self.bytecode.is_some() {
+            // Counted without a tag: the heap walk of each dump finds the
+            // live ones, as for the objects the byte code counts (a tag per
+            // object made H2, which clones millions of arrays, 3.5x).
+            allocations.allocated(site, size);
+            return;
+        }
+        let is_class_object =
+            class_tag != 0 && class_tag == self.class_class_tag.load(Ordering::Relaxed);
+        let tag = if is_class_object {
+            // Class objects need an identifier of their own for the class
+            // table; the counts remember where this one was counted.
+            let id = run.model.lock().objects.next();
+            allocations.allocated_with_id(site, size, id);
+            id
+        } else {
+            allocations.allocated(site, size)
+        };
+        let _ = jvm::set_tag(&env, object, tag);
+    }
+
+    /// SampledObjectAlloc under `alloc_count=bytecode`: the object is
+    /// already counted in the byte code (or by VMObjectAlloc); it is tagged
+    /// at its trace as it prints, so that the sample of the live ones
+    /// splits its class's live objects among the class's rows.
+    fn live_sampled(
+        &self,
+        run: &Run,
+        live: &LiveSamples,
+        thread: LocalThread<'_>,
+        object: LocalObject<'_>,
+        class: LocalClass<'_>,
+        size: i64,
+    ) {
+        if counting::probing()
+            || !self.bytecode.as_ref().is_some_and(|c| c.ready())
+            || !run.lifecycle.accepting_events()
+            || object.is_null()
+            || PRIMING.with(|p| p.replace(false))
+            || threads::is_agent_thread()
+        {
+            return;
+        }
+        let env = run.jvmti.env();
+        let class_tag = jvm::tag_of(&env, class);
+        if class_tag != 0 && class_tag == self.class_class_tag.load(Ordering::Relaxed) {
+            return; // class objects carry identifiers of their own
+        }
+        let site = if live.finds_sites {
+            let depth = self.bytecode.as_ref().map_or(1, |c| c.trace_frames());
+            let mut buffer = [jvmti::jvmtiFrameInfo::default(); 1 + bci::WINDOW_CALL_SITES];
+            let count = jvm::stack_frames_into(&env, thread, &mut buffer[..depth]);
+            let frames = &buffer[..count];
+            let head = [class_tag, LIVE_SAMPLE_KEY];
+            match site_of(run, &env, thread, class, head, frames) {
+                Some(site) => site,
+                None => return,
+            }
+        } else {
+            NO_SITE
+        };
+        let (tag, interval) = live.tag(site, size.max(0) as u64);
+        let _ = jvm::set_tag(&env, object, tag);
+        if let Some(interval) = interval
+            && let Err(e) = env.set_heap_sampling_interval(interval.min(i32::MAX as u64) as i32)
+        {
+            eprintln!("HPROF ERROR: heap=sites could not change the sampling interval ({e:?})");
+        }
+    }
+
+    /// ObjectFree: an object tagged by this agent was collected.
+    pub fn object_freed(&self, tag: u64) {
+        self.counts.freed(tag);
+    }
+
+    /// Makes the JVM deliver the ObjectFree events of objects it has already
+    /// collected, so a dump right after a GC shows them as freed. (Newer JVMs
+    /// post them lazily; a tag-map query posts the pending ones first.)
+    pub(super) fn deliver_pending_frees(&self, run: &Run) {
+        let _ = run.jvmti.env().get_objects_with_tags(&[i64::MAX]);
+    }
+
+    /// Finds which of the large arrays counted without a tag are still
+    /// alive, and counts the others as freed.
+    pub(super) fn census_large_arrays(&self, run: &Run, jni: Option<&JniEnv>) {
+        let Some(jni) = jni else {
+            return;
+        };
+        let env = run.jvmti.env();
+        let mut live = Vec::new();
+        for signature in self.counts.untagged_classes() {
+            // A primitive array class is always there to find; should it not
+            // be, the walk covers every class instead.
+            let class = jvm::find_class(jni, &signature);
+            let census = jvm::census_large_arrays(
+                &env,
+                jni,
+                class.as_ref().map_or(LocalClass::null(), |c| c.get()),
+                LARGE_ARRAY_BYTES,
+            );
+            drop(class);
+            match census {
+                Ok(found) => live.extend(found),
+                Err(e) => {
+                    eprintln!(
+                        "HPROF ERROR: large-array census failed ({e:?}); live counts of large arrays may be high"
+                    );
+                    return;
+                }
+            }
+        }
+        self.counts.census(&live);
+    }
+}
+
+/// The site of an allocation of `class` by `frames`, from this thread's
+/// cache under `head` (the class's tag, then a word that tells the kinds of
+/// key apart) and the frames, or interned.
+fn site_of(
+    run: &Run,
+    env: &Jvmti,
+    thread: LocalThread<'_>,
+    class: LocalClass<'_>,
+    head: [u64; 2],
+    frames: &[jvmti::jvmtiFrameInfo],
+) -> Option<u32> {
+    let mut key = Vec::with_capacity(2 + 2 * frames.len());
+    key.extend(head);
+    for frame in frames {
+        key.extend([frame.method as u64, frame.location as u64]);
+    }
+    match site_cache::lookup(&key) {
+        Some(site) if head[0] != 0 => Some(site),
+        _ => {
+            let (site, final_class_tag) = intern_site(run, env, thread, class, frames)?;
+            key[0] = final_class_tag;
+            site_cache::remember(&key, site);
+            Some(site)
+        }
+    }
+}
+
+/// The site of an allocation not in this thread's cache, and the tag of
+/// the allocated class. Kept out of line: it is the cold path of
+/// `object_allocated` (a cache miss), which stays small without it.
+#[inline(never)]
+fn intern_site(
+    run: &Run,
+    env: &Jvmti,
+    thread: LocalThread<'_>,
+    class: LocalClass<'_>,
+    frames: &[jvmti::jvmtiFrameInfo],
+) -> Option<(u32, u64)> {
+    let raw: Vec<jvm::RawFrame> = frames
+        .iter()
+        .map(|f| (f.method as u64, f.location))
+        .collect();
+    let mut guard = run.model.lock();
+    let model = &mut *guard;
+    let thread_serial = threads::trace_thread_serial(run, env, model, thread);
+    let known = intern_class_in(env, model, class)?;
+    let trace_serial = run.traces.intern(env, model, &raw, thread_serial);
+    let site = model.sites.intern(SiteKey {
+        class_serial: known.serial,
+        trace_serial,
+    })?;
+    Some((site, known.object_id))
+}
+
+/// `class` in the model's class table (tagged if new).
+fn intern_class_in(
+    env: &Jvmti,
+    model: &mut Model,
+    class: LocalClass<'_>,
+) -> Option<crate::agent::run::classes::KnownClass> {
+    intern_class(
+        env,
+        &mut model.classes,
+        &model.objects,
+        class,
+        EMPTY_TRACE_SERIAL,
+    )
+}
+
+/// This thread's stack from the frame that called the allocation tracker
+/// on, `depth` frames at most.
+pub(super) fn allocating_stack(env: &Jvmti, depth: usize) -> Vec<jvm::RawFrame> {
+    // The tracker's frames (the native, bumpIn, the counting call, a
+    // multianewarray's tree) come first.
+    const TRACKER_FRAMES: usize = 8;
+    let mut buffer = vec![jvmti::jvmtiFrameInfo::default(); depth + TRACKER_FRAMES];
+    let count = jvm::stack_frames_into(env, LocalThread::null(), &mut buffer);
+    buffer[..count]
+        .iter()
+        .map(|f| (f.method as u64, f.location))
+        .skip_while(|&(method, _)| alloc_tracker::is_tracker_method(method))
+        .take(depth)
+        .collect()
+}
+
+/// Marks the site-cache keys of objects the VM made under calling contexts.
+const VM_MADE_KEY: u64 = u64::MAX;
+/// Cached for a (class, context) whose objects are walked one by one.
+const WALK_EACH: u32 = u32::MAX;
+
+/// The site of an object the VM made, from the thread's calling context
+/// (the native that made it was called from a rewritten method, whose call
+/// set the context): no stack walk but the first time a thread sees a
+/// (class, context), when the maker's frame is taken (one frame) and the
+/// context's chain checked against it. `None` when contexts are not kept,
+/// or the chain does not hold (a VM-made exception, say, under a context
+/// left by an earlier call): the caller walks the stack then, as before.
+/// H2, which clones millions of arrays, spent most of its time under
+/// alloc_count=bytecode in that walk.
+fn vm_made_site(
+    run: &Run,
+    env: &Jvmti,
+    counting: &BytecodeCounting,
+    jni: &JniEnv,
+    thread: LocalThread<'_>,
+    class: LocalClass<'_>,
+) -> Option<u32> {
+    let context = counting.thread_context(jni, thread)?;
+    let class_tag = jvm::tag_of(env, class);
+    let key = [VM_MADE_KEY, class_tag, context];
+    if class_tag != 0
+        && let Some(site) = site_cache::lookup(&key)
+    {
+        return (site != WALK_EACH).then_some(site);
+    }
+    let mut top = [jvmti::jvmtiFrameInfo::default(); 1];
+    if jvm::stack_frames_into(env, thread, &mut top) != 1 {
+        return None;
+    }
+    let top = (top[0].method as u64, top[0].location);
+    let (name, descriptor) = jvm::method_name(env, top.0)?;
+    let (callers, held) = counting.callers_of(context, (&name, &descriptor));
+    let mut guard = run.model.lock();
+    let model = &mut *guard;
+    let known = intern_class_in(env, model, class)?;
+    let site = if held {
+        let trace_serial = intern_vm_made(&run.traces, env, model, top, &callers, |c, m| {
+            counting.method_key(c, m)
+        });
+        model.sites.intern(SiteKey {
+            class_serial: known.serial,
+            trace_serial,
+        })
+    } else {
+        None
+    };
+    drop(guard);
+    site_cache::remember(
+        &[VM_MADE_KEY, known.object_id, context],
+        site.unwrap_or(WALK_EACH),
+    );
+    site
+}
+
+/// The JIT intrinsics that allocate without running the byte code they
+/// stand for (HotSpot's names): `Object.clone`, `Arrays.copyOf` and
+/// `copyOfRange` of object arrays, `Array.newInstance`'s native,
+/// `Unsafe.allocateInstance` and `allocateUninitializedArray`,
+/// `StringUTF16.toBytes`. Without them each allocation runs the byte code
+/// (counted there) or a VM entry that posts VMObjectAlloc.
+const ALLOCATING_INTRINSICS: &str = "_clone,_copyOf,_copyOfRange,_newArray,_allocateInstance,\
+     _allocateUninitializedArray,_toBytesStringU";
+
+/// At load time, before the JIT compilers start: the intrinsics that
+/// would allocate unseen are turned off (`-XX:DisableIntrinsic`), and so is
+/// C2's rewriting of StringBuilder chains, which makes a chain's String
+/// without running `toString()` (`-XX:-OptimizeStringConcat`). Said once
+/// when the flags cannot be found (counts may then miss those objects).
+pub(super) fn keep_allocations_in_sight() {
+    let intrinsics = libjvm::append_to_string_flag(c"DisableIntrinsic", ALLOCATING_INTRINSICS);
+    // Absent from a JVM without C2: nothing to turn off then.
+    let concat = libjvm::set_bool_flag(c"OptimizeStringConcat", false)
+        || libjvm::bool_flag(c"OptimizeStringConcat") == libjvm::BoolFlag::Absent;
+    if !(intrinsics && concat) {
+        eprintln!(
+            "HPROF ERROR: alloc_count=bytecode could not turn off the JIT's allocating intrinsics; \
+             objects made by clone(), Arrays.copyOf() and the like may go uncounted once compiled"
+        );
+    }
+}

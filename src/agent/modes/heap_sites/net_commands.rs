@@ -1,0 +1,70 @@
+//! What a `net=` front end can ask of heap=sites: the sites section on
+//! request, counting on and off, counts cleared.
+
+use super::counted_dump::counted_sites;
+use super::*;
+
+/// What a `net=` front end can ask of heap=sites.
+impl AllocationSites {
+    /// The sites section with HPROF's ALLOC SITES `flags` and `cutoff`
+    /// (a garbage collection first is the caller's).
+    pub fn requested_section(&self, run: &Run, jni: &JniEnv, flags: u16, cutoff: f64) -> Vec<u8> {
+        let _ = self.prepare_dump(run, Some(jni));
+        let mut model = run.model.lock();
+        let mut sites = self.prepared_sites(run, &mut model);
+        let changed = self.note_written(&sites);
+        if flags & site_flags::CHANGED_ONLY != 0 {
+            let mut changed = changed.into_iter();
+            sites.retain(|_| changed.next().unwrap_or(true));
+        }
+        run.emitter
+            .requested_sites(&mut model, &sites, cutoff, flags, ctime_now())
+    }
+
+    /// Every site as it stands (for HEAP SUMMARY).
+    pub fn current_sites(&self, run: &Run, jni: &JniEnv) -> Vec<SiteSnapshot> {
+        let _ = self.prepare_dump(run, Some(jni));
+        self.prepared_sites(run, &mut run.model.lock())
+    }
+
+    /// The sites as `prepare_dump` left them: the events' sites, with the
+    /// bytecode counters' rows when they run.
+    pub(super) fn prepared_sites(&self, run: &Run, model: &mut Model) -> Vec<SiteSnapshot> {
+        let sites = self.site_snapshot(model);
+        match (&self.bytecode, self.counted.lock().take()) {
+            (Some(counting), Some(counted)) => {
+                counted_sites(run, model, counting, counted, sites, self.live.as_ref())
+            }
+            _ => sites,
+        }
+    }
+
+    /// New allocations are counted, or no longer (frees of objects counted
+    /// before still are, so live counts stay right).
+    pub fn set_counting(&self, run: &Run, on: bool) -> Result<(), String> {
+        let env = run.jvmti.env();
+        let events = [jvmti::JVMTI_EVENT_SAMPLED_OBJECT_ALLOC];
+        let result = if on {
+            env.enable_events_global(&events)
+        } else {
+            env.disable_events_global(&events)
+        };
+        result.map_err(|e| format!("cannot switch allocation events ({e:?})"))
+    }
+
+    /// Every count starts over from zero.
+    pub fn clear(&self) {
+        self.counts.sites.clear();
+        self.last_written.lock().clear();
+    }
+
+    /// Notes `sites` as written; for each, whether its counts changed since
+    /// it was last written (a site never written before did).
+    pub(super) fn note_written(&self, sites: &[SiteSnapshot]) -> Vec<bool> {
+        let mut last = self.last_written.lock();
+        sites
+            .iter()
+            .map(|s| last.insert((s.class_serial, s.trace_serial), s.stats) != Some(s.stats))
+            .collect()
+    }
+}
