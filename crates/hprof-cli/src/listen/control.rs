@@ -419,11 +419,17 @@ pub fn ask(port: u16, line: &str) -> Result<String, String> {
     }
     let exchange = || -> io::Result<String> {
         let mut stream = UnixStream::connect(&path)?;
-        writeln!(stream, "{line}")?;
-        stream.shutdown(std::net::Shutdown::Write)?;
+        // A front end that refuses us answers and closes at once, maybe
+        // before our line is written: its answer is still there to read.
+        let sent =
+            writeln!(stream, "{line}").and_then(|()| stream.shutdown(std::net::Shutdown::Write));
         let mut answer = String::new();
-        BufReader::new(stream.take(MAX_ANSWER)).read_line(&mut answer)?;
-        Ok(answer.trim_end().to_owned())
+        let read = BufReader::new((&stream).take(MAX_ANSWER)).read_line(&mut answer);
+        match (sent, read) {
+            (_, Ok(n)) if n > 0 => Ok(answer.trim_end().to_owned()),
+            (Err(e), _) | (Ok(()), Err(e)) => Err(e),
+            (Ok(()), Ok(_)) => Ok(String::new()),
+        }
     };
     exchange().map_err(|e| unreachable(e.to_string()))
 }
