@@ -3,7 +3,7 @@
 //! few buffers that cycle between the two, with progress reports for a
 //! long copy.
 
-use super::OutputWriter;
+use super::writer::OutputWriter;
 use crossbeam_channel::{Receiver, Sender, bounded};
 use std::time::{Duration, Instant};
 

@@ -108,7 +108,7 @@ impl Sink {
                 };
                 let binary = options.format == crate::options::Format::Binary;
                 let path = if !options.force && requested.exists() {
-                    super::unique_file_name(requested.as_os_str(), binary, pid)
+                    super::naming::unique_file_name(requested.as_os_str(), binary, pid)
                 } else {
                     requested
                 };

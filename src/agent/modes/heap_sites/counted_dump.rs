@@ -3,7 +3,19 @@
 //! counted by a heap walk and shared among its rows (`live_sharing.rs`)
 //! as the live sample says.
 
-use super::*;
+use super::counted_traces::intern_counted;
+use super::counting::{BytecodeCounting, CountedRow};
+use super::live_samples::LiveSamples;
+use crate::agent::jvm::LocalClass;
+use crate::agent::jvm::alloc_tracker;
+use crate::agent::run::classes::intern_class;
+use crate::agent::run::engine::Run;
+use crate::emit::sites::SiteSnapshot;
+use crate::model::Model;
+use crate::model::SiteStats;
+use crate::model::traces::EMPTY_TRACE_SERIAL;
+use jvmti_bindings::prelude::*;
+use std::collections::HashMap;
 
 use super::live_sharing::{
     Sample, Sharer, merged_by_key, scaled_to_what_was_allocated, shares_by_allocation,

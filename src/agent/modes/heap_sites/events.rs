@@ -3,7 +3,26 @@
 //! through the thread's site cache) and counted there, its object tagged
 //! so that a free moves it from live to freed.
 
-use super::*;
+use super::counted_traces::intern_vm_made;
+use super::counting::{self, BytecodeCounting};
+use super::live_samples::LiveSamples;
+use super::site_cache;
+use super::state::{
+    Allocated, AllocationSites, INLINE_FRAMES, LARGE_ARRAY_BYTES, LIVE_SAMPLE_KEY, NO_SITE,
+    PRIMING, Reported, VM_MADE_FRAMES, is_primitive_array,
+};
+use crate::agent::jvm::alloc_tracker;
+use crate::agent::jvm::libjvm;
+use crate::agent::jvm::{self, LocalClass, LocalObject, LocalThread};
+use crate::agent::run::classes::intern_class;
+use crate::agent::run::engine::Run;
+use crate::agent::run::threads;
+use crate::bci;
+use crate::model::traces::EMPTY_TRACE_SERIAL;
+use crate::model::{Model, SiteKey};
+use crate::options::experiment;
+use jvmti_bindings::prelude::*;
+use std::sync::atomic::Ordering;
 
 impl AllocationSites {
     /// SampledObjectAlloc: count the object at its site and tag it.

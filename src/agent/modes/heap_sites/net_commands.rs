@@ -2,7 +2,13 @@
 //! request, counting on and off, counts cleared.
 
 use super::counted_dump::counted_sites;
-use super::*;
+use super::state::AllocationSites;
+use crate::agent::run::engine::{Engine, Run};
+use crate::emit::clock::ctime_now;
+use crate::emit::sites::SiteSnapshot;
+use crate::format::commands::site_flags;
+use crate::model::Model;
+use jvmti_bindings::prelude::*;
 
 /// What a `net=` front end can ask of heap=sites.
 impl AllocationSites {

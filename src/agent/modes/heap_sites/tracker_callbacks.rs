@@ -3,7 +3,12 @@
 //! trust of a site's calling context, walked sites).
 
 use super::events::allocating_stack;
-use super::*;
+use super::state::AllocationSites;
+use crate::agent::jvm::alloc_tracker::AllocEvents;
+use crate::agent::jvm::{self, LocalObject};
+use crate::agent::run::classes::intern_class;
+use crate::model::traces::EMPTY_TRACE_SERIAL;
+use jvmti_bindings::prelude::*;
 
 impl AllocEvents for AllocationSites {
     /// Counted at the call's site under the object's class, without a
