@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one test command: installs what the tests need, builds the agent, runs
 # every test on the whole JDK matrix (11, 17, 21, 25; a missing JDK fails),
-# then clippy and rustfmt. With no args it runs `cargo test --release
+# then clippy, rustfmt and the import-cycle check. With no args it runs `cargo test --release
 # --all-targets` and the doctests; extra args replace --all-targets and go to
 # `cargo test --release`, e.g.
 #   scripts/test.sh --test harness
@@ -40,6 +40,9 @@ cargo clippy --all-targets -- -D warnings
 
 step "cargo fmt --check"
 cargo fmt --check
+
+step "scripts/check-imports.py (no file imports one that imports it back)"
+python3 scripts/check-imports.py
 
 step "all checks passed in $((SECONDS - start))s"
 # One closing line for the whole run: "tests: N passed, N failed".

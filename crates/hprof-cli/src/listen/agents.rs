@@ -8,7 +8,8 @@
 //! one more is closed at once, without a file, and a burst of them is
 //! reported in two lines on standard error, not one per connection.
 
-use super::{ACCEPT_ERROR_PAUSE, output_file, say, spawn};
+use super::output_file;
+use super::support::{ACCEPT_ERROR_PAUSE, say, spawn};
 use crossbeam_channel::Sender;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};

@@ -15,7 +15,7 @@
 //! served at once, and one that brings no whole line within
 //! [`CONTROL_IDLE_TIMEOUT`] is closed.
 
-use super::{ACCEPT_ERROR_PAUSE, Request, request_answer, spawn};
+use super::support::{ACCEPT_ERROR_PAUSE, Request, request_answer, spawn};
 use crossbeam_channel::Sender;
 use std::ffi::OsString;
 use std::fs::{self, DirBuilder};

@@ -32,21 +32,17 @@
 mod agents;
 mod control;
 mod output_file;
+mod support;
 
 use super::command_text;
-use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
-use std::io::Write;
+use crossbeam_channel::{Sender, select, unbounded};
 use std::net::{IpAddr, TcpListener};
 use std::path::PathBuf;
-use std::time::Duration;
+use support::{Request, say, spawn};
 
 /// Exit status for unusable arguments, a port that cannot be had, a
 /// refused command.
 const UNUSABLE: i32 = 2;
-
-/// How long a listener thread pauses after a failed accept (out of file
-/// descriptors, say) before it tries again, so that it does not spin.
-const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 
 /// Arguments of `hprof-rs listen`.
 #[derive(clap::Args, Debug)]
@@ -72,10 +68,6 @@ pub struct ListenArgs {
     #[arg(long)]
     pub once: bool,
 }
-
-/// A command line and where its answer goes (None: standard input's,
-/// answered on standard error).
-type Request = (String, Option<Sender<String>>);
 
 /// `hprof-rs listen ...`: runs until killed, or with `--once` until the
 /// first JVM has gone.
@@ -188,21 +180,6 @@ fn read_stdin(requests: &Sender<Request>) {
     }
 }
 
-/// Waits for the answer to a request handed to the main loop.
-fn request_answer(line: String, requests: &Sender<Request>) -> String {
-    let (answer, reply) = bounded(1);
-    if requests.send((line, Some(answer))).is_err() {
-        return STOPPING.into();
-    }
-    reply_or_gone(&reply)
-}
-
-const STOPPING: &str = "error: the front end is stopping";
-
-fn reply_or_gone(reply: &Receiver<String>) -> String {
-    reply.recv().unwrap_or_else(|_| STOPPING.into())
-}
-
 /// `hprof-rs send --port N COMMAND...`: 0 when the front end took it, 2 if not.
 pub fn send(host: &str, port: u16, command: &[String]) -> i32 {
     if !is_local(host) {
@@ -236,28 +213,6 @@ fn is_local(host: &str) -> bool {
             .trim_end_matches(']')
             .parse::<IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
-}
-
-/// Starts a named thread (the name shows in /proc and in a debugger).
-/// false when the system has no thread left to give.
-fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> bool {
-    match std::thread::Builder::new()
-        .name(format!("listen-{name}"))
-        .spawn(body)
-    {
-        Ok(_) => true,
-        Err(e) => {
-            eprintln!("hprof-rs: cannot start a thread ({name}): {e}");
-            false
-        }
-    }
-}
-
-/// One line on standard output, flushed at once (scripts wait for them).
-fn say(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "hprof-rs: {line}");
-    let _ = out.flush();
 }
 
 fn fail(message: impl std::fmt::Display) -> i32 {
