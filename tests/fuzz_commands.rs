@@ -1,5 +1,5 @@
 //! Fuzz target for the agent's reader of `net=` front-end commands
-//! (src/output/commands.rs): whatever a peer sends (frames cut short,
+//! (crates/hprof-format/src/commands.rs): whatever a peer sends (frames cut short,
 //! unknown tags, absurd lengths, random bytes, a flood of frames) is read
 //! to a defined result without a panic, a hang or an allocation sized by
 //! the input.

@@ -28,7 +28,7 @@ use cap::Cap;
 use hprof_cli::{collapse, diff, profile, threshold, top};
 use hprof_rs::bci::{Injection, RewriteOptions, TRACKER_CLASS_FILE, rewrite_class_with};
 use hprof_rs::emit::Emitter;
-use hprof_rs::emit::heap::DumpMemory;
+use hprof_rs::emit::heap_dump_copy::DumpMemory;
 use hprof_rs::format::ascii::reader as ascii_reader;
 use hprof_rs::format::binary::heap_walk;
 use hprof_rs::format::binary::reader::{self, RecordReader};

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// Longest wait for a line or a process.
 const PATIENCE: Duration = Duration::from_secs(60);
 
-/// The bounds of src/cli/listen (MAX_AGENTS, MAX_CONTROL_CONNECTIONS,
+/// The bounds of crates/hprof-cli/src/listen (MAX_AGENTS, MAX_CONTROL_CONNECTIONS,
 /// MAX_COMMAND_LINE), as the tests expect them.
 const MAX_AGENTS: usize = 64;
 const MAX_CONTROL_CONNECTIONS: usize = 16;

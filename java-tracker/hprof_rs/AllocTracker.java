@@ -1,5 +1,5 @@
 /*
- * The class the allocation counts injected by hprof-rs (src/bci/count.rs,
+ * The class the allocation counts injected by hprof-rs (crates/hprof-bytecode/src/count.rs,
  * heap=sites counted in the bytecode) call. Every `new`, `newarray`,
  * `anewarray` and `multianewarray` of a rewritten class calls one of the
  * three public methods with a site number the agent fixed when it
@@ -26,7 +26,7 @@
  * Bounds: sites numbered past MAX_PAGES * SITES_PER_PAGE (16,777,216) are
  * not counted; a page is 32 KiB of heap (512 sites x 4 stripes x 2 longs).
  *
- * With calling contexts (heap=sites with depth above 1, src/bci/
+ * With calling contexts (heap=sites with depth above 1, crates/hprof-bytecode/src/
  * call_context.rs) the injected calls pass the caller's context too, and
  * the counts are keyed by (site, context) in an open-addressing table of
  * KEY_SLOTS keys, told by the agent (keySlots): a key is claimed with one

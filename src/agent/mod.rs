@@ -1,7 +1,8 @@
 //! The JVMTI agent: its entry points. The lifecycle of the run is
-//! [`crate::agent::run::profiler::Profiler`]'s; each collector is an engine ([`crate::agent::run::engine::Engine`],
-//! one module each in `engines/`), whose per-event callbacks are reached
-//! from here directly.
+//! [`run::profiler::Profiler`]'s (`run/`); each mode is an engine
+//! ([`run::engine::Engine`]) in a folder of its own under `modes/`, whose
+//! per-event callbacks are reached from here directly; the JVM boundary is
+//! `jvm/`. The map is docs/ARCHITECTURE.md.
 
 pub(crate) mod jvm;
 pub(crate) mod modes;

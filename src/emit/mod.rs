@@ -8,9 +8,9 @@
 pub mod clock;
 mod contention;
 pub mod cpu;
-pub mod heap;
-pub mod heap_ascii;
-pub mod heap_refs;
+pub mod heap_dump_ascii;
+pub mod heap_dump_copy;
+pub mod heap_dump_refs;
 pub mod lock_time;
 pub mod monitors;
 pub mod sites;

@@ -2,13 +2,13 @@
 //! the one writer thread that does all output I/O, and the private
 //! directory that holds the agent's own temporary files.
 
-pub mod dump_output;
+pub mod heap_dump_output;
 pub mod naming;
 pub mod private_dir;
 pub mod sink;
 pub mod writer;
 
-pub use dump_output::DumpOutput;
+pub use heap_dump_output::HeapDumpOutput;
 pub use naming::unique_file_name;
 pub use private_dir::PrivateDir;
 pub use sink::{OpenError, Sink};

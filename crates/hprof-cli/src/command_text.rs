@@ -1,6 +1,6 @@
 //! The front end's command language (`hprof-rs listen` standard input,
 //! `hprof-rs send`), turned into the frames the agent reads
-//! (src/output/commands.rs):
+//! (crates/hprof-format/src/commands.rs):
 //!
 //! ```text
 //! gc                    force a garbage collection

@@ -1,6 +1,6 @@
 //! The `HPROF listener thread`: with `net=host:port`, the front end at the
 //! other end of the output socket sends commands back on it (framing in
-//! src/output/commands.rs); this agent thread reads them and has each
+//! crates/hprof-format/src/commands.rs); this agent thread reads them and has each
 //! executed (run/remote.rs) while the program runs.
 //!
 //! Unlike HPROF's, the thread ends when the peer closes the connection or

@@ -2,7 +2,7 @@
 //! callbacks), VM init (header, classes and threads so far, then the
 //! engines start), thread start/end and class loads, dumps (SIGQUIT, heap
 //! exhaustion, VM death) and the final flush. What is collected, and how
-//! it is dumped, is the engines' (engines/) and the dump sequence's
+//! it is dumped, is the engines' (modes/, listed in run/engines.rs) and the dump sequence's
 //! (run/dump_sequence.rs); with `net=`, the listener thread (run/listener.rs) started at VM
 //! init and stopped at VM death carries out the front end's commands.
 

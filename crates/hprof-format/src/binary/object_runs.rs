@@ -3,7 +3,7 @@
 //! A JVM dumps its heap in address order, region by region, and after the
 //! full collection that precedes a dump the objects of a region lie side
 //! by side. Whether an object is in the dump is needed for every reference
-//! the one-pass copy meets (see `emit/heap_refs.rs`); a bitmap of object
+//! the one-pass copy meets (see `emit/heap_dump_refs.rs`); a bitmap of object
 //! starts costs one bit per 16 bytes of heap (19 MB for a 2.4 GB heap),
 //! while the same knowledge held as runs costs a few bytes per region.
 //!

@@ -10,12 +10,12 @@ use crate::agent::jvm::libjvm::{self, BoolFlag};
 use crate::agent::jvm::{self, GlobalRef, kind};
 use crate::agent::run::engine::{Engine, Run};
 use crate::emit::clock::ctime_now;
-use crate::emit::heap::DumpMemory;
-use crate::emit::heap_refs::OnePassOutcome;
+use crate::emit::heap_dump_copy::DumpMemory;
+use crate::emit::heap_dump_refs::OnePassOutcome;
 use crate::format::binary::object_runs::ObjectLayout;
 use crate::options::{Format, experiment};
 use crate::output::sink::FileWork;
-use crate::output::{DumpOutput, PrivateDir};
+use crate::output::{HeapDumpOutput, PrivateDir};
 use growing_file::{DumpState, GrowingFile};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
@@ -62,7 +62,7 @@ impl HeapDump {
         };
         let path = &self.path;
         let _ = std::fs::remove_file(path);
-        let mut output = DumpOutput::new(&run.writer);
+        let mut output = HeapDumpOutput::new(&run.writer);
         // A binary dump into a regular output file is copied as the JVM
         // writes it (JDK 17+; see `modes/heap_dump/growing_file.rs`); the rest is copied
         // once the JVM is done.
@@ -137,7 +137,7 @@ impl HeapDump {
         &self,
         run: &Run,
         jni: &JniEnv,
-        output: &mut DumpOutput,
+        output: &mut HeapDumpOutput,
         base: u64,
     ) -> Result<(), String> {
         let path = std::path::Path::new(&self.path);

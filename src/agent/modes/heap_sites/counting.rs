@@ -1,11 +1,11 @@
 //! heap=sites counted in the bytecode (`alloc_count=bytecode`): every class
-//! is rewritten (src/bci/count.rs) so that each allocation bumps a counter
+//! is rewritten (crates/hprof-bytecode/src/count.rs) so that each allocation bumps a counter
 //! of its site in `hprof_rs.AllocTracker`; classes loaded before VM init
 //! are retransformed once the tracker exists. At each dump the counters
 //! are read and turned into SITES rows, one per (allocated class, site,
 //! calling context), whose trace is the site's own frame and, with
 //! `depth` above 1, the callers' call sites the context holds (at most
-//! three: src/bci/call_context.rs).
+//! three: crates/hprof-bytecode/src/call_context.rs).
 //!
 //! What the counters lack is found at the dump: an instance's size (from
 //! a live instance, else a blank one made by JNI AllocObject, once per

@@ -1,4 +1,4 @@
-//! Heap dumps: the JVM writes its own heap dump (see `agent/heapdump.rs`);
+//! Heap dumps: the JVM writes its own heap dump (see `agent/modes/heap_dump/jvm_dumper.rs`);
 //! this carries it into our output as a stream, with identifiers and
 //! serial numbers made consistent with the rest of the file, or converts it
 //! to HPROF's ASCII HEAP DUMP section.
@@ -11,7 +11,7 @@
 //! stack traces. The JVM's empty trace becomes 300000.
 
 use super::Emitter;
-use super::heap_refs::{OnePassOutcome, OnePassRefs};
+use super::heap_dump_refs::{OnePassOutcome, OnePassRefs};
 use crate::format::ParseError;
 use crate::format::binary::RecordBody;
 use crate::format::binary::heap_walk::{
@@ -686,7 +686,7 @@ impl SubRecordVisitor for CopyOnePass<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::emit::heap_refs::OnePassOutcome;
+    use crate::emit::heap_dump_refs::OnePassOutcome;
     use crate::format::binary::records::{HeapRecord, PrimitiveArray};
     use crate::format::binary::writer::encode_heap_record;
 

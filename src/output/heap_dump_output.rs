@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 /// few buffers cycling between them (one filled while the others are
 /// written, so that on two cores reading and writing overlap and memory
 /// stays bounded), and, with verbose=y, progress reports on stderr.
-pub struct DumpOutput<'a> {
+pub struct HeapDumpOutput<'a> {
     writer: &'a OutputWriter,
     give_back: Sender<Vec<u8>>,
     returned: Receiver<Vec<u8>>,
@@ -32,7 +32,7 @@ struct Progress {
     copied: u64,
 }
 
-impl<'a> DumpOutput<'a> {
+impl<'a> HeapDumpOutput<'a> {
     pub fn new(writer: &'a OutputWriter) -> Self {
         let (give_back, returned) = bounded(BUFFERS);
         Self {

@@ -118,7 +118,7 @@ fn each_record<R: Read + Seek>(
     mut record: impl FnMut(RecordBody),
     mut heap: impl FnMut(&[u8], HeapRecord) -> Result<(), ParseError>,
 ) -> Result<(), ParseError> {
-    let mut stream = super::heap::open_dump(input, id_size)?;
+    let mut stream = super::heap_dump_copy::open_dump(input, id_size)?;
     let mut buffer = Vec::new();
     while let Some(header) = stream.next_header()? {
         if header.is_heap_dump() {
@@ -129,7 +129,7 @@ fn each_record<R: Read + Seek>(
                 at = walker.offset();
             }
         } else {
-            super::heap::read_body(&mut stream, &mut buffer, header.offset)?;
+            super::heap_dump_copy::read_body(&mut stream, &mut buffer, header.offset)?;
             record(parse_body(header.tag, &buffer, id_size, header.offset)?);
         }
     }
