@@ -1,6 +1,6 @@
 //! The JVMTI agent: its entry points. The lifecycle of the run is
-//! [`run::profiler::Profiler`]'s (`run/`); each mode is an engine
-//! ([`run::engine::Engine`]) in a folder of its own under `modes/`, whose
+//! `run::profiler::Profiler`'s (`run/`); each mode is an engine
+//! (`run::engine::Engine`) in a folder of its own under `modes/`, whose
 //! per-event callbacks are reached from here directly; the JVM boundary is
 //! `jvm/`. The map is docs/ARCHITECTURE.md.
 
