@@ -6,6 +6,7 @@
 //! round trips can be tested record by record.
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod ascii;
 pub mod binary;
