@@ -18,14 +18,23 @@ use std::io::{self, Read};
 
 /// Command tags.
 pub mod tags {
+    /// 0x01: force a garbage collection ([`Command::Gc`](super::Command::Gc)).
     pub const GC: u8 = 0x01;
+    /// 0x02: write a heap dump ([`Command::DumpHeap`](super::Command::DumpHeap)).
     pub const DUMP_HEAP: u8 = 0x02;
+    /// 0x03: write the allocation sites; body u2 flags, u4 cutoff (f32 bits).
     pub const ALLOC_SITES: u8 = 0x03;
+    /// 0x04: write a HEAP SUMMARY.
     pub const HEAP_SUMMARY: u8 = 0x04;
+    /// 0x05: end the program.
     pub const EXIT: u8 = 0x05;
+    /// 0x06: write the traces not written yet.
     pub const DUMP_TRACES: u8 = 0x06;
+    /// 0x07: write the CPU section; body u2 (unused), u4 cutoff (f32 bits).
     pub const CPU_SAMPLES: u8 = 0x07;
+    /// 0x08: a CONTROL sub-command; body u2 sub-command, then its operand if any.
     pub const CONTROL: u8 = 0x08;
+    /// 0xFF: no more commands.
     pub const EOF: u8 = 0xFF;
 }
 
@@ -58,7 +67,12 @@ pub enum Command {
     DumpHeap,
     /// Write the allocation sites: `flags` of [`site_flags`], rows under
     /// the `cutoff` share left out.
-    AllocSites { flags: u16, cutoff: f32 },
+    AllocSites {
+        /// u2 flags, of [`site_flags`].
+        flags: u16,
+        /// u4 cutoff ratio, the bits of an f32.
+        cutoff: f32,
+    },
     /// Write a HEAP SUMMARY record (binary output only).
     HeapSummary,
     /// End the program.
@@ -66,13 +80,19 @@ pub enum Command {
     /// Write every trace not written yet.
     DumpTraces,
     /// Write the CPU section with `cutoff` (the u2 before it is unused).
-    CpuSamples { cutoff: f32 },
+    CpuSamples {
+        /// u4 cutoff ratio, the bits of an f32.
+        cutoff: f32,
+    },
     /// Change what is collected.
     Control(Control),
     /// No more commands.
     Eof,
     /// A tag no command has; its frame was skipped by its length.
-    Unknown { tag: u8 },
+    Unknown {
+        /// The frame's u1 tag.
+        tag: u8,
+    },
 }
 
 /// CONTROL sub-commands.
@@ -85,9 +105,15 @@ pub enum Control {
     /// 3: CPU sampling on for the thread whose THREAD START object
     /// identifier is `thread` (0: every thread). Files with 8-byte
     /// identifiers match its low 4 bytes.
-    SamplingOn { thread: u32 },
+    SamplingOn {
+        /// u4 thread object identifier (0: every thread).
+        thread: u32,
+    },
     /// 4: CPU sampling off for that thread (0: every thread).
-    SamplingOff { thread: u32 },
+    SamplingOff {
+        /// u4 thread object identifier (0: every thread).
+        thread: u32,
+    },
     /// 5: CPU counts start over.
     ClearCpu,
     /// 6: allocation site counts start over.

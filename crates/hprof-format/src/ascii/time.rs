@@ -17,8 +17,11 @@ pub struct CalendarTime {
     pub month: i32,
     /// 1 to 31.
     pub day: i32,
+    /// 0 to 23.
     pub hour: i32,
+    /// 0 to 59.
     pub minute: i32,
+    /// 0 to 60 (60: a leap second, as `struct tm` allows).
     pub second: i32,
     /// 0 (Sunday) to 6.
     pub weekday: i32,

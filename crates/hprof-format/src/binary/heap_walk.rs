@@ -127,7 +127,9 @@ pub use super::layout::{get_id, get_u4, reference_slots};
 /// the record ends before the identifier does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BadIdSlot {
+    /// Where the identifier was to be written.
     pub at: usize,
+    /// The identifier size asked for.
     pub id_size: u32,
 }
 
@@ -179,6 +181,7 @@ impl std::hash::BuildHasher for BlockHashing {
     }
 }
 
+/// The hasher [`BlockHashing`] builds.
 pub struct BlockHasher(u64);
 
 impl std::hash::Hasher for BlockHasher {
@@ -327,8 +330,11 @@ pub fn scan_block(
 /// A visitor that nulls references to objects the dump lacks (the patch
 /// pass over bytes already copied), counting them in `dropped`.
 pub struct NullAbsent<'a, S: ObjectSet> {
+    /// The objects the dump holds.
     pub present: &'a S,
+    /// The dump's identifier size (4 or 8).
     pub id_size: u32,
+    /// References set to null so far.
     pub dropped: u64,
 }
 

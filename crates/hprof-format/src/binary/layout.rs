@@ -109,11 +109,17 @@ const LAYOUTS: [(u8, &[Field], Tail); 13] = [
 pub struct Shape {
     /// The length of the tag and the fixed head.
     pub head: usize,
+    /// Where the u4 stack trace serial number is.
     pub trace_at: usize,
+    /// Where the u4 thread serial number is.
     pub thread_at: usize,
+    /// Where the u4 count that sizes the variable part is.
     pub count_at: usize,
+    /// Where the class id of an instance or object array is.
     pub class_at: usize,
+    /// Where the u1 element type of a primitive array is.
     pub element_type_at: usize,
+    /// What follows the head.
     pub tail: Tail,
 }
 
@@ -201,14 +207,18 @@ pub enum Extent {
 /// Why the bytes at hand cannot start a valid sub-record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
+    /// The tag byte is not a sub-record tag this crate knows.
     UnknownTag(u8),
     /// The basic-type byte at `at` (from the tag) is not a known type.
     BadType {
+        /// Offset of the byte, counting from the tag.
         at: usize,
+        /// The byte.
         byte: u8,
     },
     /// A primitive array claims object elements (its type byte at `at`).
     ObjectElements {
+        /// Offset of the element type byte, counting from the tag.
         at: usize,
     },
 }

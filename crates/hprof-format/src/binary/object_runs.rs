@@ -130,6 +130,9 @@ pub struct ObjectRuns {
 }
 
 impl ObjectRuns {
+    /// An empty set, for a dump with `id_size`-byte identifiers of a JVM
+    /// with objects laid out as `layout` (4-byte identifiers use
+    /// [`ObjectLayout::SMALLEST`]).
     pub fn new(layout: ObjectLayout, id_size: u32) -> Self {
         // A 4-byte-id (32-bit) JVM has 8-byte headers and 4-byte references.
         let layout = if id_size == 4 {

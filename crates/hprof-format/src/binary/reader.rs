@@ -41,7 +41,9 @@ const MAX_HEADER_TEXT: usize = 32;
 /// its body follows in the stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordHeader {
+    /// u1 tag of the record (see [`tags`]).
     pub tag: u8,
+    /// u4 microseconds since the file header's time stamp.
     pub time: u32,
     /// The body's length in bytes.
     pub length: u32,
