@@ -492,7 +492,10 @@ fn control_commands_change_what_is_counted() {
         thread::sleep(Duration::from_secs(1));
         front.send("cpu --cutoff 0"); // B: main, the busy thread, not sampled
         front.send(&format!("control sampling on {main}"));
-        thread::sleep(Duration::from_secs(1));
+        // Two seconds of a busy thread: at least 10 samples of 10 ms even
+        // when the two cores are shared with other work (one second and 20
+        // samples failed now and then under load).
+        thread::sleep(Duration::from_secs(2));
         front.send("cpu --cutoff 0"); // C: sampled again
         front.send("control clear-cpu");
         front.send("cpu --cutoff 0"); // D: counts started over
@@ -514,7 +517,7 @@ fn control_commands_change_what_is_counted() {
             totals[1] <= totals[0] + 2,
             "{what}: main's sampling off: {totals:?}"
         );
-        assert!(totals[2] >= totals[1] + 20, "{what}: on again: {totals:?}");
+        assert!(totals[2] >= totals[1] + 10, "{what}: on again: {totals:?}");
         assert!(totals[3] < totals[2] / 2, "{what}: cleared: {totals:?}");
         assert!(!cpu[4].rows.is_empty(), "{what}: samples at depth 1");
         for row in &cpu[4].rows {
