@@ -13,6 +13,7 @@
 use super::Emitter;
 use super::heap_dump_refs::{OnePassOutcome, OnePassRefs};
 use crate::format::ParseError;
+use crate::format::big_endian;
 use crate::format::binary::RecordBody;
 use crate::format::binary::heap_walk::{
     self, ArrayRest, BlockHashing, PresentObjects, SubRecordVisitor, drop_dangling, null_if_absent,
@@ -312,7 +313,7 @@ impl Emitter {
                                 let held = handed.get() - (header_at + 9);
                                 outcome
                                     .fixes
-                                    .push((header_at + 5, (held as u32).to_be_bytes()));
+                                    .push((header_at + 5, big_endian::u4_bytes(held as u32)));
                                 return Err(error);
                             }
                         }

@@ -65,6 +65,23 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The big-endian `u16` at byte `at`, or `None` past the end.
+pub(crate) fn u16_at(bytes: &[u8], at: usize) -> Option<u16> {
+    let b = bytes.get(at..at.checked_add(2)?)?;
+    Some(u16::from_be_bytes([b[0], b[1]]))
+}
+
+/// The big-endian `u32` at byte `at`, or `None` past the end.
+pub(crate) fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    let b = bytes.get(at..at.checked_add(4)?)?;
+    Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// The big-endian `i32` at byte `at`, or `None` past the end.
+pub(crate) fn i32_at(bytes: &[u8], at: usize) -> Option<i32> {
+    u32_at(bytes, at).map(|v| v as i32)
+}
+
 /// Appends a big-endian `u16`.
 pub(crate) fn put_u16(out: &mut Vec<u8>, value: u16) {
     out.extend_from_slice(&value.to_be_bytes());

@@ -32,7 +32,7 @@
 //! interpreted for good).
 
 use super::BciError;
-use super::bytes::put_u16;
+use super::bytes::{put_u16, u16_at, u32_at};
 use super::class_file::ClassFile;
 use super::code::op;
 use super::constant_pool::ConstantPool;
@@ -188,12 +188,12 @@ pub fn add_context_field(class_file: &[u8]) -> Result<Vec<u8>, BciError> {
     let (name, descriptor) = CONTEXT_FIELD;
     let before = class.before_methods;
     // access, this, super, interfaces, then the fields.
-    let interfaces = usize::from(u16::from_be_bytes([before[6], before[7]]));
+    let interfaces = usize::from(
+        u16_at(before, 6).ok_or_else(|| malformed("interfaces_count past the end".into()))?,
+    );
     let fields_at = 8 + 2 * interfaces;
-    let count_bytes = before
-        .get(fields_at..fields_at + 2)
-        .ok_or_else(|| malformed("fields_count past the end".into()))?;
-    let fields = u16::from_be_bytes([count_bytes[0], count_bytes[1]]);
+    let fields =
+        u16_at(before, fields_at).ok_or_else(|| malformed("fields_count past the end".into()))?;
     if has_field(&class, fields_at + 2, fields, name.as_bytes()) {
         return Ok(class_file.to_vec());
     }
@@ -224,20 +224,20 @@ pub fn add_context_field(class_file: &[u8]) -> Result<Vec<u8>, BciError> {
 fn has_field(class: &ClassFile<'_>, mut at: usize, count: u16, name: &[u8]) -> bool {
     let before = class.before_methods;
     for _ in 0..count {
-        let Some(header) = before.get(at..at + 8) else {
+        let (Some(name_index), Some(attributes)) = (u16_at(before, at + 2), u16_at(before, at + 6))
+        else {
             return false;
         };
-        let name_index = u16::from_be_bytes([header[2], header[3]]);
         if class.pool.utf8(name_index).is_ok_and(|n| n == name) {
             return true;
         }
-        let mut attributes = usize::from(u16::from_be_bytes([header[6], header[7]]));
+        let mut attributes = usize::from(attributes);
         at += 8;
         while attributes > 0 {
-            let Some(length) = before.get(at + 2..at + 6) else {
+            let Some(length) = u32_at(before, at + 2) else {
                 return false;
             };
-            at += 6 + u32::from_be_bytes([length[0], length[1], length[2], length[3]]) as usize;
+            at += 6 + length as usize;
             attributes -= 1;
         }
     }

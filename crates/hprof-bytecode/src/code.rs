@@ -1,5 +1,6 @@
 //! Byte-code instruction decoding: lengths (including `tableswitch` and
 //! `lookupswitch` padding and the `wide` prefix) and branch targets.
+use super::bytes::{i32_at, u16_at};
 
 /// Opcodes the rewriter treats specially.
 pub(crate) mod op {
@@ -150,17 +151,6 @@ pub(crate) fn switch_padding(offset: u32) -> u32 {
     (4 - (offset + 1) % 4) % 4
 }
 
-fn read_i32(code: &[u8], at: usize) -> Option<i32> {
-    let b = code.get(at..at + 4)?;
-    Some(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-}
-
-/// Reads the big-endian `u16` operand at `at`.
-pub(crate) fn read_u16(code: &[u8], at: usize) -> Option<u16> {
-    let b = code.get(at..at + 2)?;
-    Some(u16::from_be_bytes([b[0], b[1]]))
-}
-
 /// `offset + relative`, if that lands inside the code.
 fn target(offset: u32, relative: i32, code_len: usize) -> Result<u32, String> {
     let t = i64::from(offset) + i64::from(relative);
@@ -184,12 +174,12 @@ fn decode_one(code: &[u8], offset: u32) -> Result<Insn, String> {
             let base = at + 1 + switch_padding(offset) as usize;
             let default = target(
                 offset,
-                read_i32(code, base).ok_or_else(truncated)?,
+                i32_at(code, base).ok_or_else(truncated)?,
                 code.len(),
             )?;
             if opcode == op::TABLESWITCH {
-                let low = read_i32(code, base + 4).ok_or_else(truncated)?;
-                let high = read_i32(code, base + 8).ok_or_else(truncated)?;
+                let low = i32_at(code, base + 4).ok_or_else(truncated)?;
+                let high = i32_at(code, base + 8).ok_or_else(truncated)?;
                 if high < low {
                     return Err(format!("tableswitch at {offset} has high < low"));
                 }
@@ -199,7 +189,7 @@ fn decode_one(code: &[u8], offset: u32) -> Result<Insn, String> {
                 }
                 let mut targets = Vec::with_capacity(count);
                 for k in 0..count {
-                    let rel = read_i32(code, base + 12 + 4 * k).ok_or_else(truncated)?;
+                    let rel = i32_at(code, base + 12 + 4 * k).ok_or_else(truncated)?;
                     targets.push(target(offset, rel, code.len())?);
                 }
                 let end = base + 12 + 4 * count;
@@ -212,7 +202,7 @@ fn decode_one(code: &[u8], offset: u32) -> Result<Insn, String> {
                     },
                 )
             } else {
-                let npairs = read_i32(code, base + 4).ok_or_else(truncated)?;
+                let npairs = i32_at(code, base + 4).ok_or_else(truncated)?;
                 if npairs < 0 || npairs as usize > code.len() / 8 {
                     return Err(format!(
                         "lookupswitch at {offset} has a bad npairs {npairs}"
@@ -220,8 +210,8 @@ fn decode_one(code: &[u8], offset: u32) -> Result<Insn, String> {
                 }
                 let mut pairs = Vec::with_capacity(npairs as usize);
                 for k in 0..npairs as usize {
-                    let key = read_i32(code, base + 8 + 8 * k).ok_or_else(truncated)?;
-                    let rel = read_i32(code, base + 12 + 8 * k).ok_or_else(truncated)?;
+                    let key = i32_at(code, base + 8 + 8 * k).ok_or_else(truncated)?;
+                    let rel = i32_at(code, base + 12 + 8 * k).ok_or_else(truncated)?;
                     pairs.push((key, target(offset, rel, code.len())?));
                 }
                 let end = base + 8 + 8 * npairs as usize;
@@ -239,14 +229,14 @@ fn decode_one(code: &[u8], offset: u32) -> Result<Insn, String> {
         }
         _ if fixed == 0 => return Err(format!("invalid opcode {opcode} at {offset}")),
         153..=168 | op::IFNULL | op::IFNONNULL => {
-            let rel = read_u16(code, at + 1).ok_or_else(truncated)? as i16;
+            let rel = u16_at(code, at + 1).ok_or_else(truncated)? as i16;
             (
                 3,
                 Operands::Branch(target(offset, i32::from(rel), code.len())?),
             )
         }
         op::GOTO_W | op::JSR_W => {
-            let rel = read_i32(code, at + 1).ok_or_else(truncated)?;
+            let rel = i32_at(code, at + 1).ok_or_else(truncated)?;
             (5, Operands::BranchWide(target(offset, rel, code.len())?))
         }
         _ => (usize::from(fixed), Operands::None),
@@ -283,6 +273,7 @@ pub(crate) fn decode(code: &[u8]) -> Result<Vec<Insn>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bytes::put_i32;
 
     #[test]
     fn fixed_lengths_cover_every_opcode() {
@@ -342,7 +333,7 @@ mod tests {
             switch_padding(offset as u32) as usize,
         ));
         for v in [-(offset as i32), 1, 2, -(offset as i32), -(offset as i32)] {
-            code.extend_from_slice(&v.to_be_bytes());
+            put_i32(&mut code, v);
         }
         code
     }
@@ -385,7 +376,7 @@ mod tests {
             0,
         ];
         for v in [-10i32, 1, 7, -6] {
-            code.extend_from_slice(&v.to_be_bytes());
+            put_i32(&mut code, v);
         }
         let insns = decode(&code).unwrap();
         assert_eq!(insns.iter().map(|i| i.len).collect::<Vec<_>>(), [6, 4, 18]);

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use super::BciError;
-use super::bytes::{Reader, put_u16};
+use super::bytes::{Reader, put_i32, put_u16};
 
 const UTF8: u8 = 1;
 const INTEGER: u8 = 3;
@@ -243,7 +243,7 @@ impl<'a> ConstantPool<'a> {
     /// A `CONSTANT_Integer` holding `value`.
     pub(crate) fn add_integer(&mut self, value: i32) -> Result<u16, String> {
         let mut encoded = vec![INTEGER];
-        encoded.extend_from_slice(&value.to_be_bytes());
+        put_i32(&mut encoded, value);
         self.find_or_add(Entry::Integer(value), &encoded)
     }
 

@@ -29,10 +29,10 @@
 //! is not counted. `max_stack` grows by 2, locals are untouched; all
 //! offsets are relocated as for the entry/exit rewrite (`relocate.rs`).
 
-use super::bytes::{Reader, put_u16};
+use super::bytes::{Reader, put_u16, u16_at, u32_at};
 use super::call_context::{self, ContextRefs, HUGE_METHOD_LIMIT, MAX_CALL_SITE};
 use super::class_file::{ACC_STATIC, ClassFile, CodeAttribute, read_attributes};
-use super::code::{self, Insn, op, read_u16};
+use super::code::{self, Insn, op};
 use super::constant_pool::{ConstantPool, decode_modified_utf8, encode_modified_utf8};
 use super::inject::{ClassFacts, Injected, MethodFacts, push_constant, relocate_method};
 use super::{BciError, MethodInfo, code_attributes, method_reports, name_and_descriptor, writer};
@@ -232,7 +232,7 @@ fn call_target(pool: &ConstantPool<'_>, code: &[u8], insn: &Insn) -> Option<(Str
     if insn.opcode == 186 {
         return None; // invokedynamic
     }
-    let index = read_u16(code, insn.offset as usize + 1)?;
+    let index = u16_at(code, insn.offset as usize + 1)?;
     let (class, name, descriptor) = pool.member_ref(index).ok()?;
     let owner = pool.class_name(class).ok()?;
     if POLYMORPHIC_OWNERS.contains(&owner) {
@@ -428,7 +428,7 @@ fn source_file(class: &ClassFile<'_>) -> Option<String> {
             .utf8(a.name_index)
             .is_ok_and(|n| n == b"SourceFile")
     })?;
-    let index = read_u16(attribute.info, 0)?;
+    let index = u16_at(attribute.info, 0)?;
     Some(decode_modified_utf8(class.pool.utf8(index).ok()?))
 }
 
@@ -513,7 +513,7 @@ fn call_rule(
     if !(182..=185).contains(&insn.opcode) {
         return None;
     }
-    let index = read_u16(code, insn.offset as usize + 1)?;
+    let index = u16_at(code, insn.offset as usize + 1)?;
     let (class, name, descriptor) = pool.member_ref(index).ok()?;
     let owner = pool.class_name(class).ok()?;
     CALL_RULES
@@ -606,19 +606,13 @@ fn counting_call(
     Ok(out)
 }
 
-/// The big-endian `u32` at `at`.
-fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
-    let b = bytes.get(at..at + 4)?;
-    Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-}
-
 /// The line of `bci` in a LineNumberTable body.
 fn line_of(table: &[u8], bci: u32) -> Option<u16> {
-    let count = read_u16(table, 0)? as usize;
+    let count = u16_at(table, 0)? as usize;
     let mut best: Option<(u16, u16)> = None;
     for k in 0..count {
-        let start = read_u16(table, 2 + 4 * k)?;
-        let line = read_u16(table, 4 + 4 * k)?;
+        let start = u16_at(table, 2 + 4 * k)?;
+        let line = u16_at(table, 4 + 4 * k)?;
         if u32::from(start) <= bci && best.is_none_or(|(s, _)| start >= s) {
             best = Some((start, line));
         }
@@ -673,7 +667,7 @@ fn count_in_method(
         })
         .map(|a| a.info);
     let operand_u16 = |insn: &Insn| {
-        read_u16(code.code, insn.offset as usize + 1)
+        u16_at(code.code, insn.offset as usize + 1)
             .ok_or_else(|| format!("truncated instruction at {}", insn.offset))
     };
     let mut injected = Injected {
@@ -767,7 +761,7 @@ fn count_in_method(
         found.push((site, insn.offset, line, allocated));
     }
     let body = relocate_method(&code, &insns, pool, class, method, &injected, false)?;
-    let new_length = read_u32(&body, 4).unwrap_or(0) as usize;
+    let new_length = u32_at(&body, 4).unwrap_or(0) as usize;
     Ok(Some(CountedMethod {
         body,
         sites: found,

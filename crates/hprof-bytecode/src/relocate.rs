@@ -422,7 +422,7 @@ mod tests {
         // 24: return  25: return
         let mut code = vec![26, op::TABLESWITCH, 0, 0];
         for v in [23i32, 0, 1, 23, 24] {
-            code.extend_from_slice(&v.to_be_bytes());
+            put_i32(&mut code, v);
         }
         code.extend_from_slice(&[177, 177]);
         assert_eq!(code.len(), 26);
@@ -431,7 +431,7 @@ mod tests {
         // get their exit calls at 28 and 31.
         let mut expected = vec![0, 0, 0, 26, op::TABLESWITCH, 0, 0, 0];
         for v in [24i32, 0, 1, 24, 27] {
-            expected.extend_from_slice(&v.to_be_bytes());
+            put_i32(&mut expected, v);
         }
         expected.extend_from_slice(&[0, 0, 177, 0, 0, 177]);
         assert_eq!(out, expected);
@@ -445,7 +445,7 @@ mod tests {
         // 0: iload_0  1: lookupswitch (pad 2) default -> 20, {7 -> 20}  20: return
         let mut code = vec![26, op::LOOKUPSWITCH, 0, 0];
         for v in [19i32, 1, 7, 19] {
-            code.extend_from_slice(&v.to_be_bytes());
+            put_i32(&mut code, v);
         }
         code.push(177);
         let (out, _) = rewrite(&code, false);
@@ -465,7 +465,7 @@ mod tests {
     /// `nops` nops between a conditional branch and its target.
     fn far_branch(opcode: u8, nops: usize) -> Vec<u8> {
         let mut code = vec![26, opcode];
-        code.extend_from_slice(&((nops + 3) as u16).to_be_bytes());
+        put_u16(&mut code, (nops + 3) as u16);
         code.extend(std::iter::repeat_n(0, nops));
         code.push(177);
         code

@@ -11,7 +11,8 @@
 //! anything the simulator is not sure of is an error, and the method is
 //! then left untouched.
 
-use super::code::{Insn, op, read_u16};
+use super::bytes::u16_at;
+use super::code::{Insn, op};
 use super::constant_pool::ConstantPool;
 use super::stackmap::FrameState;
 use super::types::{VType, field_type, method_type};
@@ -192,7 +193,7 @@ fn step(ctx: &Context<'_, '_>, s: &mut State, insn: &Insn) -> Result<(), String>
     let at = insn.offset as usize;
     let code = ctx.code;
     let u8_operand = || code.get(at + 1).copied().ok_or("truncated operand");
-    let u16_operand = || read_u16(code, at + 1).ok_or("truncated operand");
+    let u16_operand = || u16_at(code, at + 1).ok_or("truncated operand");
     let pool = ctx.pool;
     let o = insn.opcode;
     match o {
@@ -319,7 +320,7 @@ fn step(ctx: &Context<'_, '_>, s: &mut State, insn: &Insn) -> Result<(), String>
         }
         op::WIDE => {
             let modified = u8_operand()?;
-            let index = usize::from(read_u16(code, at + 2).ok_or("truncated operand")?);
+            let index = usize::from(u16_at(code, at + 2).ok_or("truncated operand")?);
             match modified {
                 21..=24 => s.stack.push(KINDS[usize::from(modified - 21)].clone()),
                 25 => s.stack.push(s.load(index)?),
@@ -363,7 +364,7 @@ fn invoke(ctx: &Context<'_, '_>, s: &mut State, insn: &Insn, index: u16) -> Resu
             let initialized = match receiver {
                 VType::UninitializedThis => VType::Object(ctx.this_class),
                 VType::Uninitialized(new_at) => {
-                    let class = read_u16(ctx.code, new_at as usize + 1).ok_or("truncated new")?;
+                    let class = u16_at(ctx.code, new_at as usize + 1).ok_or("truncated new")?;
                     if ctx.code.get(new_at as usize) != Some(&187) {
                         return Err(format!("Uninitialized({new_at}) is not a new"));
                     }

@@ -73,7 +73,7 @@ impl ClassBuilder {
 
     fn utf8(&mut self, s: &str) -> u16 {
         let mut e = vec![1];
-        e.extend_from_slice(&(s.len() as u16).to_be_bytes());
+        super::bytes::put_u16(&mut e, s.len() as u16);
         e.extend_from_slice(s.as_bytes());
         self.entry(&e)
     }
@@ -211,7 +211,7 @@ fn assert_call(
     );
     let invoke = &insns[first + 2];
     assert_eq!(invoke.opcode, op::INVOKESTATIC);
-    let m = super::code::read_u16(code, invoke.offset as usize + 1).unwrap();
+    let m = super::bytes::u16_at(code, invoke.offset as usize + 1).unwrap();
     let (c, name, descriptor) = class.pool.member_ref(m).unwrap();
     assert_eq!(class.pool.class_name(c).unwrap(), b"hprof_rs/Tracker");
     assert_eq!(name, method.as_bytes());
@@ -293,7 +293,7 @@ fn injects_entry_and_exit_calls_and_relocates_debug_tables() {
     let lnt = sub_attribute(&class, &code, "LineNumberTable").unwrap();
     let starts: Vec<u16> = lnt[2..]
         .chunks(4)
-        .map(|c| u16::from_be_bytes([c[0], c[1]]))
+        .map(|c| super::bytes::u16_at(c, 0).unwrap())
         .collect();
     assert_eq!(starts, [0, insns[5].offset as u16, insns[10].offset as u16]);
     // LocalVariableTable: x covers the whole new code.
@@ -671,7 +671,7 @@ fn assert_argument_call(
     assert_eq!(insns[first].opcode, op::ALOAD_0);
     let invoke = &insns[first + 1];
     assert_eq!(invoke.opcode, op::INVOKESTATIC);
-    let m = super::code::read_u16(code, invoke.offset as usize + 1).unwrap();
+    let m = super::bytes::u16_at(code, invoke.offset as usize + 1).unwrap();
     let (c, name, descriptor) = class.pool.member_ref(m).unwrap();
     assert_eq!(class.pool.class_name(c).unwrap(), b"hprof_rs/LockTracker");
     assert_eq!(name, method.as_bytes());

@@ -139,13 +139,14 @@ fn scan_in_chunks(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hprof_format::big_endian::BigEndianOut;
     use hprof_format::binary::{BasicType, tags::heap};
 
     fn prim_array(id: u64, elements: u32, kind: BasicType) -> Vec<u8> {
         let mut r = vec![heap::PRIM_ARRAY_DUMP];
-        r.extend_from_slice(&(id as u32).to_be_bytes());
-        r.extend_from_slice(&0u32.to_be_bytes());
-        r.extend_from_slice(&elements.to_be_bytes());
+        r.put_u4(id as u32);
+        r.put_u4(0);
+        r.put_u4(elements);
         r.push(kind as u8);
         r.resize(r.len() + elements as usize * kind.size(4), 7);
         r
@@ -153,10 +154,10 @@ mod tests {
 
     fn instance(class: u32, fields: u32) -> Vec<u8> {
         let mut r = vec![heap::INSTANCE_DUMP];
-        r.extend_from_slice(&1u32.to_be_bytes());
-        r.extend_from_slice(&0u32.to_be_bytes());
-        r.extend_from_slice(&class.to_be_bytes());
-        r.extend_from_slice(&fields.to_be_bytes());
+        r.put_u4(1);
+        r.put_u4(0);
+        r.put_u4(class);
+        r.put_u4(fields);
         r.resize(r.len() + fields as usize, 0);
         r
     }

@@ -14,6 +14,7 @@
 //! Thread object identifiers in CONTROL sub-commands 3 and 4 are 4 bytes, as
 //! in HPROF (whose identifiers were 4 bytes); see [`Control::SamplingOn`].
 
+use crate::big_endian::{self, BigEndianOut, read_u2, read_u4};
 use std::io::{self, Read};
 
 /// Command tags.
@@ -132,16 +133,18 @@ impl Command {
             Command::Gc => (tags::GC, vec![]),
             Command::DumpHeap => (tags::DUMP_HEAP, vec![]),
             Command::AllocSites { flags, cutoff } => {
-                let mut body = flags.to_be_bytes().to_vec();
-                body.extend(cutoff.to_bits().to_be_bytes());
+                let mut body = Vec::with_capacity(6);
+                body.put_u2(flags);
+                body.put_u4(cutoff.to_bits());
                 (tags::ALLOC_SITES, body)
             }
             Command::HeapSummary => (tags::HEAP_SUMMARY, vec![]),
             Command::Exit => (tags::EXIT, vec![]),
             Command::DumpTraces => (tags::DUMP_TRACES, vec![]),
             Command::CpuSamples { cutoff } => {
-                let mut body = 0u16.to_be_bytes().to_vec();
-                body.extend(cutoff.to_bits().to_be_bytes());
+                let mut body = Vec::with_capacity(6);
+                body.put_u2(0);
+                body.put_u4(cutoff.to_bits());
                 (tags::CPU_SAMPLES, body)
             }
             Command::Control(control) => (tags::CONTROL, control.encode()),
@@ -149,8 +152,8 @@ impl Command {
             Command::Unknown { tag } => (tag, vec![]),
         };
         let mut frame = vec![tag];
-        frame.extend(serial.to_be_bytes());
-        frame.extend((body.len() as u32).to_be_bytes());
+        frame.put_u4(serial);
+        frame.put_u4(body.len() as u32);
         frame.extend(body);
         frame
     }
@@ -158,18 +161,26 @@ impl Command {
 
 impl Control {
     fn encode(&self) -> Vec<u8> {
-        let (code, rest): (u16, Vec<u8>) = match *self {
-            Control::AllocationsOn => (1, vec![]),
-            Control::AllocationsOff => (2, vec![]),
-            Control::SamplingOn { thread } => (3, thread.to_be_bytes().to_vec()),
-            Control::SamplingOff { thread } => (4, thread.to_be_bytes().to_vec()),
-            Control::ClearCpu => (5, vec![]),
-            Control::ClearSites => (6, vec![]),
-            Control::SetDepth(depth) => (7, depth.to_be_bytes().to_vec()),
-            Control::Unknown(code) => (code, vec![]),
-        };
-        let mut body = code.to_be_bytes().to_vec();
-        body.extend(rest);
+        let mut body = Vec::with_capacity(6);
+        match *self {
+            Control::AllocationsOn => body.put_u2(1),
+            Control::AllocationsOff => body.put_u2(2),
+            Control::SamplingOn { thread } => {
+                body.put_u2(3);
+                body.put_u4(thread);
+            }
+            Control::SamplingOff { thread } => {
+                body.put_u2(4);
+                body.put_u4(thread);
+            }
+            Control::ClearCpu => body.put_u2(5),
+            Control::ClearSites => body.put_u2(6),
+            Control::SetDepth(depth) => {
+                body.put_u2(7);
+                body.put_u2(depth);
+            }
+            Control::Unknown(code) => body.put_u2(code),
+        }
         body
     }
 }
@@ -189,21 +200,21 @@ pub fn read_command(input: &mut impl Read) -> io::Result<Option<Command>> {
     }
     let mut rest = [0u8; HEADER_BYTES - 1];
     input.read_exact(&mut rest)?;
-    let length = u32::from_be_bytes([rest[4], rest[5], rest[6], rest[7]]);
+    let length = big_endian::u4_at(&rest, 4).expect("8 bytes after the tag");
     let command = match tag[0] {
         tags::GC => Command::Gc,
         tags::DUMP_HEAP => Command::DumpHeap,
         tags::ALLOC_SITES => {
-            let flags = read_u16(input)?;
-            let cutoff = f32::from_bits(read_u32(input)?);
+            let flags = read_u2(input)?;
+            let cutoff = f32::from_bits(read_u4(input)?);
             Command::AllocSites { flags, cutoff }
         }
         tags::HEAP_SUMMARY => Command::HeapSummary,
         tags::EXIT => Command::Exit,
         tags::DUMP_TRACES => Command::DumpTraces,
         tags::CPU_SAMPLES => {
-            let _unused = read_u16(input)?;
-            let cutoff = f32::from_bits(read_u32(input)?);
+            let _unused = read_u2(input)?;
+            let cutoff = f32::from_bits(read_u4(input)?);
             Command::CpuSamples { cutoff }
         }
         tags::CONTROL => Command::Control(read_control(input, length)?),
@@ -217,36 +228,24 @@ pub fn read_command(input: &mut impl Read) -> io::Result<Option<Command>> {
 }
 
 fn read_control(input: &mut impl Read, length: u32) -> io::Result<Control> {
-    Ok(match read_u16(input)? {
+    Ok(match read_u2(input)? {
         1 => Control::AllocationsOn,
         2 => Control::AllocationsOff,
         3 => Control::SamplingOn {
-            thread: read_u32(input)?,
+            thread: read_u4(input)?,
         },
         4 => Control::SamplingOff {
-            thread: read_u32(input)?,
+            thread: read_u4(input)?,
         },
         5 => Control::ClearCpu,
         6 => Control::ClearSites,
-        7 => Control::SetDepth(read_u16(input)?),
+        7 => Control::SetDepth(read_u2(input)?),
         other => {
             // The sub-command's two bytes were part of the length.
             skip(input, u64::from(length).saturating_sub(2))?;
             Control::Unknown(other)
         }
     })
-}
-
-fn read_u16(input: &mut impl Read) -> io::Result<u16> {
-    let mut bytes = [0u8; 2];
-    input.read_exact(&mut bytes)?;
-    Ok(u16::from_be_bytes(bytes))
-}
-
-fn read_u32(input: &mut impl Read) -> io::Result<u32> {
-    let mut bytes = [0u8; 4];
-    input.read_exact(&mut bytes)?;
-    Ok(u32::from_be_bytes(bytes))
 }
 
 /// Reads and drops `count` bytes, in pieces of a fixed buffer.

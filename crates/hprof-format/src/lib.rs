@@ -92,6 +92,7 @@
 #![deny(missing_docs)]
 
 pub mod ascii;
+pub mod big_endian;
 pub mod binary;
 pub mod commands;
 pub mod names;

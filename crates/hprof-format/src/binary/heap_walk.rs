@@ -5,6 +5,7 @@
 
 use super::layout::{self, Extent, Fault, Tail, measure};
 use crate::ParseError;
+use crate::big_endian;
 use std::io::Read;
 
 /// Reads the sub-records of one HEAP DUMP / HEAP DUMP SEGMENT body.
@@ -136,13 +137,7 @@ pub struct BadIdSlot {
 /// Writes an identifier of `id_size` bytes at `at`; the high bytes of
 /// `value` that do not fit are dropped (identifiers are addresses).
 pub fn put_id(record: &mut [u8], at: usize, id_size: u32, value: u64) -> Result<(), BadIdSlot> {
-    let bad = BadIdSlot { at, id_size };
-    if id_size != 4 && id_size != 8 {
-        return Err(bad);
-    }
-    let slot = record.get_mut(at..at + id_size as usize).ok_or(bad)?;
-    slot.copy_from_slice(&value.to_be_bytes()[8 - id_size as usize..]);
-    Ok(())
+    big_endian::set_id_at(record, at, id_size, value).ok_or(BadIdSlot { at, id_size })
 }
 
 /// A set of the objects a dump holds, asked for each reference.
@@ -256,7 +251,7 @@ pub fn thread_field_offset(tag: u8, id_size: u32) -> Option<usize> {
 
 /// Overwrites the u4 at `at` in a sub-record.
 pub fn put_u4(record: &mut [u8], at: usize, value: u32) {
-    record[at..at + 4].copy_from_slice(&value.to_be_bytes());
+    big_endian::set_u4_at(record, at, value).expect("a u4 within the sub-record");
 }
 
 fn err(offset: u64, message: String) -> ParseError {

@@ -28,6 +28,7 @@
 
 use super::records::BasicType;
 use super::tags::heap;
+use crate::big_endian;
 
 /// One field of a sub-record's fixed head.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -351,21 +352,17 @@ fn type_at(bytes: &[u8], at: usize) -> Result<BasicType, Fault> {
 }
 
 fn u2_at(bytes: &[u8], at: usize) -> Option<usize> {
-    bytes
-        .get(at..at + 2)
-        .map(|b| usize::from(u16::from_be_bytes([b[0], b[1]])))
+    big_endian::u2_at(bytes, at).map(usize::from)
 }
 
 /// Reads the u4 at `at` in a sub-record (the caller knows it is within).
 pub fn get_u4(record: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([record[at], record[at + 1], record[at + 2], record[at + 3]])
+    big_endian::u4_at(record, at).expect("a u4 within the sub-record")
 }
 
 /// Reads an identifier of `id_size` bytes at `at`.
 pub fn get_id(record: &[u8], at: usize, id_size: u32) -> u64 {
-    record[at..at + id_size as usize]
-        .iter()
-        .fold(0u64, |v, b| (v << 8) | u64::from(*b))
+    big_endian::id_at(record, at, id_size).expect("an identifier within the sub-record")
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use super::layout::{self, Extent};
 use super::records::*;
 use super::tags;
 use crate::ParseError;
+use crate::big_endian;
 
 /// A whole parsed binary file.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,8 +127,8 @@ impl<R: Read> RecordStream<R> {
         }
         let record = RecordHeader {
             tag: head[0],
-            time: u32::from_be_bytes([head[1], head[2], head[3], head[4]]),
-            length: u32::from_be_bytes([head[5], head[6], head[7], head[8]]),
+            time: big_endian::u4_at(&head, 1).expect("9-byte header"),
+            length: big_endian::u4_at(&head, 5).expect("9-byte header"),
             offset: start,
         };
         self.input.set_limit(u64::from(record.length));
@@ -291,14 +292,14 @@ pub fn read_header(r: &mut impl Read) -> Result<FileHeader, ParseError> {
     if got < 12 {
         return Err(err(id_offset + 4, "truncated header: time stamp missing"));
     }
-    let id_size = u32::from_be_bytes([fields[0], fields[1], fields[2], fields[3]]);
+    let id_size = big_endian::u4_at(&fields, 0).expect("12 bytes");
     if id_size != 4 && id_size != 8 {
         return Err(err(
             id_offset,
             format!("identifier size {id_size} is not 4 or 8"),
         ));
     }
-    let timestamp_ms = u64::from_be_bytes(fields[4..12].try_into().expect("8 bytes"));
+    let timestamp_ms = big_endian::u8_at(&fields, 4).expect("12 bytes");
     Ok(FileHeader {
         version,
         id_size,
@@ -380,15 +381,15 @@ impl<'a> Cursor<'a> {
     }
 
     fn u2(&mut self) -> Result<u16, Fault> {
-        Ok(u16::from_be_bytes(self.array()?))
+        Ok(big_endian::u2_at(&self.array::<2>()?, 0).expect("2 bytes"))
     }
 
     fn u4(&mut self) -> Result<u32, Fault> {
-        Ok(u32::from_be_bytes(self.array()?))
+        Ok(big_endian::u4_at(&self.array::<4>()?, 0).expect("4 bytes"))
     }
 
     fn u8(&mut self) -> Result<u64, Fault> {
-        Ok(u64::from_be_bytes(self.array()?))
+        Ok(big_endian::u8_at(&self.array::<8>()?, 0).expect("8 bytes"))
     }
 
     fn id(&mut self, id_size: u32) -> Result<u64, Fault> {

@@ -1,7 +1,7 @@
 //! Encoding binary records.
 //!
 //! Everything is appended to a `Vec<u8>`; the caller decides when to flush it.
-//! Byte order is decided in one place, the [`BigEndianOut`] trait.
+//! Byte order is decided in one place, [`crate::big_endian`].
 use super::records::*;
 
 pub use super::tags;
@@ -9,54 +9,7 @@ pub use super::tags;
 /// Size of the fixed part of every top-level record: u1 tag, u4 time, u4 length.
 pub const RECORD_HEADER_LEN: usize = 9;
 
-/// Big-endian appends, the only place where the writer decides byte order.
-pub trait BigEndianOut {
-    /// Append one byte.
-    fn put_u1(&mut self, v: u8);
-    /// Append a big-endian u2.
-    fn put_u2(&mut self, v: u16);
-    /// Append a big-endian u4.
-    fn put_u4(&mut self, v: u32);
-    /// Append a big-endian u8 (the same bytes as two u4, high word first).
-    fn put_u8(&mut self, v: u64);
-    /// Append an identifier as a big-endian number of `id_size` bytes, the
-    /// size the file header announces: 4 keeps the low 32 bits, a size over
-    /// 8 pads with leading zeros. Any size gives the bytes the header
-    /// promises, so a caller's odd size makes an odd file, never a panic.
-    fn put_id(&mut self, id: u64, id_size: u32);
-    /// Overwrite the u4 at byte position `at` (used to fill in lengths).
-    fn patch_u4(&mut self, at: usize, v: u32);
-}
-
-impl BigEndianOut for Vec<u8> {
-    fn put_u1(&mut self, v: u8) {
-        self.push(v);
-    }
-    fn put_u2(&mut self, v: u16) {
-        self.extend_from_slice(&v.to_be_bytes());
-    }
-    fn put_u4(&mut self, v: u32) {
-        self.extend_from_slice(&v.to_be_bytes());
-    }
-    fn put_u8(&mut self, v: u64) {
-        self.extend_from_slice(&v.to_be_bytes());
-    }
-    fn put_id(&mut self, id: u64, id_size: u32) {
-        match id_size {
-            4 => self.put_u4(id as u32),
-            8 => self.put_u8(id),
-            _ => {
-                let bytes = id.to_be_bytes();
-                for place in (0..id_size as usize).rev() {
-                    self.push(if place < 8 { bytes[7 - place] } else { 0 });
-                }
-            }
-        }
-    }
-    fn patch_u4(&mut self, at: usize, v: u32) {
-        self[at..at + 4].copy_from_slice(&v.to_be_bytes());
-    }
-}
+pub use crate::big_endian::BigEndianOut;
 
 /// Append the file header (`JAVA PROFILE 1.0.x\0`, u4 id size, u8 time stamp).
 pub fn encode_header(header: &FileHeader, out: &mut Vec<u8>) {
@@ -425,7 +378,7 @@ mod tests {
 
     /// The length field of an encoded record, checked against the bytes that follow it.
     fn length_of(bytes: &[u8]) -> u32 {
-        let length = u32::from_be_bytes(bytes[5..9].try_into().unwrap());
+        let length = crate::big_endian::u4_at(bytes, 5).unwrap();
         assert_eq!(length as usize, bytes.len() - RECORD_HEADER_LEN);
         length
     }
