@@ -2,6 +2,7 @@
 //! the files it writes.
 
 mod change;
+mod child_signals;
 pub mod collapse;
 mod command_text;
 mod commands;
@@ -34,7 +35,9 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run any JVM-based command (java, javac, mvn, gradle...) with the agent,
-    /// passed through JAVA_TOOL_OPTIONS. Example:
+    /// passed through JAVA_TOOL_OPTIONS. SIGTERM, SIGINT, SIGHUP and SIGQUIT
+    /// are passed on to it; exits with its exit code, or 128 + the signal
+    /// that killed it. Example:
     /// `hprof-rs run cpu=samples,depth=8 -- java -cp app.jar Main`
     Run {
         /// Agent options, as after `-agentlib:hprof=` (empty for the defaults).
