@@ -573,3 +573,58 @@ fn top_and_collapse_read_cpu_times() {
         assert_eq!(nap, nap_self, "{}", jdk.label);
     });
 }
+
+/// A whole ASCII profile with one CPU SAMPLES table, written by hand.
+const SMALL_ASCII_PROFILE: &str = "JAVA PROFILE 1.0.1, created Thu Nov  2 17:11:21 2017\n\n\
+--------\n\n\
+TRACE 300001:\n\tHot.leaf(Hot.java:5)\n\
+CPU SAMPLES BEGIN (total = 1) Thu Nov  2 17:11:22 2017\n\
+rank   self  accum   count trace method\n   1 100.00% 100.00%       1 300001 Hot.leaf\n\
+CPU SAMPLES END\n";
+
+#[test]
+fn every_reading_command_refuses_zeros_from_the_first_bytes() {
+    let dir = common::scratch_dir("tools-zeros");
+    // 3 GB of zeros in a sparse file: no disk used.
+    let zeros = dir.join("zeros.hprof");
+    fs::File::create(&zeros)
+        .and_then(|f| f.set_len(3 << 30))
+        .unwrap();
+    let good = dir.join("good.txt");
+    fs::write(&good, SMALL_ASCII_PROFILE).unwrap();
+    common::assert_success(&tool(&["top"], &[&good]), "top of the small profile");
+    let svg = dir.join("out.svg");
+    for bad in [zeros.as_path(), Path::new("/dev/zero")] {
+        let cases: [(&[&str], Vec<&Path>); 6] = [
+            (&["print"], vec![bad]),
+            (&["top"], vec![bad]),
+            (&["collapse"], vec![bad]),
+            (&["flame", "-o", svg.to_str().unwrap()], vec![bad]),
+            (&["diff"], vec![bad, &good]),
+            (&["diff"], vec![&good, bad]),
+        ];
+        for (args, files) in cases {
+            let what = format!("{args:?} {files:?}");
+            let mut cmd = hprof_rs();
+            cmd.args(args).args(&files);
+            // Refused at once; the timeout only guards against reading on
+            // (before, /dev/zero was read for ever).
+            let out = common::run_timeout(&mut cmd, std::time::Duration::from_secs(60));
+            common::assert_exit_code(&out, 2, &what);
+            let stderr = common::stderr_text(&out);
+            assert_eq!(stderr.lines().count(), 1, "{what}: {stderr}");
+            assert!(
+                stderr.starts_with(&format!("hprof-rs: {}: ", bad.display())),
+                "{what}: {stderr}"
+            );
+            assert!(
+                stderr.contains("not an HPROF profile")
+                    && stderr.contains("byte offset 0")
+                    && stderr.contains(r#"first bytes: "\x00\x00"#),
+                "{what}: {stderr}"
+            );
+            assert!(common::stdout_text(&out).is_empty(), "{what}");
+        }
+    }
+    assert!(!svg.exists(), "flame wrote a graph of nothing");
+}

@@ -12,6 +12,7 @@ mod heap_scan;
 mod listen;
 pub mod print;
 pub mod profile;
+mod profile_file;
 mod run;
 pub mod threshold;
 pub mod top;
