@@ -13,7 +13,7 @@
 pub use super::change::Change;
 use super::change::change;
 use super::collapse::folded;
-use super::profile::{Profile, What};
+use super::profile::{Profile, What, describe_kinds};
 use super::threshold::{Subject, Threshold};
 use super::top::{class_costs, method_costs};
 use serde::Serialize;
@@ -28,6 +28,8 @@ pub const EXACT_FLOOR: f64 = 0.005;
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdict {
     pub expression: String,
+    /// The unit of the subject's counts (`objects` for `class X objects`).
+    pub unit: &'static str,
     #[serde(flatten)]
     pub value: Change,
     /// The threshold is crossed and, for CPU samples, the change is not noise.
@@ -123,44 +125,160 @@ fn compare_all(
     changes
 }
 
-/// The value of a threshold's subject in one profile.
-fn subject_value(profile: &Profile, what: What, subject: &Subject) -> u64 {
+/// The value of a threshold's subject in one profile; None when the profile
+/// does not hold it (no such method, class or site).
+fn subject_value(profile: &Profile, what: What, subject: &Subject) -> Option<u64> {
     match subject {
-        Subject::Total(w) => profile.total(w.unwrap_or(what)),
+        Subject::Total(w) => Some(profile.total(w.unwrap_or(what))),
         Subject::Method { name, inclusive } => method_costs(&profile.stacks(what))
             .get(name)
-            .map_or(0, |c| if *inclusive { c.total } else { c.self_cost }),
-        Subject::Class { name, objects } => {
-            let kind = if *objects {
-                What::AllocObjects
-            } else {
-                What::Alloc
-            };
-            class_costs(&profile.stacks(kind))
-                .get(name)
-                .copied()
-                .unwrap_or(0)
-        }
+            .map(|c| if *inclusive { c.total } else { c.self_cost }),
+        Subject::Class { name, objects } => class_costs(&profile.stacks(class_kind(*objects)))
+            .get(name)
+            .copied(),
         Subject::Site { class, method } => profile
             .stacks(what)
             .iter()
             .filter(|s| s.class.as_deref() == Some(class) && s.frames.first() == Some(method))
             .map(|s| s.value)
-            .sum(),
+            .reduce(u64::saturating_add),
     }
+}
+
+/// The SITES count a `class` threshold looks at.
+fn class_kind(objects: bool) -> What {
+    if objects {
+        What::AllocObjects
+    } else {
+        What::Alloc
+    }
+}
+
+/// The kind of cost a threshold's subject is counted in.
+fn subject_kind(subject: &Subject, what: What) -> What {
+    match subject {
+        Subject::Total(Some(w)) => *w,
+        Subject::Class { objects, .. } => class_kind(*objects),
+        _ => what,
+    }
+}
+
+/// An error for the first threshold that matches nothing: its kind of cost
+/// is missing from a profile, or its method, class or site is in neither.
+/// Such a threshold could never fail (a typo in a name would pass a gate
+/// for ever), so it is unusable input.
+pub fn check_thresholds_match(
+    base: &Profile,
+    new: &Profile,
+    what: What,
+    thresholds: &[Threshold],
+) -> Result<(), String> {
+    for threshold in thresholds {
+        let nothing = |why: String| {
+            format!(
+                "--fail-if {:?} matches nothing: {why}",
+                threshold.expression
+            )
+        };
+        let kind = subject_kind(&threshold.subject, what);
+        for (side, profile) in [("base", base), ("new", new)] {
+            let kinds = profile.available();
+            if !kinds.contains(&kind) {
+                return Err(nothing(format!(
+                    "the {side} profile has no {} data ({})",
+                    kind.name(),
+                    describe_kinds(&kinds)
+                )));
+            }
+        }
+        let subject = &threshold.subject;
+        if subject_value(base, what, subject).is_none()
+            && subject_value(new, what, subject).is_none()
+        {
+            let known = |p: &Profile| known_names(p, what, subject);
+            let mut names = known(base);
+            names.extend(known(new));
+            return Err(nothing(format!(
+                "{} ({}){}",
+                describe_subject(subject),
+                kind.name(),
+                suggestion(subject, &names)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Why the subject matched nothing, in words.
+fn describe_subject(subject: &Subject) -> String {
+    match subject {
+        Subject::Total(_) => "no total".into(),
+        Subject::Method { name, .. } => format!("method {name} is in neither profile"),
+        Subject::Class { name, .. } => format!("no {name} was allocated in either profile"),
+        Subject::Site { class, method } => {
+            format!("no {class} was allocated directly in {method} in either profile")
+        }
+    }
+}
+
+/// The names a method or class threshold could have meant.
+fn known_names(profile: &Profile, what: What, subject: &Subject) -> Vec<String> {
+    match subject {
+        Subject::Method { .. } | Subject::Site { .. } => {
+            method_costs(&profile.stacks(what)).into_keys().collect()
+        }
+        Subject::Class { objects, .. } => class_costs(&profile.stacks(class_kind(*objects)))
+            .into_keys()
+            .collect(),
+        Subject::Total(_) => Vec::new(),
+    }
+}
+
+/// `; did you mean X?` when a known name is within two edits of the one given.
+fn suggestion(subject: &Subject, known: &[String]) -> String {
+    let given = match subject {
+        Subject::Method { name, .. } | Subject::Class { name, .. } => name,
+        Subject::Site { method, .. } if !known.contains(method) => method,
+        Subject::Site { .. } | Subject::Total(_) => return String::new(),
+    };
+    let mut close: Vec<&String> = known
+        .iter()
+        .filter(|name| edit_distance(name, given) <= 2)
+        .collect();
+    close.sort();
+    close.dedup();
+    match close.first() {
+        Some(name) => format!("; did you mean {name}?"),
+        None => String::new(),
+    }
+}
+
+/// Levenshtein distance between two names, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// Evaluates one threshold. For CPU samples, methods and sites are compared
 /// as shares of all samples (a longer run has more samples everywhere).
 fn verdict(base: &Profile, new: &Profile, what: What, threshold: &Threshold) -> Verdict {
-    let subject_kind = match &threshold.subject {
-        Subject::Total(Some(w)) => *w,
-        Subject::Class { .. } => What::Alloc,
-        _ => what,
-    };
+    let subject_kind = subject_kind(&threshold.subject, what);
+    // Absent from one profile: it appeared or went away.
     let (b, n) = (
-        subject_value(base, what, &threshold.subject),
-        subject_value(new, what, &threshold.subject),
+        subject_value(base, what, &threshold.subject).unwrap_or(0),
+        subject_value(new, what, &threshold.subject).unwrap_or(0),
     );
     let (bt, nt) = (base.total(subject_kind), new.total(subject_kind));
     let sampled = subject_kind == What::Cpu;
@@ -186,6 +304,7 @@ fn verdict(base: &Profile, new: &Profile, what: What, threshold: &Threshold) -> 
     };
     Verdict {
         expression: threshold.expression.clone(),
+        unit: subject_kind.unit(),
         value,
         failed: crossed,
     }
@@ -233,9 +352,11 @@ pub fn compare(
 }
 
 fn describe(c: &Change, unit: &str) -> String {
-    let relative = c
-        .relative_percent
-        .map_or_else(|| "new".to_owned(), |r| format!("{r:+.1}%"));
+    let relative = match c.relative_percent {
+        Some(r) => format!("{r:+.1}%"),
+        None if c.new == 0 => "unchanged".to_owned(),
+        None => "new".to_owned(),
+    };
     let z = c.z.map_or_else(String::new, |z| format!(", z={z:+.1}"));
     format!(
         "{:+} {unit} ({relative}{z}): {} -> {}",
@@ -276,7 +397,7 @@ pub fn render(report: &Report) -> String {
                 out,
                 "  {state:6} {}: {}",
                 v.expression,
-                describe(&v.value, unit)
+                describe(&v.value, v.unit)
             );
         }
     }
@@ -286,6 +407,15 @@ pub fn render(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn edit_distance_counts_inserted_removed_and_changed_characters() {
+        assert_eq!(edit_distance("Foo.bar", "Foo.bar"), 0);
+        assert_eq!(edit_distance("Foo.barr", "Foo.bar"), 1);
+        assert_eq!(edit_distance("Foo.bra", "Foo.bar"), 2);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
 
     #[test]
     fn the_z_statistics_match_hand_computed_values() {

@@ -218,7 +218,8 @@ impl Profile {
     }
 }
 
-fn describe_kinds(kinds: &[What]) -> String {
+/// What a profile holds, in words: `it holds: cpu, ...`.
+pub fn describe_kinds(kinds: &[What]) -> String {
     if kinds.is_empty() {
         return "it holds no CPU or SITES table".into();
     }
