@@ -3,7 +3,7 @@
 //! standard error and exit status 2 (1 is reserved for `diff`'s thresholds).
 
 use super::profile::{self, Profile, What};
-use super::{collapse, diff, flame, threshold, top};
+use super::{collapse, diff, flame, subject, threshold, top};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -132,7 +132,7 @@ pub fn diff(args: DiffArgs) -> i32 {
         let base = read(&args.base)?;
         let new = read(&args.new)?;
         let what = diff::common_kind(&base, &new, args.what)?;
-        diff::check_thresholds_match(&base, &new, what, &thresholds)?;
+        subject::check_thresholds_match(&base, &new, what, &thresholds)?;
         let report = diff::compare(&base, &new, what, &thresholds, args.n);
         if let Some(path) = &args.flame {
             let look = flame::Look {

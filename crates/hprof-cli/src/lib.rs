@@ -14,6 +14,7 @@ pub mod print;
 pub mod profile;
 mod profile_file;
 mod run;
+mod subject;
 pub mod threshold;
 pub mod top;
 
