@@ -131,6 +131,28 @@ fn run_passes_stop_signals_on_to_the_jvm_and_exits_with_its_status() {
 }
 
 #[test]
+fn run_leaves_a_signal_ignored_at_its_start_ignored_for_the_command() {
+    // Started with SIGHUP ignored, as under nohup; the command is a plain
+    // `sleep` (no JVM needed).
+    let script = format!(
+        "trap '' HUP; exec '{}' run -- sh -c 'echo READY; exec sleep 60'",
+        common::hprof_rs_bin().display()
+    );
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &script])
+        .env("HPROF_RS_AGENT", common::agent_lib())
+        .env_remove("JAVA_TOOL_OPTIONS");
+    let mut wrapper = Spawned::spawn(&mut cmd);
+    wrapper.wait_for_line("READY", Duration::from_secs(30));
+    // HUP comes first (lower signals are delivered first): had it been
+    // caught and passed on, the command would have died of it (129).
+    wrapper.signal(libc::SIGHUP);
+    wrapper.signal(libc::SIGTERM);
+    let out = wrapper.wait_timeout(Duration::from_secs(30));
+    common::assert_exit_code(&out, 143, "HUP ignored, then TERM");
+}
+
+#[test]
 fn print_reports_the_byte_offset_of_malformed_input() {
     let jdk = common::jdks().into_iter().next().expect("at least one JDK");
     let dir = common::scratch_dir("cli-print-malformed");

@@ -627,6 +627,33 @@ fn every_reading_command_refuses_zeros_from_the_first_bytes() {
         }
     }
     assert!(!svg.exists(), "flame wrote a graph of nothing");
+
+    // A real header line, then 3 GB of zeros: refused at the first zero.
+    let header_line = "JAVA PROFILE 1.0.1, created Thu Nov  2 17:11:21 2017\n";
+    let headed = dir.join("headed-zeros.txt");
+    fs::write(&headed, header_line).unwrap();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&headed)
+        .and_then(|f| f.set_len(3 << 30))
+        .unwrap();
+    for (args, message) in [
+        (
+            &["print"][..],
+            format!("malformed at byte offset {}", header_line.len()),
+        ),
+        (&["top"][..], format!("(byte offset {})", header_line.len())),
+    ] {
+        let mut cmd = hprof_rs();
+        cmd.args(args).arg(&headed);
+        let out = common::run_timeout(&mut cmd, std::time::Duration::from_secs(60));
+        common::assert_exit_code(&out, 2, &format!("{args:?} of a header and zeros"));
+        let stderr = common::stderr_text(&out);
+        assert!(
+            stderr.contains("a NUL byte in an ASCII profile") && stderr.contains(&message),
+            "{args:?}: {stderr}"
+        );
+    }
 }
 
 /// `hprof-rs diff BASE NEW --fail-if THRESHOLD`'s exit status.
