@@ -401,20 +401,19 @@ pub(super) fn keep_allocations_in_sight() {
 /// At load time under `alloc_count=events` counting every object: no
 /// event can report an object that is never made, and C2 leaves out of
 /// compiled code objects that do not escape their method (escape
-/// analysis), the builders of a StringBuilder chain (its fusion), and,
-/// from JDK 15 on, an allocation whose result it never reads once it has
-/// answered the reads from the initialising stores (`int[] p = {i, 1};
-/// s += p[1];`), and a box only unboxed (`Integer.valueOf`). Turned off
-/// here as the `-XX` options would: escape analysis and the fusion
-/// (`-XX:-DoEscapeAnalysis -XX:-OptimizeStringConcat`); and C2's allocation without a call into
-/// the VM, the only place it drops an unread allocation: on JDK 20 and
-/// later through `-XX:-UseTLAB` (which from then on sends every
-/// allocation into the VM: each goes there already at a sampling interval
-/// of 0), before through `-XX:+DTraceAllocProbes` (on those JDKs
-/// `-XX:-UseTLAB` would leave Serial and Parallel GC's inline allocation,
-/// which no sampler sees). A loop making 2,000,000 of each kind reported
-/// 102,399 to 110,751 of them before (those made before C2 compiled it).
-/// Said once when a flag cannot be set.
+/// analysis), boxes only unboxed, the builders of a StringBuilder chain
+/// (its fusion), and, from JDK 15 on, an allocation whose result it never
+/// reads once it has answered the reads from the initialising stores
+/// (`int[] p = {i, 1}; s += p[1];`). Turned off here as the `-XX` options
+/// would: escape analysis and the fusion (`-XX:-DoEscapeAnalysis
+/// -XX:-OptimizeStringConcat`), and C2's allocation without a call into
+/// the VM, the only place where it drops an unread allocation: on JDK 20
+/// and later through `-XX:-UseTLAB` (every allocation then goes into the
+/// VM, as each already does at a sampling interval of 0), before through
+/// `-XX:+DTraceAllocProbes` (there `-XX:-UseTLAB` would leave Serial and
+/// Parallel GC's inline allocation, which no sampler sees). A loop making
+/// 2,000,000 of each kind reported 102,399 to 110,751 of them before
+/// (those made before C2 compiled it). Said once when a flag cannot be set.
 pub(super) fn make_every_object_asked_for(feature_version: Option<u32>) {
     // The unboxing that rests on escape analysis: the JVM turns it off
     // with it when `-XX:-DoEscapeAnalysis` is on the command line.
