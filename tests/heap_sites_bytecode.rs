@@ -379,3 +379,109 @@ fn a_rewritten_recursion_needs_at_most_a_third_more_stack() {
         );
     });
 }
+
+/// Lines of `make<n>` in the generated `ManyNews`, one `new` each.
+const MANY_NEWS: [usize; 2] = [500, 1_000];
+/// Calls of each `make<n>`.
+const MANY_NEWS_ROUNDS: u64 = 10;
+/// `ManyNews$X`: no field, 16 bytes with compressed class pointers.
+const MANY_NEWS_X_BYTES: u64 = 16;
+
+/// `ManyNews.java`: `make500` and `make1000`, one `KEEP[kept++] = new X();`
+/// per line (every object kept, so every one is live at the dump), each
+/// called `MANY_NEWS_ROUNDS` times by `main`; and the first line of each
+/// method's `new`s.
+fn many_news_source() -> (String, Vec<(usize, usize)>) {
+    let total: usize = MANY_NEWS.iter().sum();
+    let mut lines = vec![
+        "public class ManyNews {".to_owned(),
+        "    static final class X {}".to_owned(),
+        format!("    static final Object[] KEEP = new Object[{total} * {MANY_NEWS_ROUNDS}];"),
+        "    static int kept;".to_owned(),
+    ];
+    let mut first_lines = Vec::new();
+    for n in MANY_NEWS {
+        lines.push(format!("    static void make{n}() {{"));
+        first_lines.push((n, lines.len() + 1));
+        lines.extend((0..n).map(|_| "        KEEP[kept++] = new X();".to_owned()));
+        lines.push("    }".to_owned());
+    }
+    lines.push("    public static void main(String[] args) {".to_owned());
+    lines.push(format!(
+        "        for (int r = 0; r < {MANY_NEWS_ROUNDS}; r++) {{"
+    ));
+    lines.extend(MANY_NEWS.map(|n| format!("            make{n}();")));
+    lines.push("        }".to_owned());
+    lines.push("        System.out.println(\"kept=\" + kept);".to_owned());
+    lines.push("    }".to_owned());
+    lines.push("}".to_owned());
+    (lines.join("\n") + "\n", first_lines)
+}
+
+/// Every line of a method of hundreds of `new`s gets its own row, with its
+/// caller: the sites of one method are numbered in a row under one calling
+/// context, and the tracker's table of (site, context) keys placed them in
+/// a row of slots, where a key of another method landing in the middle
+/// found no free slot within its probes; its row lost its caller and, the
+/// live sample placing nothing there, its live objects, and the default
+/// cutoff dropped it (JDK 11: 4,990 of 5,000 and 9,990 of 10,000).
+#[test]
+fn every_line_of_methods_of_hundreds_of_news_has_its_row() {
+    let dir = common::scratch_dir("many-news");
+    let (source, first_lines) = many_news_source();
+    std::fs::write(dir.join("ManyNews.java"), source).unwrap();
+    let classes = dir.join("classes");
+    let mut javac = std::process::Command::new(common::javac());
+    javac
+        .args(["--release", "11", "-g", "-d"])
+        .arg(&classes)
+        .arg(dir.join("ManyNews.java"));
+    common::assert_success(&common::run(&mut javac), "javac ManyNews.java");
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        let run_dir = common::scratch_dir(&format!("many-news-{label}"));
+        let mut cmd = common::java_command(jdk, &run_dir);
+        // The last -cp is the one the launcher takes.
+        cmd.arg("-cp")
+            .arg(&classes)
+            .arg(common::agentpath_arg("heap=sites"))
+            .arg("ManyNews");
+        let out = common::run(&mut cmd);
+        common::assert_success(&out, &format!("ManyNews on {label}"));
+        let sites = AsciiProfile::read(&run_dir.join("java.hprof.txt"));
+        for (n, first_line) in &first_lines {
+            let method = format!("ManyNews.make{n}");
+            let rows = sites.sites_of_class_via("ManyNews$X", &method);
+            let mut lines = Vec::new();
+            for row in &rows {
+                let trace = sites.trace(row.trace_serial);
+                assert_eq!(
+                    sites.frames(row.trace_serial)[..2],
+                    [method.as_str(), "ManyNews.main"],
+                    "{label}: the frames of a row of {method}"
+                );
+                let rounds = MANY_NEWS_ROUNDS;
+                assert_eq!(
+                    common::site_totals(&[*row]),
+                    (
+                        rounds,
+                        rounds,
+                        rounds * MANY_NEWS_X_BYTES,
+                        rounds * MANY_NEWS_X_BYTES
+                    ),
+                    "{label}: {method} at {:?}: alloc'ed/live objects and bytes",
+                    trace.frames[0].line
+                );
+                lines.push(trace.frames[0].line);
+            }
+            let missing: Vec<usize> = (*first_line..first_line + n)
+                .filter(|&line| !lines.contains(&LineInfo::Line(line as u32)))
+                .collect();
+            assert!(
+                missing.is_empty() && lines.len() == *n,
+                "{label}: {} rows for the {n} lines of {method}; lines without a row: {missing:?}",
+                lines.len()
+            );
+        }
+    });
+}

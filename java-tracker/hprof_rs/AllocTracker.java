@@ -241,8 +241,7 @@ public final class AllocTracker {
             return;
         }
         long key = context & Long.MAX_VALUE;
-        long mixed = (key ^ (key >>> 31)) * 0x9E3779B97F4A7C15L + site;
-        int hash = (int) (mixed ^ (mixed >>> 32));
+        int hash = slotHash(site, key);
         Unsafe u = U;
         for (int probe = 0; probe < PROBES; probe++) {
             int slot = (hash + probe) & (KEY_SLOTS - 1);
@@ -265,6 +264,21 @@ public final class AllocTracker {
             return;
         }
         bump(site, bytes);
+    }
+
+    /**
+     * Where the probes of (`site`, `key`) start. Every bit of both moves
+     * every bit of the result (SplitMix64's finaliser): the sites of one
+     * method are numbered in a row and share their caller's context, and a
+     * hash that kept them in a row of slots (the site added after mixing
+     * the context) made runs of hundreds of full slots, in which another
+     * key landing ran out of probes.
+     */
+    private static int slotHash(int site, long key) {
+        long z = key + (site + 1L) * 0x9E3779B97F4A7C15L;
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        return (int) (z ^ (z >>> 31));
     }
 
     /**

@@ -23,7 +23,7 @@ use crate::emit::clock::ctime_now;
 use crate::model::Model;
 use crate::model::traces::EMPTY_TRACE_SERIAL;
 use counted_dump::read_counted;
-use events::keep_allocations_in_sight;
+use events::{keep_allocations_in_sight, make_every_object_asked_for};
 use jvmti_bindings::prelude::*;
 use state::prime_exact_sampling;
 pub use state::{Allocated, AllocationSites, Reported};
@@ -63,6 +63,8 @@ impl Engine for AllocationSites {
                     );
                 }
             }
+        } else if self.counts.interval == 0 {
+            make_every_object_asked_for(jvm::java_feature_version(jvmti));
         }
         // Under alloc_count=bytecode every object is reported at first too,
         // for the sample of live objects (see modes/heap_sites/live_samples.rs).
