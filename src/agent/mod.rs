@@ -201,7 +201,7 @@ impl Agent for HprofAgent {
             bytes = Some(counted);
         }
         if let Some(timed) = timing
-            .filter(|_| !name.is_some_and(|n| n.starts_with("hprof_rs/")))
+            .filter(|_| !name.is_some_and(crate::bci::is_agent_class))
             .and_then(|t| t.rewrite(name, bytes.as_deref().unwrap_or(event.class_data())))
         {
             bytes = Some(timed);

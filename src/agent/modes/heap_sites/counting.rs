@@ -470,11 +470,17 @@ impl BytecodeCounting {
         if let Some(field) = field {
             let _ = self.context_field.set(field);
         }
-        if self.wants_contexts() && field.is_none() {
-            self.contexts.store(false, Ordering::Relaxed);
-            eprintln!(
-                "HPROF ERROR: heap=sites cannot keep calling contexts (java.lang.Thread was loaded without its field); traces stop at the allocating frame"
-            );
+        if self.wants_contexts() {
+            let accessor = match field {
+                Some(field) => field.define_accessor(jni),
+                None => Err("java.lang.Thread was loaded without its field".into()),
+            };
+            if let Err(why) = accessor {
+                self.contexts.store(false, Ordering::Relaxed);
+                eprintln!(
+                    "HPROF ERROR: heap=sites cannot keep calling contexts ({why}); traces stop at the allocating frame"
+                );
+            }
         }
         let key_slots = if self.contexts.load(Ordering::Relaxed) {
             alloc_tracker::CONTEXT_KEY_SLOTS
@@ -510,7 +516,7 @@ impl BytecodeCounting {
     }
 
     fn rewrite_counted(&self, name: Option<&str>, bytes: &[u8]) -> Option<Vec<u8>> {
-        if !self.ready() || bytes.is_empty() || name.is_some_and(|n| n.starts_with("hprof_rs/")) {
+        if !self.ready() || bytes.is_empty() || name.is_some_and(bci::is_agent_class) {
             return None;
         }
         let mut registry = self.registry.lock();
