@@ -85,3 +85,47 @@ fn the_context_field_leaves_threads_public_fields_as_they_were() {
         );
     });
 }
+
+#[test]
+fn heap_sites_starts_under_required_sharing_and_counts_exactly() {
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        for (name, jvm_args) in [
+            ("share-on", &["-Xshare:on"][..]),
+            (
+                "share-on-verified",
+                &["-Xshare:on", "-XX:+VerifySharedSpaces"][..],
+            ),
+        ] {
+            let dir = common::scratch_dir(&format!("{name}-{label}"));
+            // (The JVM refused to start here, its archive unusable beside an
+            // early ClassFileLoadHook.)
+            let out = run_java(jdk, &dir, jvm_args, Some("heap=sites"), "AllocSites", &[]);
+            let stderr = common::stderr_text(&out);
+            assert!(
+                stderr.contains("-Xshare:on keeps java.lang.Thread from the shared archive"),
+                "{label} {jvm_args:?}: the shallower traces are said: {stderr}"
+            );
+            assert!(!stderr.contains("HPROF ERROR"), "{label}: {stderr}");
+            let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+            for (class, frame, size, made, live) in [
+                ("AllocSites$Item", "AllocSites.makeItem", 24, 10_000, 4_000),
+                // (Made by the VM: its trace stops at the maker.)
+                (
+                    "AllocSites$Cloned",
+                    "java.lang.Object.clone",
+                    16,
+                    1_000,
+                    1_000,
+                ),
+            ] {
+                let rows = profile.sites_of_class_via(class, frame);
+                assert_eq!(
+                    common::site_totals(&rows),
+                    (made, live, made * size, live * size),
+                    "{label} {jvm_args:?}: {class} at {frame}"
+                );
+            }
+        }
+    });
+}

@@ -18,6 +18,7 @@
 //! live count.
 
 use crate::agent::jvm::alloc_tracker::{self, AllocTracker, SiteCount};
+use crate::agent::jvm::shared_archive;
 use crate::bci::{self, Allocated};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
@@ -349,6 +350,9 @@ pub struct BytecodeCounting {
     /// Set once a method was rewritten past HotSpot's huge-method limit
     /// (and the limit turned off).
     huge_allowed: AtomicBool,
+    /// `-Xshare:on`: java.lang.Thread comes from the shared archive, which
+    /// the early ClassFileLoadHook its field needs would refuse.
+    sharing_required: bool,
 }
 
 thread_local! {
@@ -380,6 +384,9 @@ impl BytecodeCounting {
     /// above 1 its callers' from calling contexts (at most 3 of them).
     pub fn new(depth: usize) -> Self {
         let callers = depth.saturating_sub(1).min(bci::WINDOW_CALL_SITES);
+        let sharing_required = callers > 0 && shared_archive::sharing_required();
+        // Without the field, the counting is depth 1's.
+        let callers = if sharing_required { 0 } else { callers };
         Self {
             tracker: OnceLock::new(),
             registry: Mutex::default(),
@@ -394,6 +401,7 @@ impl BytecodeCounting {
             context_field: OnceLock::new(),
             contexts: AtomicBool::new(callers > 0),
             huge_allowed: AtomicBool::new(false),
+            sharing_required,
         }
     }
 
@@ -410,6 +418,14 @@ impl BytecodeCounting {
     /// its field from the moment the JVM loads it.
     pub fn wants_contexts(&self) -> bool {
         self.callers > 0
+    }
+
+    /// Why contexts that `depth` asked for are not kept from the start,
+    /// if that is so (said once, at load time).
+    pub fn contexts_refused(&self) -> Option<&'static str> {
+        self.sharing_required.then_some(
+            "-Xshare:on keeps java.lang.Thread from the shared archive, so heap=sites cannot give it the field calling contexts live in: counts are exact, traces stop at the allocating frame (-Xshare:auto or alloc_count=events keeps whole traces)",
+        )
     }
 
     /// Whether calling contexts are kept (wanted, and the field is there).

@@ -55,6 +55,9 @@ impl Engine for AllocationSites {
     fn on_load(&self, jvmti: &Jvmti) -> Result<(), String> {
         if let Some(counting) = &self.bytecode {
             keep_allocations_in_sight();
+            if let Some(why) = counting.contexts_refused() {
+                eprintln!("HPROF: {why}");
+            }
             if counting.wants_contexts() {
                 let hook = [jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK];
                 if let Err(e) = jvmti.enable_events_global(&hook) {
