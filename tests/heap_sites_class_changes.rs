@@ -253,3 +253,75 @@ fn a_byte_buddy_agent_over_thread_leaves_counts_exact() {
         }
     });
 }
+
+/// A class with two generated methods that each make one `Item` per line
+/// and pass it to a call: `make()` 1,500 of them (about 24 KB of byte
+/// code), `makeHuge()` 3,000 (about 48 KB, which counting code would take
+/// past the JVM's 64 KiB limit). `main` calls `make()` ten times and
+/// `makeHuge()` once.
+fn big_method_source() -> String {
+    let mut source = String::from(
+        "public class BigMethod {\n    static Object sink;\n\
+         \x20   static final class Item { final int a, b; Item(int a, int b) { this.a = a; this.b = b; } }\n\
+         \x20   static void keep(Object o) { sink = o; }\n",
+    );
+    for (method, items) in [("make", 1_500), ("makeHuge", 3_000)] {
+        source.push_str(&format!("    static void {method}() {{\n"));
+        for k in 0..items {
+            source.push_str(&format!(
+                "        keep(new Item({}, {}));\n",
+                1000 + k,
+                2000 + k
+            ));
+        }
+        source.push_str("    }\n");
+    }
+    source.push_str(
+        "    public static void main(String[] args) {\n\
+         \x20       for (int i = 0; i < 10; i++) make();\n\
+         \x20       makeHuge();\n    }\n}\n",
+    );
+    source
+}
+
+#[test]
+fn a_large_method_is_counted_and_one_too_large_is_named() {
+    let classes = common::scratch_dir("big-method-classes");
+    let source = classes.join("BigMethod.java");
+    std::fs::write(&source, big_method_source()).unwrap();
+    let mut javac = Command::new(common::javac());
+    javac
+        .args(["--release", "11", "-d"])
+        .arg(&classes)
+        .arg(&source);
+    common::assert_success(&common::run(&mut javac), "javac BigMethod");
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("big-method-{label}"));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg(common::agentpath_arg("heap=sites,cutoff=0"))
+            .arg("-cp")
+            .arg(&classes)
+            .arg("BigMethod");
+        let out = common::run(&mut cmd);
+        common::assert_success(&out, &format!("BigMethod on {label}"));
+        let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+        // (Before: none of the 15,000, and nothing said.)
+        let made = profile.sites_of_class_via("BigMethod$Item", "BigMethod.make");
+        assert_eq!(
+            common::site_totals(&made).0,
+            15_000,
+            "{label}: Items made in make()"
+        );
+        let stderr = common::stderr_text(&out);
+        let named: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("cannot count the allocations of"))
+            .collect();
+        assert_eq!(named.len(), 1, "{label}: {stderr}");
+        assert!(
+            named[0].contains("BigMethod.makeHuge()V"),
+            "{label}: {stderr}"
+        );
+    });
+}

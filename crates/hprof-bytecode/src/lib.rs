@@ -81,6 +81,7 @@ mod stackmap;
 mod tests;
 mod tracker;
 mod types;
+mod uncounted;
 mod writer;
 
 pub use call_context::{
@@ -105,6 +106,7 @@ pub use tracker::{
     TRACKER_CAUGHT, TRACKER_CLASS, TRACKER_CLASS_FILE, TRACKER_CLOCK_FIELD, TRACKER_DEPTH_FIELD,
     TRACKER_DRAIN, TRACKER_ENDED, TRACKER_ENGAGED_FIELD,
 };
+pub use uncounted::uncounted_methods;
 
 use std::fmt;
 

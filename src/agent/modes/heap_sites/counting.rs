@@ -25,7 +25,7 @@ use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// A class rewritten to count its allocations.
 #[derive(Debug)]
@@ -319,6 +319,9 @@ impl SiteRegistry {
 /// with no context.
 const MAX_MADE_KEYS: usize = 262_144;
 
+/// Methods named as uncounted (one line each) before the rest go unnamed.
+const MAX_UNCOUNTED_NAMED: usize = 100;
+
 /// State of the bytecode counting.
 pub struct BytecodeCounting {
     tracker: OnceLock<AllocTracker>,
@@ -350,6 +353,8 @@ pub struct BytecodeCounting {
     /// Set once a method was rewritten past HotSpot's huge-method limit
     /// (and the limit turned off).
     huge_allowed: AtomicBool,
+    /// Methods named as left uncounted so far.
+    uncounted_named: AtomicUsize,
     /// `-Xshare:on`: java.lang.Thread comes from the shared archive, which
     /// the early ClassFileLoadHook its field needs would refuse.
     sharing_required: bool,
@@ -401,6 +406,7 @@ impl BytecodeCounting {
             context_field: OnceLock::new(),
             contexts: AtomicBool::new(callers > 0),
             huge_allowed: AtomicBool::new(false),
+            uncounted_named: AtomicUsize::new(0),
             sharing_required,
         }
     }
@@ -555,6 +561,7 @@ impl BytecodeCounting {
         });
         let outcome =
             bci::rewrite_counting_allocations(bytes, first, makers, first_call_site).ok()?;
+        self.say_uncounted(name, &outcome, bytes);
         if outcome.counted_already && name.is_some() {
             // Returned as they are, but returned: a class the hook changed
             // is one the JVM makes its named module read the unnamed
@@ -572,6 +579,25 @@ impl BytecodeCounting {
         let name = name.map_or_else(|| outcome.class_name.clone(), str::to_owned);
         registry.add(&name, &outcome);
         Some(outcome.bytes)
+    }
+
+    /// Names, on standard error, each method whose allocations the rewrite
+    /// had to leave uncounted (their objects are in no row): the first
+    /// [`MAX_UNCOUNTED_NAMED`], then once that there are more.
+    fn say_uncounted(&self, name: Option<&str>, outcome: &bci::CountingOutcome, bytes: &[u8]) {
+        for (method, why) in bci::uncounted_methods(bytes, outcome) {
+            let named = self.uncounted_named.fetch_add(1, Ordering::Relaxed);
+            let class = name.unwrap_or(&outcome.class_name).replace('/', ".");
+            if named < MAX_UNCOUNTED_NAMED {
+                eprintln!(
+                    "HPROF: heap=sites cannot count the allocations of {class}.{method} ({why}): its objects are in no row (alloc_count=events counts them)"
+                );
+            } else if named == MAX_UNCOUNTED_NAMED {
+                eprintln!(
+                    "HPROF: heap=sites cannot count the allocations of more methods; those are not named"
+                );
+            }
+        }
     }
 
     /// HotSpot never compiles a method of more than 8,000 bytes of
