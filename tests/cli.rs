@@ -3,8 +3,12 @@
 
 mod common;
 
+use common::{AsciiProfile, Spawned};
+use hprof_rs::format::ascii::Section;
 use std::fs;
+use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 fn hprof_rs() -> Command {
     let mut cmd = Command::new(common::hprof_rs_bin());
@@ -34,6 +38,118 @@ fn run_profiles_a_java_command_and_passes_its_exit_code_on() {
             jdk.label
         );
     });
+}
+
+/// The processes whose parent is `parent` and that have not exited (a
+/// zombie has), from /proc.
+fn running_children(parent: i32) -> Vec<i32> {
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            // `pid (comm) state ppid ...`: comm may hold spaces and parentheses.
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let fields: Vec<&str> = stat
+                .rsplit_once(')')
+                .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+            fields.len() > 1 && fields[0] != "Z" && fields[1] == parent.to_string()
+        })
+        .collect()
+}
+
+/// Whether process `pid` is still running (neither gone nor a zombie).
+fn is_running(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| Some(stat.rsplit_once(')')?.1.split_whitespace().next()? != "Z"))
+        .unwrap_or(false)
+}
+
+/// Waits until the file at `path` holds `text`.
+fn wait_for_text(path: &Path, text: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !fs::read_to_string(path).unwrap_or_default().contains(text) {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: no {text:?} in {}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn run_passes_stop_signals_on_to_the_jvm_and_exits_with_its_status() {
+    common::on_each(&common::jdks(), |jdk| {
+        // The JVM ends on TERM, INT and HUP through its shutdown hooks with
+        // 128 + the signal's number (143, 130, 129); QUIT makes the agent
+        // append a dump and the program goes on.
+        for (signal, code) in [
+            (libc::SIGTERM, 143),
+            (libc::SIGINT, 130),
+            (libc::SIGHUP, 129),
+        ] {
+            let what = format!("{} signal {signal}", jdk.label);
+            let dir = common::scratch_dir(&format!("cli-run-signal-{signal}-{}", jdk.label));
+            let mut cmd = hprof_rs();
+            cmd.current_dir(&dir)
+                .env_remove("JAVA_TOOL_OPTIONS")
+                .args(["run", "heap=sites", "--"]);
+            cmd.arg(&jdk.java)
+                .arg("-cp")
+                .arg(common::fixtures_classpath())
+                .args(["Sleeper", "60"]);
+            let mut wrapper = Spawned::spawn(&mut cmd);
+            wrapper.wait_for_line("READY", Duration::from_secs(60));
+            let jvms = running_children(wrapper.pid());
+            assert_eq!(jvms.len(), 1, "{what}: the wrapper's children: {jvms:?}");
+            let profile = dir.join("java.hprof.txt");
+            if signal == libc::SIGTERM {
+                wrapper.signal(libc::SIGQUIT);
+                wait_for_text(&profile, "SITES END", &format!("{what}: SIGQUIT dump"));
+            }
+            wrapper.signal(signal);
+            let out = wrapper.wait_timeout(Duration::from_secs(60));
+            let left_running = is_running(jvms[0]);
+            if left_running {
+                // SAFETY: kill(2) on the JVM this test started, still running.
+                unsafe { libc::kill(jvms[0], libc::SIGKILL) };
+            }
+            assert!(!left_running, "{what}: the JVM outlived the wrapper");
+            common::assert_exit_code(&out, code, &what);
+            // The agent wrote its whole file at VM death: it parses and ends
+            // with the exit's SITES table (after the SIGQUIT one for TERM).
+            let sites =
+                AsciiProfile::read_whole_file(&profile).count(|s| matches!(s, Section::Sites(_)));
+            let expected = if signal == libc::SIGTERM { 2 } else { 1 };
+            assert_eq!(sites, expected, "{what}: SITES tables");
+            let text = fs::read_to_string(&profile).unwrap();
+            assert!(text.ends_with("SITES END\n"), "{what}: {text}");
+        }
+    });
+}
+
+#[test]
+fn run_leaves_a_signal_ignored_at_its_start_ignored_for_the_command() {
+    // Started with SIGHUP ignored, as under nohup; the command is a plain
+    // `sleep` (no JVM needed).
+    let script = format!(
+        "trap '' HUP; exec '{}' run -- sh -c 'echo READY; exec sleep 60'",
+        common::hprof_rs_bin().display()
+    );
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &script])
+        .env("HPROF_RS_AGENT", common::agent_lib())
+        .env_remove("JAVA_TOOL_OPTIONS");
+    let mut wrapper = Spawned::spawn(&mut cmd);
+    wrapper.wait_for_line("READY", Duration::from_secs(30));
+    // HUP comes first (lower signals are delivered first): had it been
+    // caught and passed on, the command would have died of it (129).
+    wrapper.signal(libc::SIGHUP);
+    wrapper.signal(libc::SIGTERM);
+    let out = wrapper.wait_timeout(Duration::from_secs(30));
+    common::assert_exit_code(&out, 143, "HUP ignored, then TERM");
 }
 
 #[test]

@@ -331,10 +331,13 @@ fn thread_y_names_the_virtual_threads_that_used_cpu() {
         }
         let spinners: Vec<String> = (0..8).map(|i| format!("spinner-{i}")).collect();
         let charged: u64 = spinners.iter().filter_map(|n| spin_by_thread.get(n)).sum();
+        // Each spinner named with samples of its own: the spinners spin for
+        // a wall time, so on a loaded machine each gets only a few samples
+        // (4 to 14 seen under a full parallel test run, about 40 when quiet).
         assert!(
             spinners
                 .iter()
-                .all(|n| spin_by_thread.get(n).is_some_and(|&c| c >= 5)),
+                .all(|n| spin_by_thread.get(n).is_some_and(|&c| c >= 2)),
             "{label}: spin samples by thread {spin_by_thread:?}"
         );
         assert!(
@@ -645,5 +648,128 @@ fn samples_and_allocation_sites_together() {
             (0.65..=0.85).contains(&share),
             "{label}: hotA's share is {share:.3}, true share 0.75"
         );
+    });
+}
+
+/// Runs `program` (a fixture and its arguments) on `jdk` under the agent
+/// with `options`, in a fresh directory named after `test`; it must
+/// succeed. Its output and the directory (holding java.hprof.txt).
+fn profile_fixture(
+    jdk: &common::Jdk,
+    test: &str,
+    options: &str,
+    program: &[&str],
+) -> (std::process::Output, std::path::PathBuf) {
+    let label = &jdk.label;
+    let dir = common::scratch_dir(&format!("cpu-samples-{test}-{label}"));
+    let mut cmd = common::java_command(jdk, &dir);
+    cmd.arg(common::agentpath_arg(options)).args(program);
+    let out = common::run(&mut cmd);
+    common::assert_success(&out, &format!("{program:?} with {options} on {label}"));
+    (out, dir)
+}
+
+/// Samples of the threads whose name starts with `prefix` (of every
+/// thread: `None`): (all of them, those whose trace holds `method` at any
+/// depth).
+fn samples_in(profile: &AsciiProfile, prefix: Option<&str>, method: &str) -> (u64, u64) {
+    let names = profile.threads();
+    let (mut all, mut in_method) = (0, 0);
+    for row in &samples_block(profile).rows {
+        let trace = profile.trace(row.trace_serial);
+        let owner = trace.thread_serial.and_then(|serial| names.get(&serial));
+        if prefix.is_some_and(|prefix| !owner.is_some_and(|name| name.starts_with(prefix))) {
+            continue;
+        }
+        all += row.count;
+        if profile.frames(row.trace_serial).iter().any(|f| f == method) {
+            in_method += row.count;
+        }
+    }
+    (all, in_method)
+}
+
+/// Threads of a few ms: the kernel signals a CPU timer at its scheduler
+/// tick, so a short thread often ends with an interval due and not yet
+/// signalled, its Java frames gone by ThreadEnd. That interval still
+/// counts, at the last stack the thread was seen to have (a look a tick
+/// before its first sample was due, or one through JVMTI as it starts):
+/// the threads' samples are in the method they spent their CPU in, not
+/// under `<no Java frames>` (42% of them were).
+#[test]
+fn short_threads_samples_are_charged_to_their_own_code() {
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        let (out, dir) = profile_fixture(
+            jdk,
+            "short-threads",
+            "cpu=samples,thread=y,depth=8,cutoff=0",
+            &["ShortThreads", "500", "6"],
+        );
+        let cpu_ms: f64 = common::printed(&common::stdout_text(&out), "cpu_ms");
+        let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+        let (all, in_burn) = samples_in(&profile, Some("short-"), "ShortThreads.burn");
+        let share = in_burn as f64 / all.max(1) as f64;
+        eprintln!(
+            "{label}: {in_burn} of the short threads' {all} samples in burn() ({:.1}%), {cpu_ms} ms of CPU",
+            100.0 * share
+        );
+        // One sample per 10 ms of the CPU they burned: none dropped.
+        assert!(
+            all as f64 >= 0.8 * cpu_ms / 10.0,
+            "{label}: {all} samples for {cpu_ms} ms of CPU in the short threads"
+        );
+        assert!(
+            share >= 0.9,
+            "{label}: {in_burn} of {all} short threads' samples in burn()"
+        );
+    });
+}
+
+/// A program that handles SIGPROF itself (sun.misc.Signal) is not sent
+/// our timers' signals: they use a real-time signal nobody handled, so its
+/// handler never runs and the samples are all there.
+#[test]
+fn a_program_with_its_own_sigprof_handler_is_sampled_and_never_signalled() {
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        let (out, dir) = profile_fixture(
+            jdk,
+            "own-sigprof",
+            "cpu=samples,depth=8,cutoff=0",
+            &["OwnSigprof", "1000"],
+        );
+        let stdout = common::stdout_text(&out);
+        let calls: u64 = common::printed(&stdout, "handler_calls");
+        let cpu_ms: f64 = common::printed(&stdout, "cpu_ms");
+        let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+        let (_, in_burn) = samples_in(&profile, None, "ShortThreads.burn");
+        eprintln!("{label}: handler ran {calls} times; burn() {in_burn} samples for {cpu_ms} ms");
+        assert_eq!(calls, 0, "{label}: the program's SIGPROF handler ran");
+        assert!(
+            in_burn as f64 >= 0.5 * cpu_ms / 10.0,
+            "{label}: burn() got {in_burn} samples for {cpu_ms} ms of CPU"
+        );
+        assert!(
+            in_burn as f64 <= 1.1 * cpu_ms / 10.0 + 2.0,
+            "{label}: burn() got {in_burn} samples, more than {cpu_ms} ms of CPU"
+        );
+    });
+}
+
+/// `thread=y` on a JVM without virtual threads (JDK 11, 17) has nothing to
+/// name: no line about their mount events, whatever `verbose` is.
+#[test]
+fn thread_y_says_nothing_of_virtual_threads_where_there_are_none() {
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        for options in ["cpu=samples,thread=y", "cpu=samples,thread=y,verbose=y"] {
+            let (out, _) = profile_fixture(jdk, "thread-y-quiet", options, &["Hello"]);
+            let stderr = common::stderr_text(&out);
+            assert!(
+                !stderr.contains("virtual thread"),
+                "{label}, {options}: {stderr}"
+            );
+        }
     });
 }

@@ -573,3 +573,200 @@ fn top_and_collapse_read_cpu_times() {
         assert_eq!(nap, nap_self, "{}", jdk.label);
     });
 }
+
+/// A whole ASCII profile with one CPU SAMPLES table, written by hand.
+const SMALL_ASCII_PROFILE: &str = "JAVA PROFILE 1.0.1, created Thu Nov  2 17:11:21 2017\n\n\
+--------\n\n\
+TRACE 300001:\n\tHot.leaf(Hot.java:5)\n\
+CPU SAMPLES BEGIN (total = 1) Thu Nov  2 17:11:22 2017\n\
+rank   self  accum   count trace method\n   1 100.00% 100.00%       1 300001 Hot.leaf\n\
+CPU SAMPLES END\n";
+
+#[test]
+fn every_reading_command_refuses_zeros_from_the_first_bytes() {
+    let dir = common::scratch_dir("tools-zeros");
+    // 3 GB of zeros in a sparse file: no disk used.
+    let zeros = dir.join("zeros.hprof");
+    fs::File::create(&zeros)
+        .and_then(|f| f.set_len(3 << 30))
+        .unwrap();
+    let good = dir.join("good.txt");
+    fs::write(&good, SMALL_ASCII_PROFILE).unwrap();
+    common::assert_success(&tool(&["top"], &[&good]), "top of the small profile");
+    let svg = dir.join("out.svg");
+    for bad in [zeros.as_path(), Path::new("/dev/zero")] {
+        let cases: [(&[&str], Vec<&Path>); 6] = [
+            (&["print"], vec![bad]),
+            (&["top"], vec![bad]),
+            (&["collapse"], vec![bad]),
+            (&["flame", "-o", svg.to_str().unwrap()], vec![bad]),
+            (&["diff"], vec![bad, &good]),
+            (&["diff"], vec![&good, bad]),
+        ];
+        for (args, files) in cases {
+            let what = format!("{args:?} {files:?}");
+            let mut cmd = hprof_rs();
+            cmd.args(args).args(&files);
+            // Refused at once; the timeout only guards against reading on
+            // (before, /dev/zero was read for ever).
+            let out = common::run_timeout(&mut cmd, std::time::Duration::from_secs(60));
+            common::assert_exit_code(&out, 2, &what);
+            let stderr = common::stderr_text(&out);
+            assert_eq!(stderr.lines().count(), 1, "{what}: {stderr}");
+            assert!(
+                stderr.starts_with(&format!("hprof-rs: {}: ", bad.display())),
+                "{what}: {stderr}"
+            );
+            assert!(
+                stderr.contains("not an HPROF profile")
+                    && stderr.contains("byte offset 0")
+                    && stderr.contains(r#"first bytes: "\x00\x00"#),
+                "{what}: {stderr}"
+            );
+            assert!(common::stdout_text(&out).is_empty(), "{what}");
+        }
+    }
+    assert!(!svg.exists(), "flame wrote a graph of nothing");
+
+    // A real header line, then 3 GB of zeros: refused at the first zero.
+    let header_line = "JAVA PROFILE 1.0.1, created Thu Nov  2 17:11:21 2017\n";
+    let headed = dir.join("headed-zeros.txt");
+    fs::write(&headed, header_line).unwrap();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&headed)
+        .and_then(|f| f.set_len(3 << 30))
+        .unwrap();
+    for (args, message) in [
+        (
+            &["print"][..],
+            format!("malformed at byte offset {}", header_line.len()),
+        ),
+        (&["top"][..], format!("(byte offset {})", header_line.len())),
+    ] {
+        let mut cmd = hprof_rs();
+        cmd.args(args).arg(&headed);
+        let out = common::run_timeout(&mut cmd, std::time::Duration::from_secs(60));
+        common::assert_exit_code(&out, 2, &format!("{args:?} of a header and zeros"));
+        let stderr = common::stderr_text(&out);
+        assert!(
+            stderr.contains("a NUL byte in an ASCII profile") && stderr.contains(&message),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// `hprof-rs diff BASE NEW --fail-if THRESHOLD`'s exit status.
+fn gate(base: &Path, new: &Path, threshold: &str) -> Output {
+    tool(&["diff", "--fail-if", threshold], &[base, new])
+}
+
+#[test]
+fn fail_if_signs_mean_what_they_say_and_a_threshold_matching_nothing_is_unusable() {
+    common::on_each(&common::jdks(), |jdk| {
+        let dir = common::scratch_dir(&format!("tools-fail-if-{}", jdk.label));
+        // 20000 int[64] against 26000: the site grows by exactly 30%, the
+        // total by about 28%; the 10000 Items do not change.
+        let small = profile(jdk, &dir, "heap=sites", "small.txt", &["AllocGrowth", "0"]);
+        let large = profile(jdk, &dir, "heap=sites", "large.txt", &["AllocGrowth", "30"]);
+        let site = "site int[] at AllocGrowth.makeArray";
+        let item = "class AllocGrowth$Item bytes";
+        // (base, new, threshold, exit status): `> L%` fails when the change
+        // in percent is above L, `< L%` when it is below, L's sign as written.
+        let cases = [
+            (&small, &large, "alloc.total > +5%", 1),
+            (&small, &large, "alloc.total > +50%", 0),
+            (&small, &large, "alloc.total > -5%", 1),
+            (&small, &large, "alloc.total < -5%", 0),
+            (&small, &large, "alloc.total < +50%", 1),
+            (&large, &small, "alloc.total > +5%", 0),
+            (&large, &small, "alloc.total > -5%", 0),
+            (&large, &small, "alloc.total > -50%", 1),
+            (&large, &small, "alloc.total < -5%", 1),
+            (&large, &small, "alloc.total < -50%", 0),
+            (&small, &large, &format!("{site} > +29%"), 1),
+            (&small, &large, &format!("{site} > +31%"), 0),
+            (&large, &small, &format!("{site} < -23%"), 1),
+            (&large, &small, &format!("{site} < -24%"), 0),
+            (&small, &large, &format!("{site} > +1632000"), 0),
+            (&small, &large, &format!("{site} > +1631999"), 1),
+            // Unchanged: a change of 0% is above -1% and below +1%, not above 0%.
+            (&small, &large, &format!("{item} > -1%"), 1),
+            (&small, &large, &format!("{item} < +1%"), 1),
+            (&small, &large, &format!("{item} > +0%"), 0),
+        ];
+        for (base, new, threshold, code) in cases {
+            let out = gate(base, new, threshold);
+            let what = format!("{}: {threshold} from {base:?} to {new:?}", jdk.label);
+            common::assert_exit_code(&out, code, &what);
+        }
+        let out = gate(&small, &large, "class AllocGrowth$Item objects > -1%");
+        common::assert_exit_code(&out, 1, "class objects");
+        assert!(
+            common::stdout_text(&out).contains("+0 objects (+0.0%): 10000 -> 10000"),
+            "{}",
+            common::describe(&out)
+        );
+
+        // What matches nothing can never fail: unusable input, even next
+        // to a threshold that fails.
+        let cpu = profile(
+            jdk,
+            &dir,
+            "cpu=samples",
+            "cpu.txt",
+            &["-Xint", "SpreadHot", "100"],
+        );
+        let nothing = [
+            (
+                &small,
+                &large,
+                "method AllocGrowth.makeAray self > +5%",
+                "method AllocGrowth.makeAray is in neither profile (alloc); did you mean AllocGrowth.makeArray?",
+            ),
+            (
+                &small,
+                &large,
+                "class Nope bytes > +5%",
+                "no Nope was allocated in either profile (alloc)",
+            ),
+            (
+                &small,
+                &large,
+                "site int[] at AllocGrowth.makeItem > +5%",
+                "no int[] was allocated directly in AllocGrowth.makeItem in either profile (alloc)",
+            ),
+            (
+                &small,
+                &large,
+                "cpu.total > +5%",
+                "the base profile has no cpu data (it holds: alloc, alloc-objects, live, live-objects)",
+            ),
+            (
+                &cpu,
+                &cpu,
+                "alloc.total > +5%",
+                "the base profile has no alloc data (it holds: cpu)",
+            ),
+            (
+                &cpu,
+                &cpu,
+                "method SpreadHot.hott total > +5%",
+                "method SpreadHot.hott is in neither profile (cpu); did you mean SpreadHot.hot?",
+            ),
+        ];
+        for (base, new, threshold, why) in nothing {
+            let mut cmd = hprof_rs();
+            cmd.args(["diff", "--fail-if", "total > -100%", "--fail-if", threshold]);
+            let out = common::run(cmd.arg(base).arg(new));
+            common::assert_exit_code(&out, 2, &format!("{}: {threshold}", jdk.label));
+            let stderr = common::stderr_text(&out);
+            assert_eq!(
+                stderr.trim_end(),
+                format!("hprof-rs: --fail-if {threshold:?} matches nothing: {why}"),
+                "{}",
+                jdk.label
+            );
+        }
+    });
+}

@@ -3,6 +3,7 @@
 
 use super::ids::IdSpace;
 use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 
 /// Line number value for "unknown" (no line table, native, `lineno=n`).
 pub const LINE_UNKNOWN: i32 = -1;
@@ -46,6 +47,45 @@ pub struct FrameTable {
     wide: bool,
     entries: Vec<FrameEntry>,
     by_key: HashMap<FrameKey, usize>,
+    /// Entries by their bytecode location and a hash of what they show
+    /// (names, source, line): a method of a class defined again in a fresh
+    /// loader has a jmethodID of its own but shows the same frame at the
+    /// same location, and shares its entry (a key costs about 40 bytes; an
+    /// entry with its names a few hundred).
+    by_shown: HashMap<(i64, u64), usize>,
+}
+
+/// A hash of what a frame shows: everything but its class serial, which
+/// differs between two definitions of one class.
+fn shown_hash(facts: &FrameFacts) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    (
+        &facts.class_signature,
+        &facts.method_name,
+        &facts.method_signature,
+        &facts.source_file,
+        facts.line,
+    )
+        .hash(&mut hasher);
+    hasher.finish()
+}
+
+impl FrameEntry {
+    fn shows(&self, facts: &FrameFacts) -> bool {
+        (
+            &self.class_signature,
+            &self.method_name,
+            &self.method_signature,
+            &self.source_file,
+            self.line,
+        ) == (
+            &facts.class_signature,
+            &facts.method_name,
+            &facts.method_signature,
+            &facts.source_file,
+            facts.line,
+        )
+    }
 }
 
 impl FrameTable {
@@ -63,7 +103,15 @@ impl FrameTable {
             return self.entries[i].id;
         }
         let facts = resolve();
+        let shown = (key.location, shown_hash(&facts));
+        if let Some(&i) = self.by_shown.get(&shown)
+            && self.entries[i].shows(&facts)
+        {
+            self.by_key.insert(key, i);
+            return self.entries[i].id;
+        }
         let id = IdSpace::Frame.id(self.entries.len() as u64 + 1, self.wide);
+        self.by_shown.entry(shown).or_insert(self.entries.len());
         self.by_key.insert(key, self.entries.len());
         self.entries.push(FrameEntry {
             id,
@@ -133,6 +181,41 @@ mod tests {
         );
         assert_ne!(a, other);
         assert_eq!(frames.get(a).unwrap().method_name, "main");
+    }
+
+    #[test]
+    fn a_method_of_a_class_defined_again_shares_its_frame() {
+        let mut frames = FrameTable::default();
+        let first = frames.intern(
+            FrameKey {
+                method: 1,
+                location: 4,
+            },
+            || facts("make"),
+        );
+        let again = frames.intern(
+            FrameKey {
+                method: 2,
+                location: 4,
+            },
+            || FrameFacts {
+                class_serial: 100_001,
+                ..facts("make")
+            },
+        );
+        assert_eq!(first, again);
+        let other_line = frames.intern(
+            FrameKey {
+                method: 3,
+                location: 4,
+            },
+            || FrameFacts {
+                line: 8,
+                ..facts("make")
+            },
+        );
+        assert_ne!(first, other_line);
+        assert_eq!(frames.entries.len(), 2);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! standard error and exit status 2 (1 is reserved for `diff`'s thresholds).
 
 use super::profile::{self, Profile, What};
-use super::{collapse, diff, flame, threshold, top};
+use super::{collapse, diff, flame, subject, threshold, top};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -105,7 +105,9 @@ pub struct DiffArgs {
     #[arg(long, value_enum)]
     pub what: Option<What>,
     /// e.g. 'alloc.total > +5%', 'method Foo.bar self > +20%',
-    /// 'class int[] bytes > +10%', 'site int[] at Foo.make > +1000'.
+    /// 'class int[] bytes > +10%', 'site int[] at Foo.make > +1000'. The
+    /// limit's sign means what it says ('> -5%': any growth or a shrink of
+    /// less than 5%); a threshold that matches nothing exits 2.
     #[arg(long = "fail-if")]
     pub fail_if: Vec<String>,
     /// Print JSON (field names documented in docs/cli.md).
@@ -130,6 +132,7 @@ pub fn diff(args: DiffArgs) -> i32 {
         let base = read(&args.base)?;
         let new = read(&args.new)?;
         let what = diff::common_kind(&base, &new, args.what)?;
+        subject::check_thresholds_match(&base, &new, what, &thresholds)?;
         let report = diff::compare(&base, &new, what, &thresholds, args.n);
         if let Some(path) = &args.flame {
             let look = flame::Look {

@@ -14,8 +14,9 @@ pub use super::change::Change;
 use super::change::change;
 use super::collapse::folded;
 use super::profile::{Profile, What};
+use super::subject::{subject_kind, subject_value};
 use super::threshold::{Subject, Threshold};
-use super::top::{class_costs, method_costs};
+use super::top::method_costs;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -28,6 +29,8 @@ pub const EXACT_FLOOR: f64 = 0.005;
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdict {
     pub expression: String,
+    /// The unit of the subject's counts (`objects` for `class X objects`).
+    pub unit: &'static str,
     #[serde(flatten)]
     pub value: Change,
     /// The threshold is crossed and, for CPU samples, the change is not noise.
@@ -123,44 +126,14 @@ fn compare_all(
     changes
 }
 
-/// The value of a threshold's subject in one profile.
-fn subject_value(profile: &Profile, what: What, subject: &Subject) -> u64 {
-    match subject {
-        Subject::Total(w) => profile.total(w.unwrap_or(what)),
-        Subject::Method { name, inclusive } => method_costs(&profile.stacks(what))
-            .get(name)
-            .map_or(0, |c| if *inclusive { c.total } else { c.self_cost }),
-        Subject::Class { name, objects } => {
-            let kind = if *objects {
-                What::AllocObjects
-            } else {
-                What::Alloc
-            };
-            class_costs(&profile.stacks(kind))
-                .get(name)
-                .copied()
-                .unwrap_or(0)
-        }
-        Subject::Site { class, method } => profile
-            .stacks(what)
-            .iter()
-            .filter(|s| s.class.as_deref() == Some(class) && s.frames.first() == Some(method))
-            .map(|s| s.value)
-            .sum(),
-    }
-}
-
 /// Evaluates one threshold. For CPU samples, methods and sites are compared
 /// as shares of all samples (a longer run has more samples everywhere).
 fn verdict(base: &Profile, new: &Profile, what: What, threshold: &Threshold) -> Verdict {
-    let subject_kind = match &threshold.subject {
-        Subject::Total(Some(w)) => *w,
-        Subject::Class { .. } => What::Alloc,
-        _ => what,
-    };
+    let subject_kind = subject_kind(&threshold.subject, what);
+    // Absent from one profile: it appeared or went away.
     let (b, n) = (
-        subject_value(base, what, &threshold.subject),
-        subject_value(new, what, &threshold.subject),
+        subject_value(base, what, &threshold.subject).unwrap_or(0),
+        subject_value(new, what, &threshold.subject).unwrap_or(0),
     );
     let (bt, nt) = (base.total(subject_kind), new.total(subject_kind));
     let sampled = subject_kind == What::Cpu;
@@ -186,6 +159,7 @@ fn verdict(base: &Profile, new: &Profile, what: What, threshold: &Threshold) -> 
     };
     Verdict {
         expression: threshold.expression.clone(),
+        unit: subject_kind.unit(),
         value,
         failed: crossed,
     }
@@ -233,9 +207,11 @@ pub fn compare(
 }
 
 fn describe(c: &Change, unit: &str) -> String {
-    let relative = c
-        .relative_percent
-        .map_or_else(|| "new".to_owned(), |r| format!("{r:+.1}%"));
+    let relative = match c.relative_percent {
+        Some(r) => format!("{r:+.1}%"),
+        None if c.new == 0 => "unchanged".to_owned(),
+        None => "new".to_owned(),
+    };
     let z = c.z.map_or_else(String::new, |z| format!(", z={z:+.1}"));
     format!(
         "{:+} {unit} ({relative}{z}): {} -> {}",
@@ -276,7 +252,7 @@ pub fn render(report: &Report) -> String {
                 out,
                 "  {state:6} {}: {}",
                 v.expression,
-                describe(&v.value, unit)
+                describe(&v.value, v.unit)
             );
         }
     }

@@ -2,6 +2,7 @@
 //! the files it writes.
 
 mod change;
+mod child_signals;
 pub mod collapse;
 mod command_text;
 mod commands;
@@ -11,7 +12,9 @@ mod heap_scan;
 mod listen;
 pub mod print;
 pub mod profile;
+mod profile_file;
 mod run;
+mod subject;
 pub mod threshold;
 pub mod top;
 
@@ -34,7 +37,9 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run any JVM-based command (java, javac, mvn, gradle...) with the agent,
-    /// passed through JAVA_TOOL_OPTIONS. Example:
+    /// passed through JAVA_TOOL_OPTIONS. SIGTERM, SIGINT, SIGHUP and SIGQUIT
+    /// are passed on to it; exits with its exit code, or 128 + the signal
+    /// that killed it. Example:
     /// `hprof-rs run cpu=samples,depth=8 -- java -cp app.jar Main`
     Run {
         /// Agent options, as after `-agentlib:hprof=` (empty for the defaults).

@@ -1,12 +1,12 @@
 //! `hprof-rs print`: decode a binary profile into text, or check an ASCII one.
 
+use super::profile_file::{self, Contents, OpenError};
 use hprof_format::ParseError;
 use hprof_format::ascii::{self, Section};
 use hprof_format::binary::reader::RecordReader;
 use hprof_format::binary::{HeapRecord, RecordBody};
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
 /// Exit status for a malformed file.
@@ -20,15 +20,11 @@ pub fn print(file: &Path, verbose: bool) -> i32 {
 
 /// Prints `file` to `out` and errors to `err`; returns the exit code.
 pub fn print_to(file: &Path, verbose: bool, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let mut start = [0u8; 19];
-    let looks_binary = File::open(file)
-        .and_then(|mut f| f.read_exact(&mut start))
-        .map(|_| start.starts_with(b"JAVA PROFILE ") && start[18] == 0)
-        .unwrap_or(false);
-    let result = if looks_binary {
-        print_binary(file, out)
-    } else {
-        check_ascii(file, verbose, out)
+    let result = match profile_file::open(file) {
+        Ok(Contents::Binary(input)) => print_binary(input, out),
+        Ok(Contents::Ascii(text)) => check_ascii(file, &text, verbose, out),
+        Err(OpenError::Io(error)) => Err(Failure::Io(error)),
+        Err(OpenError::Malformed(error)) => Err(Failure::Malformed(error)),
     };
     match result {
         Ok(()) => 0,
@@ -68,8 +64,8 @@ impl From<ParseError> for Failure {
 
 /// One line per record (heap sub-records indented below their record),
 /// prefixed by the record's byte offset; names are resolved where known.
-fn print_binary(file: &Path, out: &mut dyn Write) -> Result<(), Failure> {
-    let reader = RecordReader::new(BufReader::new(File::open(file)?))?;
+fn print_binary(input: impl Read, out: &mut dyn Write) -> Result<(), Failure> {
+    let reader = RecordReader::new(input)?;
     let header = *reader.header();
     writeln!(
         out,
@@ -225,11 +221,14 @@ fn describe_heap(record: &HeapRecord) -> String {
     format!("{record:?}")
 }
 
-/// Parses the whole ASCII file and prints what it holds.
-fn check_ascii(file: &Path, verbose: bool, out: &mut dyn Write) -> Result<(), Failure> {
-    let mut text = Vec::new();
-    File::open(file)?.read_to_end(&mut text)?;
-    let sections = ascii::reader::parse_file(&text)?;
+/// Parses the whole text of the ASCII `file` and prints what it holds.
+fn check_ascii(
+    file: &Path,
+    text: &[u8],
+    verbose: bool,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let sections = ascii::reader::parse_file(text)?;
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for section in &sections {
         *counts.entry(section_kind(section)).or_default() += 1;

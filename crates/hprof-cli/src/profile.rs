@@ -8,13 +8,14 @@
 //! bounded memory.
 
 use super::heap_scan::{self, PRIMITIVE_KEY};
+use super::profile_file::{self, Contents, OpenError};
 use hprof_format::ParseError;
 use hprof_format::ascii::{self, CpuTitle, HeapEntry, Section, TraceFrame};
 use hprof_format::binary::reader::{RecordStream, parse_body};
 use hprof_format::binary::{BasicType, FileHeader, RecordBody};
 use hprof_format::names::signature_to_name;
 use std::collections::HashMap;
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 
 /// Which cost a command looks at.
@@ -217,7 +218,8 @@ impl Profile {
     }
 }
 
-fn describe_kinds(kinds: &[What]) -> String {
+/// What a profile holds, in words: `it holds: cpu, ...`.
+pub fn describe_kinds(kinds: &[What]) -> String {
     if kinds.is_empty() {
         return "it holds no CPU or SITES table".into();
     }
@@ -235,13 +237,9 @@ fn site_value(site: &Site, what: What) -> u64 {
     }
 }
 
-/// Reads a profile file of either format.
+/// Reads a profile file of either format; a file that is not a profile is
+/// refused from its first bytes.
 pub fn read_file(path: &Path) -> Result<Profile, ReadError> {
-    let fail = |e: std::io::Error| ReadError(format!("{}: {e}", path.display()));
-    let mut file = std::fs::File::open(path).map_err(fail)?;
-    let mut start = [0u8; 19];
-    let got = file.read(&mut start).map_err(fail)?;
-    let file = std::fs::File::open(path).map_err(fail)?;
     let located = |e: ParseError| {
         ReadError(format!(
             "{}: not a readable profile: {} (byte offset {})",
@@ -250,12 +248,11 @@ pub fn read_file(path: &Path) -> Result<Profile, ReadError> {
             e.offset
         ))
     };
-    if got == start.len() && start.starts_with(b"JAVA PROFILE ") && start[18] == 0 {
-        read_binary(BufReader::with_capacity(1 << 20, file)).map_err(located)
-    } else {
-        let mut text = Vec::new();
-        BufReader::new(file).read_to_end(&mut text).map_err(fail)?;
-        read_ascii(&text).map_err(located)
+    match profile_file::open(path) {
+        Ok(Contents::Binary(input)) => read_binary(input).map_err(located),
+        Ok(Contents::Ascii(text)) => read_ascii(&text).map_err(located),
+        Err(OpenError::Malformed(e)) => Err(located(e)),
+        Err(OpenError::Io(e)) => Err(ReadError(format!("{}: {e}", path.display()))),
     }
 }
 

@@ -1,13 +1,15 @@
 //! `hprof-rs run`: start a command with the agent loaded through
 //! JAVA_TOOL_OPTIONS, so any launcher that starts a JVM picks it up.
 
+use super::child_signals::run_forwarding;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// File name of the agent library on this platform.
 const AGENT_FILE: &str = "libhprof_rs.so";
 
-/// Runs `command` with the agent; returns its exit code.
+/// Runs `command` with the agent, passing TERM, INT, HUP and QUIT on to it;
+/// returns its exit code.
 pub fn run(options: &str, agent: Option<PathBuf>, command: &[String]) -> i32 {
     let Some(agent) = agent.or_else(find_agent) else {
         eprintln!(
@@ -25,11 +27,9 @@ pub fn run(options: &str, agent: Option<PathBuf>, command: &[String]) -> i32 {
         options,
         std::env::var("JAVA_TOOL_OPTIONS").ok().as_deref(),
     );
-    match Command::new(program)
-        .args(args)
-        .env("JAVA_TOOL_OPTIONS", tool_options)
-        .status()
-    {
+    let mut child = Command::new(program);
+    child.args(args).env("JAVA_TOOL_OPTIONS", tool_options);
+    match run_forwarding(&mut child) {
         Ok(status) => exit_code(status),
         Err(error) => {
             eprintln!("hprof-rs: cannot run {program}: {error}");

@@ -1,7 +1,9 @@
 //! `--fail-if` expressions of `hprof-rs diff`.
 //!
-//! Grammar: `SUBJECT > +N%`, `SUBJECT > +N` (absolute), `SUBJECT < -N%`,
-//! `SUBJECT < -N`, where SUBJECT is one of
+//! Grammar: `SUBJECT > L%`, `SUBJECT < L%`, `SUBJECT > L`, `SUBJECT < L`
+//! (absolute), L a signed number whose sign means what it says: `> -5%`
+//! fails when the change in percent is above -5 (any growth, no change, a
+//! shrink of less than 5%). SUBJECT is one of
 //! - `total`, or `cpu.total`, `time.total`, `alloc.total` (allocated
 //!   bytes), `alloc.objects`, `live.total` (live bytes), `live.objects`;
 //! - `method NAME self` or `method NAME total` (NAME as `class.method`);
@@ -43,8 +45,9 @@ pub struct Threshold {
 }
 
 impl Threshold {
-    /// Whether `value`'s change crosses this threshold. A relative limit on
-    /// a base of 0 is crossed by any growth.
+    /// Whether `value`'s change crosses this threshold: is above (`>`) or
+    /// below (`<`) the signed limit. A change from a base of 0 is +infinity
+    /// percent, from 0 to 0 it is 0%.
     pub fn crossed(&self, value: &Change) -> bool {
         let amount = if self.percent {
             match value.relative_percent {
@@ -162,6 +165,11 @@ mod tests {
         let t = parse("total < -10%").unwrap();
         assert!(t.crossed(&value(100, 89)));
         assert!(!t.crossed(&value(100, 95)));
+        // The sign as written: above -10% is any growth, no change, a small shrink.
+        let t = parse("total > -10%").unwrap();
+        assert!(t.crossed(&value(100, 111)) && t.crossed(&value(100, 100)));
+        assert!(t.crossed(&value(100, 91)) && !t.crossed(&value(100, 90)));
+        assert!(t.crossed(&value(0, 0)) && t.crossed(&value(0, 1)));
         let t = parse("total > +50").unwrap();
         assert!(t.crossed(&value(100, 151)) && !t.crossed(&value(100, 150)));
     }

@@ -16,6 +16,8 @@
 //!   writer that prints them byte for byte as HPROF did, and a parser.
 //! - [`commands`]: the `net=` command frames, read and encoded.
 //! - [`names`]: JVM signatures to the dotted names HPROF prints.
+//! - [`identify`]: a file's format from its first bytes, so that a file that
+//!   is not a profile is refused before the rest of it is read.
 //!
 //! Parsers report a [`ParseError`]: a message and the byte offset where the
 //! input went wrong.
@@ -95,6 +97,7 @@ pub mod ascii;
 pub mod big_endian;
 pub mod binary;
 pub mod commands;
+pub mod identify;
 pub mod names;
 
 /// The README's code examples, compiled and run as doctests.

@@ -3,6 +3,7 @@
 //! the dump sequence, threads, traces and classes as the model knows them,
 //! the file header, and the `net=` command listener.
 
+pub mod class_reloads;
 pub mod classes;
 pub mod dump_sequence;
 pub mod engine;

@@ -39,9 +39,7 @@ pub fn parse_file(text: &[u8]) -> Result<Vec<Section>, ParseError> {
             message: "empty file: an ASCII profile starts with a `JAVA PROFILE 1.0.x, created <date>` line".into(),
         });
     };
-    // A cpu=old file is only the old "prof" table, with no header (HPROF's rule).
-    let old_prof_table = first.text == super::writer::OLD_PROF_TITLES;
-    if !is_header_line(&first.text) && !old_prof_table {
+    if !is_first_line(&first.text) {
         return Err(fault(
             &first,
             "the file does not start with a `JAVA PROFILE 1.0.x, created <date>` line \
@@ -49,6 +47,13 @@ pub fn parse_file(text: &[u8]) -> Result<Vec<Section>, ParseError> {
         ));
     }
     parse(text)
+}
+
+/// Whether `text` (without its line end) can be the first line of a whole
+/// ASCII profile: the header line, or the old table's title, since a cpu=old
+/// file is only the old "prof" table, with no header (HPROF's rule).
+pub(crate) fn is_first_line(text: &str) -> bool {
+    is_header_line(text) || text == super::writer::OLD_PROF_TITLES
 }
 
 /// `JAVA PROFILE 1.0.<digits>, created <date>`.

@@ -21,7 +21,9 @@ use crate::agent::jvm::RawFrame;
 use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 
 /// `ASGCT_CallFrame` (`prims/forte.cpp`): for a Java frame the bytecode
 /// index (-1 when unknown), for a native method -3; and the jmethodID.
@@ -190,6 +192,9 @@ static OWNER_SERIAL: [AtomicU32; MAX_SLOTS] = [const { AtomicU32::new(0) }; MAX_
 /// The key of the virtual thread each slot's thread runs now (0 for none),
 /// kept by [`note_mounted`] when virtual threads are named.
 static MOUNTED: [AtomicU64; MAX_SLOTS] = [const { AtomicU64::new(0) }; MAX_SLOTS];
+/// Whether the handler has walked Java frames on each slot's thread since
+/// it took the slot ([`has_walked`]).
+static WALKED: [AtomicBool; MAX_SLOTS] = [const { AtomicBool::new(false) }; MAX_SLOTS];
 
 thread_local! {
     /// The timer slot this thread owns (`usize::MAX` for none).
@@ -268,6 +273,7 @@ pub fn own_slot(slot: usize, jni_env: *mut c_void, serial: u32) {
     OWNER_ENV[slot].store(jni_env, Ordering::Relaxed);
     OWNER_SERIAL[slot].store(serial, Ordering::Relaxed);
     MOUNTED[slot].store(0, Ordering::Relaxed);
+    WALKED[slot].store(false, Ordering::Relaxed);
     OWNER_TID[slot].store(tid, Ordering::Release);
     OWN_SLOT.with(|own| own.set(slot));
 }
@@ -279,6 +285,11 @@ pub fn note_mounted(key: u64) {
     if slot < MAX_SLOTS {
         MOUNTED[slot].store(key, Ordering::Relaxed);
     }
+}
+
+/// True once the handler walked Java frames on the slot's thread.
+pub fn has_walked(slot: usize) -> bool {
+    WALKED.get(slot).is_some_and(|w| w.load(Ordering::Relaxed))
 }
 
 /// Once the slot's timer is deleted: the slot no longer leads to its thread.
@@ -348,6 +359,9 @@ pub fn capture(slot: usize, weight: u32, ucontext: *mut c_void) -> bool {
     record.weight.store(weight, Ordering::Relaxed);
     record.num_frames.store(num_frames, Ordering::Relaxed);
     record.state.store(READY, Ordering::Release);
+    if num_frames > 0 {
+        WALKED[slot].store(true, Ordering::Relaxed);
+    }
     true
 }
 

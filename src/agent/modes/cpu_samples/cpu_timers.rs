@@ -1,24 +1,42 @@
 //! Per-thread CPU timers: how the cpu=samples collector knows which threads
 //! really ran. Each profiled thread gets a POSIX timer on its own CPU-time
-//! clock; every `interval` of CPU the thread burns, the kernel sends it
-//! SIGPROF, and the handler adds one to the thread's slot. Threads that sleep,
-//! wait, park or block in I/O burn no CPU, get no signal and are never
-//! sampled; idle threads cost nothing per tick.
+//! clock; every `interval` of CPU the thread burns, the kernel sends it the
+//! sampling signal, and the handler takes its stack (or adds one to the
+//! thread's slot). Threads that sleep, wait, park or block in I/O burn no
+//! CPU, get no signal and are never sampled; idle threads cost nothing per
+//! tick.
+//!
+//! The sampling signal is a real-time signal nobody handles when the agent
+//! loads (the highest free one, [`install_handler`]), not SIGPROF: a program
+//! may handle SIGPROF itself (`sun.misc.Signal.handle(new Signal("PROF"))`
+//! replaces any handler installed before it), and so may another profiler
+//! (JDK 25's JFR CPU-time sampler). Java code cannot name a real-time signal.
 //!
 //! Linux only (timer_create with SIGEV_THREAD_ID). The agent's unsafe calls
 //! to the operating system (signals, timers, the monotonic clock) are here.
 
 use crate::agent::modes::cpu_samples::async_trace::{self, MAX_SLOTS};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// CPU intervals each slot's thread consumed since the sampler last looked.
 /// Written by the signal handler, so it must be plain atomics in static memory.
 static PENDING: [AtomicU32; MAX_SLOTS] = [const { AtomicU32::new(0) }; MAX_SLOTS];
 /// One past the highest slot ever used, so the sampler scans no further.
 static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
-/// Whether our SIGPROF handler is installed.
-static HANDLER_INSTALLED: AtomicBool = AtomicBool::new(false);
+/// The signal our handler is installed on (0 until it is).
+static SAMPLING_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// Set in a timer's value beside its slot: the thread's one look at its
+/// stack before its first sample is due (see [`start_for_current_thread`]).
+const PEEK: usize = 1 << 32;
+
+/// How long before a thread's first sample is due its stack is looked at:
+/// the kernel signals a CPU timer at its scheduler tick after it expired
+/// (4 ms at 250 Hz), so a thread may end with a sample due and not yet
+/// signalled, its stack gone; the look, a tick earlier, gives that sample
+/// the stack the thread had then.
+const PEEK_LEAD_NS: u64 = 4_000_000;
 
 /// Free slot numbers.
 static FREE_SLOTS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
@@ -36,10 +54,11 @@ struct TimerSignalInfo {
     value: usize,
 }
 
-/// SIGPROF handler: async-signal-safe. The interrupted thread's stack is
-/// walked into a preallocated record (`modes/cpu_samples/async_trace.rs`); when it cannot be,
-/// the handler only adds to the slot's atomic count, and the sampler takes
-/// the stack through JVMTI.
+/// The sampling signal's handler: async-signal-safe. The interrupted
+/// thread's stack is walked into a preallocated record
+/// (`modes/cpu_samples/async_trace.rs`); when it cannot be, the handler only
+/// adds to the slot's atomic count, and the sampler takes the stack through
+/// JVMTI. A look ([`PEEK`]) is a walk that counts no sample.
 extern "C" fn on_cpu_tick(
     _signal: libc::c_int,
     info: *mut libc::siginfo_t,
@@ -54,7 +73,11 @@ extern "C" fn on_cpu_tick(
     if info.code != libc::SI_TIMER {
         return;
     }
-    let slot = info.value;
+    let slot = info.value & !PEEK;
+    if info.value & PEEK != 0 {
+        async_trace::capture(slot, 0, context);
+        return;
+    }
     let weight = 1 + info.overrun.max(0) as u32;
     if async_trace::capture(slot, weight, context) {
         return;
@@ -64,38 +87,51 @@ extern "C" fn on_cpu_tick(
     }
 }
 
-/// Installs the SIGPROF handler, unless someone else (another profiler, the
-/// application) already handles SIGPROF: then nothing is changed.
-pub fn install_handler() -> Result<(), String> {
-    if HANDLER_INSTALLED.load(Ordering::Acquire) {
-        return Ok(());
+/// Installs the handler on the highest real-time signal that nobody
+/// handles (nor ignores) yet, and returns it. The JVM and the C library
+/// keep their own (the C library's are below SIGRTMIN; in JDK 11 to 25
+/// signal 62 is taken before the agent loads); none free is an error, and
+/// nothing is changed.
+pub fn install_handler() -> Result<i32, String> {
+    let installed = SAMPLING_SIGNAL.load(Ordering::Acquire);
+    if installed != 0 {
+        return Ok(installed);
     }
-    // SAFETY: sigaction with a zeroed struct reads the current disposition;
-    // the new one points at a handler that only touches static atomics.
+    let signal = (libc::SIGRTMIN()..=libc::SIGRTMAX())
+        .rev()
+        .find(|&signal| is_unhandled(signal))
+        .ok_or("every real-time signal is already handled (no signal to sample with)")?;
+    // SAFETY: the new disposition points at a handler that only touches
+    // static atomics and preallocated records.
     unsafe {
-        let mut current: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(libc::SIGPROF, std::ptr::null(), &mut current) != 0 {
-            return Err("cannot read the SIGPROF disposition".into());
-        }
-        if current.sa_sigaction != libc::SIG_DFL && current.sa_sigaction != libc::SIG_IGN {
-            return Err("SIGPROF is already handled by someone else (another profiler?)".into());
-        }
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_cpu_tick as *const () as usize;
         action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
-        if libc::sigaction(libc::SIGPROF, &action, std::ptr::null_mut()) != 0 {
-            return Err("cannot install the SIGPROF handler".into());
+        if libc::sigaction(signal, &action, std::ptr::null_mut()) != 0 {
+            return Err(format!("cannot install the handler of signal {signal}"));
         }
     }
-    HANDLER_INSTALLED.store(true, Ordering::Release);
-    Ok(())
+    SAMPLING_SIGNAL.store(signal, Ordering::Release);
+    Ok(signal)
 }
 
-/// A running CPU timer of the calling thread.
+/// True when `signal` has its default disposition: no handler, not ignored.
+fn is_unhandled(signal: libc::c_int) -> bool {
+    // SAFETY: sigaction with a null new action only reads the current one
+    // into a zeroed struct.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_DFL
+    }
+}
+
+/// A running CPU timer of the calling thread, and its one-shot look.
 pub struct CpuTimer {
     pub slot: usize,
     timer: libc::timer_t,
+    peek: Option<libc::timer_t>,
 }
 
 // SAFETY: a timer_t is a kernel handle (an integer in a pointer); it may be
@@ -116,52 +152,70 @@ fn take_slot() -> Option<usize> {
 }
 
 /// Starts a timer on the calling thread's CPU clock that signals this thread
-/// every `interval_ms` of CPU it consumes. Must run on the thread itself,
-/// whose JNIEnv (for the stack walk in the handler) and serial are given.
+/// every `interval_ms` of CPU it consumes, and a one-shot look at its stack
+/// a kernel tick before its first sample is due. Must run on the thread
+/// itself, whose JNIEnv (for the stack walk in the handler) and serial are
+/// given.
 pub fn start_for_current_thread(
     interval_ms: u32,
     jni_env: *mut libc::c_void,
     serial: u32,
 ) -> Option<CpuTimer> {
-    if !HANDLER_INSTALLED.load(Ordering::Acquire) {
+    let signal = SAMPLING_SIGNAL.load(Ordering::Acquire);
+    if signal == 0 {
         return None;
     }
     let slot = take_slot()?;
     PENDING[slot].store(0, Ordering::Relaxed);
     async_trace::own_slot(slot, jni_env, serial);
+    let period_ns = u64::from(interval_ms) * 1_000_000;
+    // The first tick comes after a random part of the period, so that a
+    // thread burning c < interval of CPU in its whole life is sampled with
+    // probability c/interval: over many short threads the samples add up
+    // to the CPU they used (with a full first period, none of them would
+    // ever be sampled).
+    let first_ns = 1 + random_below(period_ns);
+    let Some(timer) = cpu_timer(signal, slot, first_ns, period_ns) else {
+        async_trace::disown_slot(slot);
+        FREE_SLOTS.lock().push(slot);
+        return None;
+    };
+    // (Half way to the first sample when it is due within a tick.)
+    let peek_ns = match first_ns.checked_sub(PEEK_LEAD_NS) {
+        Some(early) if early > 0 => early,
+        _ => (first_ns / 2).max(1),
+    };
+    let peek = cpu_timer(signal, slot | PEEK, peek_ns, 0);
+    Some(CpuTimer { slot, timer, peek })
+}
+
+/// A timer on the calling thread's CPU clock that sends it `signal` with
+/// `value` after `first_ns` of CPU, then every `period_ns` (0: once).
+fn cpu_timer(signal: i32, value: usize, first_ns: u64, period_ns: u64) -> Option<libc::timer_t> {
     // SAFETY: plain libc calls with valid out-pointers; the timer targets the
-    // calling thread (gettid) and measures its own CPU clock.
+    // calling thread (gettid) and measures its own CPU clock; one that
+    // cannot be armed is deleted here.
     unsafe {
         let mut event: libc::sigevent = std::mem::zeroed();
         event.sigev_notify = libc::SIGEV_THREAD_ID;
-        event.sigev_signo = libc::SIGPROF;
+        event.sigev_signo = signal;
         event.sigev_value = libc::sigval {
-            sival_ptr: slot as *mut libc::c_void,
+            sival_ptr: value as *mut libc::c_void,
         };
         event.sigev_notify_thread_id = libc::gettid();
         let mut timer: libc::timer_t = std::ptr::null_mut();
         if libc::timer_create(libc::CLOCK_THREAD_CPUTIME_ID, &mut event, &mut timer) != 0 {
-            async_trace::disown_slot(slot);
-            FREE_SLOTS.lock().push(slot);
             return None;
         }
-        let period_ns = u64::from(interval_ms) * 1_000_000;
-        // The first tick comes after a random part of the period, so that
-        // a thread burning c < interval of CPU in its whole life is sampled
-        // with probability c/interval: over many short threads the samples
-        // add up to the CPU they used (with a full first period, none of
-        // them would ever be sampled).
         let spec = libc::itimerspec {
             it_interval: timespec_of(period_ns),
-            it_value: timespec_of(1 + random_below(period_ns)),
+            it_value: timespec_of(first_ns),
         };
         if libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) != 0 {
             libc::timer_delete(timer);
-            async_trace::disown_slot(slot);
-            FREE_SLOTS.lock().push(slot);
             return None;
         }
-        Some(CpuTimer { slot, timer })
+        Some(timer)
     }
 }
 
@@ -179,11 +233,14 @@ impl CpuTimer {
             it_interval: timespec_of(0),
             it_value: timespec_of(0),
         };
-        // SAFETY: `timer` came from timer_create and is deleted once (self
-        // is consumed); `state` is a valid out-pointer.
+        // SAFETY: the timers came from timer_create and are deleted once
+        // (self is consumed); `state` is a valid out-pointer.
         let overdue = unsafe {
             let read = libc::timer_gettime(self.timer, &mut state) == 0;
             libc::timer_delete(self.timer);
+            if let Some(peek) = self.peek {
+                libc::timer_delete(peek);
+            }
             async_trace::disown_slot(self.slot);
             read && state.it_value.tv_sec == 0 && state.it_value.tv_nsec == 1
         };
@@ -241,7 +298,7 @@ mod tests {
 
     #[test]
     fn a_busy_thread_collects_intervals_and_an_idle_one_does_not() {
-        install_handler().expect("SIGPROF is free in tests");
+        install_handler().expect("a real-time signal is free in tests");
         let busy = std::thread::spawn(|| {
             let timer = start_for_current_thread(1, std::ptr::null_mut(), 0).expect("timer");
             // Spin until 20 ticks of 1 ms CPU arrive (or give up after 10 s

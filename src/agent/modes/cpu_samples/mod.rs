@@ -9,7 +9,7 @@ pub mod sampler;
 pub mod virtual_threads;
 
 use crate::agent::jvm::libjvm;
-use crate::agent::jvm::{self, LocalClass, LocalThread};
+use crate::agent::jvm::{self, LocalClass, LocalThread, RawFrame};
 use crate::agent::run::engine::{Engine, Run};
 use crate::emit::clock::ctime_now;
 use crate::model::Model;
@@ -17,7 +17,7 @@ use crate::options::{Options, experiment};
 use async_trace::Walker;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
-use sampler::{CpuSampling, Stack};
+use sampler::{Collected, CpuSampling, Ran, Stack};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use virtual_threads::VirtualThreads;
@@ -29,6 +29,9 @@ pub struct CpuSamples {
     sampling: Option<CpuSampling>,
     /// Samples per trace since the last dump.
     counts: Mutex<HashMap<u32, u64>>,
+    /// The last stack walked on each live timed thread, by serial: the
+    /// stack an interval still due when it ends is charged to.
+    last_stacks: Mutex<HashMap<u32, LastStack>>,
     /// Which threads are sampled (a `net=` front end's CONTROL).
     sampled: SampledThreads,
     /// With `thread=y`, the virtual threads the carriers ran, to charge
@@ -41,6 +44,15 @@ pub struct CpuSamples {
     /// CompiledMethodLoad events on, for HotSpot's `DebugNonSafepoints`,
     /// when the flag itself could not be set.
     debug_info_through_events: bool,
+}
+
+/// The last stack walked on a thread.
+enum LastStack {
+    /// The trace of its last sample.
+    Sampled(u32),
+    /// A look before its first sample was due (no trace made for it yet):
+    /// the frames, and the virtual thread it ran (0 for none).
+    Seen(Vec<RawFrame>, u64),
 }
 
 /// Which threads' samples count: every thread unless a front end turned
@@ -108,6 +120,7 @@ impl CpuSamples {
         Self {
             sampling,
             counts: Mutex::default(),
+            last_stacks: Mutex::default(),
             sampled: SampledThreads::default(),
             virtual_threads: (walks_in_handler && options.thread).then(VirtualThreads::default),
             names_virtual_threads: AtomicBool::new(false),
@@ -117,43 +130,93 @@ impl CpuSamples {
 
     /// One sampler tick: count the stacks of the threads that ran.
     fn tick(&self, run: &Run, jni: &JniEnv) {
+        if run.lifecycle.accepting_events() {
+            self.count_collected(run, jni);
+        }
+    }
+
+    /// Counts what the sampler collected: each sample at its stack, and the
+    /// intervals an ended thread used after its last sample at the last
+    /// stack it had.
+    fn count_collected(&self, run: &Run, jni: &JniEnv) {
         let Some(sampling) = &self.sampling else {
             return;
         };
-        if !run.lifecycle.accepting_events() {
-            return;
-        }
         let env = run.jvmti.env();
-        let mut ran = sampling.collect(&env);
-        ran.retain(|r| self.sampled.is_sampled(r.serial));
-        if ran.is_empty() {
+        let Collected { ran, ended } = sampling.collect(&env);
+        if ran.is_empty() && ended.is_empty() {
             return;
         }
+        let mut counted: Vec<(u32, u32)> = Vec::new();
+        let mut last_stacks = self.last_stacks.lock();
         let mut model = run.model.lock();
-        let traces: Vec<(u32, u32)> = ran
-            .iter()
-            .map(|r| {
-                let serial = self
-                    .virtual_threads
-                    .as_ref()
-                    .filter(|_| r.mounted != 0)
-                    .and_then(|names| names.serial_of(run, &env, jni, &mut model, r.mounted))
-                    .unwrap_or(r.serial);
-                let trace = match &r.stack {
-                    Stack::Frames(frames) => run.traces.intern(&env, &mut model, frames, serial),
-                    Stack::Unwalkable(why) => {
+        for r in ran {
+            let Ran {
+                serial,
+                mounted,
+                intervals,
+                stack,
+            } = r;
+            match (stack, intervals) {
+                (Stack::Frames(frames), 0) => {
+                    last_stacks.insert(serial, LastStack::Seen(frames, mounted));
+                }
+                (Stack::Unwalkable(_), 0) => {}
+                _ if !self.sampled.is_sampled(serial) => {}
+                (Stack::Frames(frames), _) => {
+                    let owner = self.owner(run, &env, jni, &mut model, serial, mounted);
+                    let trace = run.traces.intern(&env, &mut model, &frames, owner);
+                    last_stacks.insert(serial, LastStack::Sampled(trace));
+                    counted.push((trace, intervals));
+                }
+                (Stack::Unwalkable(why), _) => {
+                    let owner = self.owner(run, &env, jni, &mut model, serial, mounted);
+                    let trace =
                         run.traces
-                            .intern_pseudo(&mut model, why.frame_name(), why.code(), serial)
-                    }
-                };
-                (trace, r.intervals)
-            })
-            .collect();
+                            .intern_pseudo(&mut model, why.frame_name(), why.code(), owner);
+                    counted.push((trace, intervals));
+                }
+            }
+        }
+        for end in ended {
+            let last = last_stacks.remove(&end.serial);
+            if end.intervals == 0 || !self.sampled.is_sampled(end.serial) {
+                continue;
+            }
+            let trace = match last {
+                Some(LastStack::Sampled(trace)) => trace,
+                Some(LastStack::Seen(frames, mounted)) => {
+                    let owner = self.owner(run, &env, jni, &mut model, end.serial, mounted);
+                    run.traces.intern(&env, &mut model, &frames, owner)
+                }
+                None => run.traces.intern_no_java_frames(&mut model, end.serial),
+            };
+            counted.push((trace, end.intervals));
+        }
         drop(model);
+        drop(last_stacks);
         let mut counts = self.counts.lock();
-        for (trace, intervals) in traces {
+        for (trace, intervals) in counted {
             *counts.entry(trace).or_default() += u64::from(intervals);
         }
+    }
+
+    /// The serial a sample of the thread `serial` is charged to: the
+    /// virtual thread it ran (`mounted`), when those are named, else its own.
+    fn owner(
+        &self,
+        run: &Run,
+        env: &Jvmti,
+        jni: &JniEnv,
+        model: &mut Model,
+        serial: u32,
+        mounted: u64,
+    ) -> u32 {
+        self.virtual_threads
+            .as_ref()
+            .filter(|_| mounted != 0)
+            .and_then(|names| names.serial_of(run, env, jni, model, mounted))
+            .unwrap_or(serial)
     }
 }
 
@@ -221,8 +284,13 @@ impl Engine for CpuSamples {
                     jvm::create_method_ids(&env, class.get());
                 }
             }
+            // A JVM without virtual threads (before JDK 19) has none to
+            // name, and nothing to say about it; one with virtual threads
+            // and without their mount events (JDK 19, 20) leaves them
+            // unnamed, which is said.
             if let Some(names) = &self.virtual_threads
-                && !(self.names_virtual_threads.load(Ordering::Relaxed) && names.enable(run))
+                && self.names_virtual_threads.load(Ordering::Relaxed)
+                && !names.enable(run)
                 && run.options.verbose
             {
                 eprintln!("HPROF: this JVM has no virtual thread mount events; none named");
@@ -245,27 +313,26 @@ impl Engine for CpuSamples {
         }
     }
 
-    /// Its CPU timer stops; the CPU it used since the sampler last looked
-    /// counts with no Java frames (they are gone: ThreadEnd comes after
-    /// run() returned).
-    fn thread_ended(&self, run: &Run, jni: Option<&JniEnv>, serial: Option<u32>) {
-        let Some(sampling) = &self.sampling else {
-            return;
-        };
-        let unsampled = sampling.thread_ended(jni);
-        if let (Some(_), Some((serial, intervals))) = (serial, unsampled)
-            && self.sampled.is_sampled(serial)
-        {
-            let trace = run
-                .traces
-                .intern_no_java_frames(&mut run.model.lock(), serial);
-            *self.counts.lock().entry(trace).or_default() += u64::from(intervals);
+    /// Its CPU timers stop; the CPU it used since its last sample counts
+    /// at the sampler's next look, at the last stack it had (its Java
+    /// frames are gone: ThreadEnd comes after run() returned).
+    fn thread_ended(&self, _run: &Run, jni: Option<&JniEnv>, serial: Option<u32>) {
+        if let Some(sampling) = &self.sampling {
+            sampling.thread_ended(jni, serial.is_some());
         }
     }
 
-    fn stop(&self, _run: &Run, _jni: Option<&JniEnv>) {
+    /// The sampler stops, and what it had not looked at yet is counted.
+    fn stop(&self, run: &Run, jni: Option<&JniEnv>) {
         if let Some(sampling) = &self.sampling {
             sampling.stop();
+            // (Its local references go with the frame.)
+            if let Some(jni) = jni
+                && let Ok(frame) = jni.push_local_frame(64)
+            {
+                self.count_collected(run, jni);
+                drop(frame);
+            }
         }
     }
 

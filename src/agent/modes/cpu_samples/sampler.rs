@@ -1,6 +1,6 @@
 //! The cpu=samples collector. Each profiled thread has a CPU timer
-//! (`modes/cpu_samples/cpu_timers.rs`): every `interval` ms of CPU it burns, SIGPROF comes to
-//! the thread itself, whose handler takes the stack that was executing
+//! (`modes/cpu_samples/cpu_timers.rs`): every `interval` ms of CPU it burns, the sampling
+//! signal comes to the thread itself, whose handler takes the stack that was executing
 //! (`modes/cpu_samples/async_trace.rs`, HotSpot's AsyncGetCallTrace). An agent thread drains
 //! those stacks every quarter interval and counts one sample per CPU
 //! interval at each. Where AsyncGetCallTrace is absent or refuses, the
@@ -33,7 +33,15 @@ thread_local! {
 struct Timed {
     thread: GlobalRef<kind::Thread>,
     serial: u32,
+    /// Looks at its stack through JVMTI still to take, while the handler
+    /// has walked none (see [`CpuSampling::look_at_new_threads`]).
+    looks_left: u8,
 }
+
+/// How many ticks in a row a new thread's stack is looked at through
+/// JVMTI until Java frames are seen (a thread caught before its run()
+/// began shows none).
+const LOOKS_AT_A_NEW_THREAD: u8 = 3;
 
 /// Where a sample's CPU went.
 pub enum Stack {
@@ -49,9 +57,27 @@ pub struct Ran {
     /// The key of the virtual thread it ran (`async_trace::note_mounted`),
     /// 0 for none or not tracked.
     pub mounted: u64,
-    /// CPU intervals consumed.
+    /// CPU intervals consumed; 0 for a look at the stack of a thread whose
+    /// first sample is due soon (kept for an interval still due when it
+    /// ends, see [`Ended`]).
     pub intervals: u32,
     pub stack: Stack,
+}
+
+/// A timed thread that ended, with the CPU intervals it used since its
+/// last sample was taken (a short thread can end between two looks of the
+/// sampler, or with an interval expired that the kernel had not signalled
+/// yet): they are the stack's it last had, which is gone now.
+pub struct Ended {
+    pub serial: u32,
+    pub intervals: u32,
+}
+
+/// What the sampler found since its last look: the samples, then the
+/// threads that ended before it looked (whose samples are all among them).
+pub struct Collected {
+    pub ran: Vec<Ran>,
+    pub ended: Vec<Ended>,
 }
 
 impl Stack {
@@ -81,6 +107,12 @@ pub struct CpuSampling {
     carrier_entry: Mutex<HashMap<u64, bool>>,
     /// Timed threads by timer slot.
     timed: Mutex<HashMap<usize, Timed>>,
+    /// The timed threads still to be looked at (slot and serial), so that
+    /// a tick goes through these only, not every thread (taken after
+    /// `timed` when both are held).
+    unseen: Mutex<Vec<(usize, u32)>>,
+    /// Threads ended since the sampler last looked.
+    ended: Mutex<Vec<Ended>>,
     /// Set once sampling stops; the sender half wakes the sampler at once.
     stop: AtomicBool,
     wake: (Sender<()>, Receiver<()>),
@@ -110,6 +142,8 @@ impl CpuSampling {
             refused: AtomicBool::new(false),
             carrier_entry: Mutex::default(),
             timed: Mutex::default(),
+            unseen: Mutex::default(),
+            ended: Mutex::default(),
             stop: AtomicBool::new(false),
             wake: bounded(1),
             sampler: Mutex::new(None),
@@ -128,9 +162,15 @@ impl CpuSampling {
             return;
         };
         let thread = GlobalRef::new(jni, thread);
-        self.timed
-            .lock()
-            .insert(timer.slot, Timed { thread, serial });
+        self.timed.lock().insert(
+            timer.slot,
+            Timed {
+                thread,
+                serial,
+                looks_left: LOOKS_AT_A_NEW_THREAD,
+            },
+        );
+        self.unseen.lock().push((timer.slot, serial));
         let _ = TIMER.try_with(|t| {
             if let Some(old) = t.replace(Some(timer)) {
                 old.stop();
@@ -138,12 +178,15 @@ impl CpuSampling {
         });
     }
 
-    /// ThreadEnd, on the ending thread: stop its timer. Returns the
-    /// thread's serial and the CPU intervals it consumed since the sampler
-    /// last looked (a short thread can end between two looks: its samples
-    /// still count, with no stack to charge them to).
-    pub fn thread_ended(&self, jni: Option<&JniEnv>) -> Option<(u32, u32)> {
-        let timer = TIMER.try_with(|t| t.take()).ok().flatten()?;
+    /// ThreadEnd, on the ending thread: stop its timer. The CPU intervals
+    /// it consumed since its last sample was taken are counted at the
+    /// sampler's next look (as [`Ended`]), when the stacks its handler
+    /// took are all drained; `counted` is false when the run no longer
+    /// counts (the VM is ending).
+    pub fn thread_ended(&self, jni: Option<&JniEnv>, counted: bool) {
+        let Some(timer) = TIMER.try_with(|t| t.take()).ok().flatten() else {
+            return;
+        };
         // Under the lock the sampler holds while it reads slots and walks
         // stacks: its intervals are counted either there or here, once.
         let mut all = self.timed.lock();
@@ -153,9 +196,14 @@ impl CpuSampling {
             // while it uses the references: no copy is used after this.
             unsafe { jvm::delete_global(jni, timed.thread) };
         }
-        let pending = timer.stop();
+        let intervals = timer.stop();
         drop(all);
-        timed.map(|t| (t.serial, pending)).filter(|&(_, n)| n > 0)
+        if let (Some(timed), true) = (timed, counted) {
+            self.ended.lock().push(Ended {
+                serial: timed.serial,
+                intervals,
+            });
+        }
     }
 
     /// True when AsyncGetCallTrace was found (at load time).
@@ -179,10 +227,13 @@ impl CpuSampling {
 
     /// The samples since the last call with their stacks: those taken in
     /// the signal handler, then those counted only, whose stacks are taken
-    /// now through JVMTI. A thread whose stack cannot be had (it blocked or
-    /// ended since its sample was due) still counts, under a pseudo-frame:
-    /// no sample is dropped.
-    pub fn collect(&self, env: &Jvmti) -> Vec<Ran> {
+    /// now through JVMTI; and the threads that ended. A thread whose stack
+    /// cannot be had (it blocked since its sample was due) still counts,
+    /// under a pseudo-frame: no sample is dropped.
+    pub fn collect(&self, env: &Jvmti) -> Collected {
+        // Taken before the records are drained: an ended thread's records
+        // were all written before it ended, so they are drained below.
+        let ended = std::mem::take(&mut *self.ended.lock());
         let mut ran = Vec::new();
         let mut pending = Vec::new();
         for sample in async_trace::drain() {
@@ -195,7 +246,9 @@ impl CpuSampling {
                 Taken::Unwalkable(why) => Stack::Unwalkable(why),
                 Taken::Refused => {
                     self.say_refused();
-                    pending.push((sample.slot, sample.weight));
+                    if sample.weight > 0 {
+                        pending.push((sample.slot, sample.weight));
+                    }
                     continue;
                 }
             };
@@ -207,7 +260,56 @@ impl CpuSampling {
             });
         }
         ran.extend(self.collect_through_jvmti(env, pending));
-        ran
+        ran.extend(self.look_at_new_threads(env));
+        Collected { ran, ended }
+    }
+
+    /// Stacks of the new threads the handler has not walked yet, taken
+    /// through JVMTI in one call, as looks (no interval counted). A thread
+    /// of a few ms may end before the kernel signals any of its CPU timers
+    /// (it does so at its scheduler tick, and a busy machine's ticks come
+    /// late), with an interval due: its look is then the only stack it was
+    /// seen to have. Each thread is looked at a few ticks at most, until
+    /// Java frames are seen, whatever it does after: a thread that never
+    /// runs costs no more.
+    fn look_at_new_threads(&self, env: &Jvmti) -> Vec<Ran> {
+        // Held until the walk is done, as in `collect_through_jvmti`.
+        let mut timed = self.timed.lock();
+        let mut unseen = self.unseen.lock();
+        // (An entry whose thread ended, or was seen, goes.)
+        unseen.retain(|&(slot, serial)| {
+            timed.get_mut(&slot).is_some_and(|t| {
+                if t.serial != serial || async_trace::has_walked(slot) {
+                    return false;
+                }
+                t.looks_left = t.looks_left.saturating_sub(1);
+                true
+            })
+        });
+        if unseen.is_empty() {
+            return Vec::new();
+        }
+        let threads: Vec<LocalThread<'_>> = unseen
+            .iter()
+            .filter_map(|(slot, _)| timed.get(slot).map(|t| t.thread.local()))
+            .collect();
+        let mut stacks = jvm::runnable_stacks_of(env, &threads, self.depth).into_iter();
+        let mut looks = Vec::new();
+        unseen.retain(|&(slot, serial)| {
+            let frames = stacks.next().unwrap_or_default();
+            let looks_left = timed.get(&slot).map_or(0, |t| t.looks_left);
+            if frames.is_empty() {
+                return looks_left > 0;
+            }
+            looks.push(Ran {
+                serial,
+                mounted: 0,
+                intervals: 0,
+                stack: Stack::Frames(frames),
+            });
+            false
+        });
+        looks
     }
 
     /// A virtual thread's frames, when it is mounted, are on its carrier's

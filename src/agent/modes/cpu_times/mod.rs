@@ -164,6 +164,11 @@ impl Engine for MethodTimes {
         if let Some(jni) = jni {
             *self.drained.lock() = self.timing.take_costs(&run.jvmti.env(), jni);
         }
+        if run.options.verbose
+            && let Some(reloads) = self.timing.describe()
+        {
+            eprintln!("\nHPROF: {reloads}");
+        }
         Ok(())
     }
 

@@ -11,6 +11,7 @@
 
 use crate::agent::jvm;
 use crate::agent::jvm::timing_tracker::{Drained, Tracker};
+use crate::agent::run::class_reloads::{ClassReloads, FirstNumbers};
 use crate::bci::{self, Injection};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
@@ -40,6 +41,16 @@ pub fn method_key(class_number: u32, method_number: u32) -> u64 {
     (u64::from(class_number) << 32) | u64::from(method_number)
 }
 
+/// The classes rewritten to time their methods.
+#[derive(Default)]
+struct TimedClasses {
+    /// By class number: the class name and its methods by method number.
+    list: Vec<(String, Vec<bci::MethodInfo>)>,
+    /// The class number each distinct class file got: the same class
+    /// loaded again keeps its number, so its methods keep their keys.
+    reloads: ClassReloads,
+}
+
 /// How often the clock thread updates the Tracker's clock.
 const CLOCK_PERIOD: std::time::Duration = std::time::Duration::from_micros(100);
 
@@ -48,8 +59,8 @@ pub struct MethodTiming {
     /// Frames per trace (2 for cpu=old).
     depth: u32,
     injection: Injection,
-    /// Methods by class number (index) and method number.
-    classes: Mutex<Vec<(String, Vec<bci::MethodInfo>)>>,
+    /// Methods by class number and method number.
+    classes: Mutex<TimedClasses>,
     /// jmethodID -> method key, for ExceptionCatch.
     by_method_id: Mutex<HashMap<u64, Option<u64>>>,
     tracker: Mutex<Option<Tracker>>,
@@ -136,19 +147,57 @@ impl MethodTiming {
             return None;
         }
         let mut classes = self.classes.lock();
-        let class_number = u32::try_from(classes.len()).ok()?;
+        if let Some(again) = name.and_then(|n| self.rewrite_again(&classes, n, bytes)) {
+            classes.reloads.note_reused();
+            return Some(again);
+        }
+        let class_number = u32::try_from(classes.list.len()).ok()?;
         let outcome = bci::rewrite_class(bytes, class_number, &self.injection).ok()?;
         if !outcome.methods.iter().any(|m| m.rewritten) {
             return None;
         }
-        classes.push((name.unwrap_or("Unknown_class").to_owned(), outcome.methods));
+        if let Some(name) = name {
+            let numbers = FirstNumbers {
+                first: class_number,
+                first_call_site: None,
+                taken: (outcome.methods.len() as u32, 0),
+            };
+            classes.reloads.insert(name, bytes, numbers);
+        }
+        classes
+            .list
+            .push((name.unwrap_or("Unknown_class").to_owned(), outcome.methods));
         Some(outcome.bytes)
+    }
+
+    /// A class file rewritten before (the same bytes under the same name),
+    /// rewritten again with the class number it got then, so that its
+    /// methods keep their keys; None when not seen or the rewrite differs.
+    fn rewrite_again(&self, classes: &TimedClasses, name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
+        let before = classes.reloads.get(name, bytes)?;
+        let outcome = bci::rewrite_class(bytes, before.first, &self.injection).ok()?;
+        let (class_name, methods) = classes.list.get(before.first as usize)?;
+        let same = class_name == name
+            && methods.len() == outcome.methods.len()
+            && methods.iter().zip(&outcome.methods).all(|(a, b)| {
+                (&a.name, &a.descriptor, a.rewritten) == (&b.name, &b.descriptor, b.rewritten)
+            });
+        same.then_some(outcome.bytes)
+    }
+
+    /// What `verbose=y` says at a dump of the rewriting once a class was
+    /// defined again.
+    pub fn describe(&self) -> Option<String> {
+        let classes = self.classes.lock();
+        let reloads = classes.reloads.describe()?;
+        let methods: usize = classes.list.iter().map(|(_, m)| m.len()).sum();
+        Some(format!("cpu=times: {reloads}, {methods} methods numbered"))
     }
 
     /// What method key names.
     pub fn method(&self, key: u64) -> Option<TimedMethod> {
         let classes = self.classes.lock();
-        let (class_name, methods) = classes.get((key >> 32) as usize)?;
+        let (class_name, methods) = classes.list.get((key >> 32) as usize)?;
         let info = methods.get((key & 0xFFFF_FFFF) as usize)?;
         Some(TimedMethod {
             class_name: class_name.clone(),
@@ -173,6 +222,7 @@ impl MethodTiming {
             .to_owned();
         let classes = self.classes.lock();
         let key = classes
+            .list
             .iter()
             .enumerate()
             .rev()

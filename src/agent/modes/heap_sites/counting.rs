@@ -19,6 +19,7 @@
 
 use crate::agent::jvm::alloc_tracker::{self, AllocTracker, SiteCount};
 use crate::agent::jvm::shared_archive;
+use crate::agent::run::class_reloads::{ClassReloads, FirstNumbers};
 use crate::bci::{self, Allocated};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
@@ -73,6 +74,9 @@ pub struct SiteRegistry {
     pub classes: Vec<CountedClass>,
     pub sites: Vec<CountedSite>,
     pub call_sites: Vec<Option<CountedCallSite>>,
+    /// The numbers each distinct class file got: the same class loaded
+    /// again (another loader, a retransformation) gets the same ones.
+    reloads: ClassReloads,
 }
 
 /// A caller's frame in a counted trace.
@@ -515,6 +519,18 @@ impl BytecodeCounting {
         Ok(())
     }
 
+    /// What `verbose=y` says at a dump of the rewriting once a class was
+    /// defined again: the distinct class files, the definitions that
+    /// reused their numbers, the sites.
+    pub fn describe(&self) -> Option<String> {
+        let registry = self.registry.lock();
+        let reloads = registry.reloads.describe()?;
+        Some(format!(
+            "heap=sites: {reloads}, {} allocation sites numbered",
+            registry.sites.len()
+        ))
+    }
+
     /// Whether the tracker is there to be called.
     pub fn ready(&self) -> bool {
         self.tracker.get().is_some()
@@ -553,6 +569,10 @@ impl BytecodeCounting {
             return None;
         }
         let makers = self.unreported_makers.get().map_or(&[][..], Vec::as_slice);
+        if let Some(again) = name.and_then(|n| self.rewrite_again(&registry, n, bytes, makers)) {
+            registry.reloads.note_reused();
+            return Some(again);
+        }
         let first_call_site = self.contexts.load(Ordering::Relaxed).then(|| {
             if registry.call_sites.is_empty() {
                 registry.call_sites.push(None); // number 0: no call site
@@ -576,6 +596,14 @@ impl BytecodeCounting {
         if !outcome.grown_huge.is_empty() {
             self.allow_huge_methods(&outcome.grown_huge);
         }
+        let numbers = FirstNumbers {
+            first,
+            first_call_site,
+            taken: (outcome.sites.len() as u32, outcome.call_sites.len() as u32),
+        };
+        if let Some(name) = name {
+            registry.reloads.insert(name, bytes, numbers);
+        }
         let name = name.map_or_else(|| outcome.class_name.clone(), str::to_owned);
         registry.add(&name, &outcome);
         Some(outcome.bytes)
@@ -598,6 +626,29 @@ impl BytecodeCounting {
                 );
             }
         }
+    }
+
+    /// A class file rewritten before (the same bytes under the same name),
+    /// rewritten again with the numbers it got then: its sites are in the
+    /// registry already. None when it was not seen, or the rewrite now
+    /// differs (calling contexts since turned off, a hash collision).
+    fn rewrite_again(
+        &self,
+        registry: &SiteRegistry,
+        name: &str,
+        bytes: &[u8],
+        makers: &[bci::CallRule],
+    ) -> Option<Vec<u8>> {
+        let before = registry.reloads.get(name, bytes)?;
+        let contexts = self.contexts.load(Ordering::Relaxed);
+        if before.first_call_site.is_some() != contexts {
+            return None;
+        }
+        let outcome =
+            bci::rewrite_counting_allocations(bytes, before.first, makers, before.first_call_site)
+                .ok()?;
+        let taken = (outcome.sites.len() as u32, outcome.call_sites.len() as u32);
+        (taken == before.taken && !outcome.counted_already).then_some(outcome.bytes)
     }
 
     /// HotSpot never compiles a method of more than 8,000 bytes of

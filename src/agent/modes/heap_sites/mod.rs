@@ -166,6 +166,11 @@ impl Engine for AllocationSites {
         if let (Some(live), true) = (&self.live, run.options.verbose) {
             eprintln!("\nHPROF: {}", live.describe());
         }
+        if let (Some(counting), true) = (&self.bytecode, run.options.verbose) {
+            if let Some(reloads) = counting.describe() {
+                eprintln!("HPROF: {reloads}");
+            }
+        }
         Ok(())
     }
 

@@ -1,0 +1,99 @@
+import java.io.InputStream;
+import java.lang.reflect.Method;
+
+/**
+ * Class churn: the same class ({@link ChurnPlugin}) defined in fresh class
+ * loaders, as a plugin host or a script engine does.
+ *
+ * <ul>
+ *   <li>{@code reload <n> [per]}: defines ChurnPlugin in {@code n} loaders, one after
+ *       the other, calls {@code make(per)} (default 3) on each copy and drops it; prints
+ *       {@code pieces=<n*per>} and {@code sum=<sum>} on two lines.
+ *   <li>{@code soak <seconds>}: every second, 50 fresh loaders each define ChurnPlugin
+ *       and 20 short threads each call {@code make(100)} on one of them; prints
+ *       {@code READY} at start and {@code DONE rounds=<seconds>} at the end. Everything
+ *       printed is independent of timing.
+ * </ul>
+ */
+public class ClassChurn {
+    static byte[] pluginBytes;
+
+    public static void main(String[] args) throws Exception {
+        try (InputStream in = ClassChurn.class.getResourceAsStream("ChurnPlugin.class")) {
+            pluginBytes = in.readAllBytes();
+        }
+        switch (args[0]) {
+            case "reload":
+                reload(Integer.parseInt(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 3);
+                break;
+            case "soak":
+                soak(Integer.parseInt(args[1]));
+                break;
+            default:
+                throw new IllegalArgumentException(args[0]);
+        }
+    }
+
+    static Method freshMake() throws Exception {
+        ClassLoader loader = new ClassLoader(null) {
+            @Override
+            protected Class<?> findClass(String name) throws ClassNotFoundException {
+                if (name.equals("ChurnPlugin")) {
+                    return defineClass(name, pluginBytes, 0, pluginBytes.length);
+                }
+                if (name.equals("ChurnPlugin$Piece")) {
+                    try (InputStream in = ClassChurn.class.getResourceAsStream("ChurnPlugin$Piece.class")) {
+                        byte[] bytes = in.readAllBytes();
+                        return defineClass(name, bytes, 0, bytes.length);
+                    } catch (java.io.IOException e) {
+                        throw new ClassNotFoundException(name, e);
+                    }
+                }
+                throw new ClassNotFoundException(name);
+            }
+        };
+        return loader.loadClass("ChurnPlugin").getMethod("make", int.class);
+    }
+
+    static void reload(int n, int per) throws Exception {
+        long sum = 0;
+        for (int i = 0; i < n; i++) {
+            sum += (Long) freshMake().invoke(null, per);
+        }
+        System.out.println("pieces=" + ((long) n * per));
+        System.out.println("sum=" + sum);
+    }
+
+    static void soak(int seconds) throws Exception {
+        System.out.println("READY");
+        System.out.flush();
+        long start = System.nanoTime();
+        for (int round = 0; round < seconds; round++) {
+            Method[] copies = new Method[50];
+            for (int i = 0; i < copies.length; i++) {
+                copies[i] = freshMake();
+            }
+            Thread[] threads = new Thread[20];
+            for (int t = 0; t < threads.length; t++) {
+                Method make = copies[t];
+                threads[t] = new Thread(() -> {
+                    try {
+                        make.invoke(null, 100);
+                    } catch (ReflectiveOperationException e) {
+                        throw new IllegalStateException(e);
+                    }
+                }, "churn-" + t);
+                threads[t].start();
+            }
+            for (Thread t : threads) {
+                t.join();
+            }
+            long next = start + (round + 1) * 1_000_000_000L;
+            long wait = next - System.nanoTime();
+            if (wait > 0) {
+                Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+            }
+        }
+        System.out.println("DONE rounds=" + seconds);
+    }
+}

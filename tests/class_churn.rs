@@ -1,0 +1,103 @@
+//! Class churn: the same class defined again and again in fresh class
+//! loaders (a plugin host, a script engine). The modes that number what
+//! they find in a class (heap=sites' allocation sites, cpu=times' methods)
+//! reuse the numbers a class file got the first time, so their tables grow
+//! with the distinct classes, not with the definitions, and a reloaded
+//! method is one row with every call, as HPROF names it: by class, method
+//! and line, never by loader.
+
+mod common;
+
+use common::{AsciiProfile, site_totals};
+use hprof_rs::format::ascii::CpuTitle;
+
+/// Runs `ClassChurn reload <copies>` under `options` (plus `verbose=y` and a
+/// file in a fresh scratch dir); checks the program's own output and no
+/// error, and returns the profile and stderr.
+fn churn(jdk: &common::Jdk, scratch: &str, options: &str, copies: u64) -> (AsciiProfile, String) {
+    let dir = common::scratch_dir(scratch);
+    let file = dir.join("churn.txt");
+    let options = format!("{options},verbose=y,file={}", file.display());
+    let mut cmd = common::java_command(jdk, &dir);
+    cmd.arg(common::agentpath_arg(&options))
+        .args(["ClassChurn", "reload", &copies.to_string()]);
+    let out = common::run(&mut cmd);
+    let what = format!(
+        "ClassChurn reload {copies} under {options} on {}",
+        jdk.label
+    );
+    common::assert_success(&out, &what);
+    let stdout = common::stdout_text(&out);
+    let stderr = common::stderr_text(&out);
+    assert!(!stderr.contains("HPROF ERROR"), "{what}: {stderr}");
+    // make(3) on each copy: pieces 0, 1 and 2.
+    assert_eq!(
+        common::printed::<u64>(&stdout, "pieces"),
+        3 * copies,
+        "{what}"
+    );
+    assert_eq!(common::printed::<u64>(&stdout, "sum"), 3 * copies, "{what}");
+    (AsciiProfile::read(&file), stderr)
+}
+
+/// The numbers of the verbose line `HPROF: <mode>: <distinct> class files
+/// rewritten, <again> more definitions of them, <numbered> ... numbered`.
+fn reloads_line(stderr: &str, mode: &str) -> (u64, u64, u64) {
+    let prefix = format!("HPROF: {mode}: ");
+    let line = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` line in stderr:\n{stderr}"));
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(numbers.len(), 3, "{line}");
+    (numbers[0], numbers[1], numbers[2])
+}
+
+#[test]
+fn heap_sites_counts_every_copy_and_numbers_a_reloaded_class_once() {
+    common::on_each(&common::jdks(), |jdk| {
+        let mut numbered = Vec::new();
+        for copies in [300u64, 900] {
+            let scratch = format!("churn-sites-{copies}-{}", jdk.label);
+            let (profile, stderr) = churn(jdk, &scratch, "heap=sites,cutoff=0", copies);
+            let rows = profile.sites_of_class_via("ChurnPlugin$Piece", "ChurnPlugin.make");
+            let (allocated, _, _, _) = site_totals(&rows);
+            assert_eq!(allocated, 3 * copies, "Piece objects of {copies} copies");
+            let (_, again, sites) = reloads_line(&stderr, "heap=sites");
+            // ChurnPlugin and ChurnPlugin$Piece, defined again in each copy
+            // after the first.
+            assert!(again >= 2 * (copies - 1), "{again} definitions again");
+            numbered.push(sites);
+        }
+        assert_eq!(
+            numbered[0], numbered[1],
+            "sites numbered after 300 and 900 copies: the tables grew with the copies"
+        );
+    });
+}
+
+#[test]
+fn cpu_times_times_a_reloaded_method_as_one_method() {
+    common::on_each(&common::jdks(), |jdk| {
+        let copies = 300u64;
+        let scratch = format!("churn-times-{}", jdk.label);
+        let (profile, stderr) = churn(jdk, &scratch, "cpu=times,cutoff=0", copies);
+        let section = profile
+            .first_cpu(CpuTitle::TimeMs)
+            .expect("a CPU TIME block");
+        let rows: Vec<_> = section
+            .rows
+            .iter()
+            .filter(|r| r.method.as_deref() == Some("ChurnPlugin.make"))
+            .collect();
+        let calls: u64 = rows.iter().map(|r| r.count).sum();
+        assert_eq!(calls, copies, "calls of ChurnPlugin.make");
+        // One row per distinct trace of the method, not one per copy.
+        assert!(rows.len() <= 2, "{} rows for ChurnPlugin.make", rows.len());
+        let (_, again, _) = reloads_line(&stderr, "cpu=times");
+        assert!(again >= copies - 1, "{again} definitions again");
+    });
+}
