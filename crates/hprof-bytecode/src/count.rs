@@ -295,7 +295,7 @@ pub fn rewrite_counting_allocations(
         methods,
         counted_already: false,
     };
-    if this_name.starts_with(b"hprof_rs/") {
+    if super::context_accessor::is_agent_class(&class_name) {
         return Ok(unchanged(methods, vec![]));
     }
     if calls_the_tracker(&class.pool) {
@@ -674,9 +674,9 @@ fn count_in_method(
         entry: vec![],
         before: vec![vec![]; insns.len()],
         after: vec![vec![]; insns.len()],
-        // A call's context code needs 5 slots (thread, long, long), a
-        // counting call 2, or 4 with the context.
-        extra_stack: if context.is_some() { 5 } else { 2 },
+        // A call's context code needs 4 slots (long, long), a counting
+        // call 2, or 4 with the context.
+        extra_stack: if context.is_some() { 4 } else { 2 },
         // The context and the callees' window less their call site.
         extra_long_locals: if context.is_some() { 2 } else { 0 },
     };

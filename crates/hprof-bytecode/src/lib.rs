@@ -70,6 +70,7 @@ mod call_context;
 mod class_file;
 mod code;
 mod constant_pool;
+mod context_accessor;
 mod count;
 mod inject;
 mod lock_tracker;
@@ -80,11 +81,16 @@ mod stackmap;
 mod tests;
 mod tracker;
 mod types;
+mod uncounted;
 mod writer;
 
 pub use call_context::{
-    CALL_SITE_BITS, CONTEXT_FIELD, HUGE_METHOD_LIMIT, MAX_CALL_SITE, WINDOW_CALL_SITES,
-    add_context_field, context_key, window_call_sites,
+    CALL_SITE_BITS, HUGE_METHOD_LIMIT, MAX_CALL_SITE, WINDOW_CALL_SITES, add_context_field,
+    context_key, window_call_sites,
+};
+pub use context_accessor::{
+    CONTEXT_ACCESSOR_CLASS, CONTEXT_FIELD, SET_WINDOW, TAKE_WINDOW, context_accessor_class_file,
+    is_agent_class,
 };
 pub use count::{
     ALLOC_TRACKER_CLASS, ALLOC_TRACKER_CLASS_FILE, ALLOC_TRACKER_FAILURE_FIELD,
@@ -100,6 +106,7 @@ pub use tracker::{
     TRACKER_CAUGHT, TRACKER_CLASS, TRACKER_CLASS_FILE, TRACKER_CLOCK_FIELD, TRACKER_DEPTH_FIELD,
     TRACKER_DRAIN, TRACKER_ENDED, TRACKER_ENGAGED_FIELD,
 };
+pub use uncounted::uncounted_methods;
 
 use std::fmt;
 

@@ -749,3 +749,25 @@ fn passes_the_first_argument_into_the_selected_methods_only() {
         Err(BciError::BadInjection(_))
     ));
 }
+
+#[test]
+fn a_method_too_large_to_count_is_named_as_uncounted() {
+    // iconst_1; newarray int; pop; return, after nops up to 65,530 bytes.
+    let mut code = vec![0; 65525];
+    code.extend_from_slice(&[4, 188, 10, 87, 177]);
+    let input = one_method(52, "p/Huge", Body::new(1, 0, code));
+    let out = crate::rewrite_counting_allocations(&input, 1, &[], None).unwrap();
+    assert_eq!(
+        crate::uncounted_methods(&input, &out),
+        [(
+            "m()V".to_string(),
+            out.methods[0].skip_reason.clone().unwrap()
+        )]
+    );
+    // The same size without an allocation: nothing left uncounted.
+    let mut code = vec![0; 65529];
+    code.push(177);
+    let input = one_method(52, "p/Quiet", Body::new(0, 0, code));
+    let out = crate::rewrite_counting_allocations(&input, 1, &[], None).unwrap();
+    assert!(crate::uncounted_methods(&input, &out).is_empty());
+}

@@ -385,6 +385,21 @@ impl ContextField {
         field.map(Self)
     }
 
+    /// Defines the class through which rewritten code reaches the field
+    /// (package-private, so only classes of `java.lang` can), in the boot
+    /// loader, before any class that calls it exists. Once per run.
+    pub fn define_accessor(&self, jni: &JniEnv) -> Result<(), String> {
+        let bytes = bci::context_accessor_class_file()?;
+        // (Held for the run: a boot class never unloads anyway.)
+        jvm::define_boot_class(
+            jni,
+            bci::CONTEXT_ACCESSOR_CLASS,
+            &bytes,
+            "calling-context accessor",
+        )
+        .map(drop)
+    }
+
     /// The window `thread` holds now.
     pub fn read(&self, jni: &JniEnv, thread: jvm::LocalThread<'_>) -> Option<u64> {
         if thread.is_null() {
@@ -715,7 +730,12 @@ pub fn retransform_loaded_classes(env: &Jvmti, jni: &JniEnv) -> Option<jvmti::jv
         .map(|c| c.get())
         // SAFETY: each class is live (owned local references).
         .filter(|c| unsafe { env.is_modifiable_class(c.raw() as jni::jclass) }.unwrap_or(false))
-        .filter(|c| jvm::class_signature(env, *c).is_some_and(|s| !s.starts_with("Lhprof_rs/")))
+        .filter(|c| {
+            jvm::class_signature(env, *c).is_some_and(|s| {
+                let internal = s.strip_prefix('L').and_then(|s| s.strip_suffix(';'));
+                !internal.is_some_and(bci::is_agent_class)
+            })
+        })
         .map(|c| c.raw() as jni::jclass)
         .collect();
     let mut failed = None;

@@ -22,6 +22,8 @@ pub mod jmm;
 pub mod libjvm;
 pub mod lock_tracker;
 pub mod object_tags;
+pub mod shared_archive;
+pub mod thread_field_env;
 pub mod timing_tracker;
 
 use jvmti_bindings::prelude::*;

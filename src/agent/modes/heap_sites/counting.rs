@@ -18,6 +18,7 @@
 //! live count.
 
 use crate::agent::jvm::alloc_tracker::{self, AllocTracker, SiteCount};
+use crate::agent::jvm::shared_archive;
 use crate::agent::run::class_reloads::{ClassReloads, FirstNumbers};
 use crate::bci::{self, Allocated};
 use jvmti_bindings::prelude::*;
@@ -25,7 +26,7 @@ use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// A class rewritten to count its allocations.
 #[derive(Debug)]
@@ -322,6 +323,9 @@ impl SiteRegistry {
 /// with no context.
 const MAX_MADE_KEYS: usize = 262_144;
 
+/// Methods named as uncounted (one line each) before the rest go unnamed.
+const MAX_UNCOUNTED_NAMED: usize = 100;
+
 /// State of the bytecode counting.
 pub struct BytecodeCounting {
     tracker: OnceLock<AllocTracker>,
@@ -353,6 +357,11 @@ pub struct BytecodeCounting {
     /// Set once a method was rewritten past HotSpot's huge-method limit
     /// (and the limit turned off).
     huge_allowed: AtomicBool,
+    /// Methods named as left uncounted so far.
+    uncounted_named: AtomicUsize,
+    /// `-Xshare:on`: java.lang.Thread comes from the shared archive, which
+    /// the early ClassFileLoadHook its field needs would refuse.
+    sharing_required: bool,
 }
 
 thread_local! {
@@ -384,6 +393,9 @@ impl BytecodeCounting {
     /// above 1 its callers' from calling contexts (at most 3 of them).
     pub fn new(depth: usize) -> Self {
         let callers = depth.saturating_sub(1).min(bci::WINDOW_CALL_SITES);
+        let sharing_required = callers > 0 && shared_archive::sharing_required();
+        // Without the field, the counting is depth 1's.
+        let callers = if sharing_required { 0 } else { callers };
         Self {
             tracker: OnceLock::new(),
             registry: Mutex::default(),
@@ -398,6 +410,8 @@ impl BytecodeCounting {
             context_field: OnceLock::new(),
             contexts: AtomicBool::new(callers > 0),
             huge_allowed: AtomicBool::new(false),
+            uncounted_named: AtomicUsize::new(0),
+            sharing_required,
         }
     }
 
@@ -414,6 +428,14 @@ impl BytecodeCounting {
     /// its field from the moment the JVM loads it.
     pub fn wants_contexts(&self) -> bool {
         self.callers > 0
+    }
+
+    /// Why contexts that `depth` asked for are not kept from the start,
+    /// if that is so (said once, at load time).
+    pub fn contexts_refused(&self) -> Option<&'static str> {
+        self.sharing_required.then_some(
+            "-Xshare:on keeps java.lang.Thread from the shared archive, so heap=sites cannot give it the field calling contexts live in: counts are exact, traces stop at the allocating frame (-Xshare:auto or alloc_count=events keeps whole traces)",
+        )
     }
 
     /// Whether calling contexts are kept (wanted, and the field is there).
@@ -474,11 +496,17 @@ impl BytecodeCounting {
         if let Some(field) = field {
             let _ = self.context_field.set(field);
         }
-        if self.wants_contexts() && field.is_none() {
-            self.contexts.store(false, Ordering::Relaxed);
-            eprintln!(
-                "HPROF ERROR: heap=sites cannot keep calling contexts (java.lang.Thread was loaded without its field); traces stop at the allocating frame"
-            );
+        if self.wants_contexts() {
+            let accessor = match field {
+                Some(field) => field.define_accessor(jni),
+                None => Err("java.lang.Thread was loaded without its field".into()),
+            };
+            if let Err(why) = accessor {
+                self.contexts.store(false, Ordering::Relaxed);
+                eprintln!(
+                    "HPROF ERROR: heap=sites cannot keep calling contexts ({why}); traces stop at the allocating frame"
+                );
+            }
         }
         let key_slots = if self.contexts.load(Ordering::Relaxed) {
             alloc_tracker::CONTEXT_KEY_SLOTS
@@ -526,7 +554,7 @@ impl BytecodeCounting {
     }
 
     fn rewrite_counted(&self, name: Option<&str>, bytes: &[u8]) -> Option<Vec<u8>> {
-        if !self.ready() || bytes.is_empty() || name.is_some_and(|n| n.starts_with("hprof_rs/")) {
+        if !self.ready() || bytes.is_empty() || name.is_some_and(bci::is_agent_class) {
             return None;
         }
         let mut registry = self.registry.lock();
@@ -553,6 +581,7 @@ impl BytecodeCounting {
         });
         let outcome =
             bci::rewrite_counting_allocations(bytes, first, makers, first_call_site).ok()?;
+        self.say_uncounted(name, &outcome, bytes);
         if outcome.counted_already && name.is_some() {
             // Returned as they are, but returned: a class the hook changed
             // is one the JVM makes its named module read the unnamed
@@ -578,6 +607,25 @@ impl BytecodeCounting {
         let name = name.map_or_else(|| outcome.class_name.clone(), str::to_owned);
         registry.add(&name, &outcome);
         Some(outcome.bytes)
+    }
+
+    /// Names, on standard error, each method whose allocations the rewrite
+    /// had to leave uncounted (their objects are in no row): the first
+    /// [`MAX_UNCOUNTED_NAMED`], then once that there are more.
+    fn say_uncounted(&self, name: Option<&str>, outcome: &bci::CountingOutcome, bytes: &[u8]) {
+        for (method, why) in bci::uncounted_methods(bytes, outcome) {
+            let named = self.uncounted_named.fetch_add(1, Ordering::Relaxed);
+            let class = name.unwrap_or(&outcome.class_name).replace('/', ".");
+            if named < MAX_UNCOUNTED_NAMED {
+                eprintln!(
+                    "HPROF: heap=sites cannot count the allocations of {class}.{method} ({why}): its objects are in no row (alloc_count=events counts them)"
+                );
+            } else if named == MAX_UNCOUNTED_NAMED {
+                eprintln!(
+                    "HPROF: heap=sites cannot count the allocations of more methods; those are not named"
+                );
+            }
+        }
     }
 
     /// A class file rewritten before (the same bytes under the same name),

@@ -9,7 +9,7 @@ use super::live_samples::LiveSamples;
 use super::site_cache;
 use super::state::{
     Allocated, AllocationSites, INLINE_FRAMES, LARGE_ARRAY_BYTES, LIVE_SAMPLE_KEY, NO_SITE,
-    PRIMING, Reported, VM_MADE_FRAMES, is_primitive_array,
+    PRIMING, Reported, is_primitive_array,
 };
 use crate::agent::jvm::alloc_tracker;
 use crate::agent::jvm::libjvm;
@@ -61,16 +61,16 @@ impl AllocationSites {
             return;
         }
         let depth = if self.bytecode.is_some() {
-            // Objects the VM made, beside the counters: their maker (a
-            // native such as Object.clone or Array.newArray) and two
-            // callers (Array.newInstance's caller is the program). The walk
-            // is most of what such an event costs: at the full depth of 4,
-            // H2 (millions of clones) ran 2.05x, at 2 frames 1.82x.
+            // Objects the VM made that no calling context placed (the
+            // walk is most of what such an event costs).
             match self.bytecode.as_ref().is_some_and(|c| c.keeps_contexts()) {
                 // Contexts give the others their full depth: so does this
                 // walk (a context the chain check refused).
                 true => run.traces.depth as usize,
-                false => run.traces.depth.min(VM_MADE_FRAMES) as usize,
+                // Without contexts (-Xshare:on) every counted trace stops
+                // at its site, and so does the live sample's: this one too,
+                // or the sample's live objects would match no row.
+                false => 1,
             }
         } else {
             run.traces.depth as usize

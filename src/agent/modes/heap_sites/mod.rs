@@ -29,6 +29,14 @@ use state::prime_exact_sampling;
 pub use state::{Allocated, AllocationSites, Reported};
 use std::sync::atomic::Ordering;
 
+impl AllocationSites {
+    /// Whether java.lang.Thread needs the calling-context field from the
+    /// moment the JVM loads it (`thread_field_env::install` at load time).
+    pub fn wants_thread_field(&self) -> bool {
+        self.bytecode.as_ref().is_some_and(|c| c.wants_contexts())
+    }
+}
+
 impl Engine for AllocationSites {
     fn add_capabilities(
         &self,
@@ -37,13 +45,12 @@ impl Engine for AllocationSites {
     ) {
         caps.set_can_generate_object_free_events(true);
         caps.set_can_generate_sampled_object_alloc_events(true);
-        if let Some(counting) = &self.bytecode {
+        if self.bytecode.is_some() {
             caps.set_can_generate_vm_object_alloc_events(true);
             caps.set_can_generate_all_class_hook_events(true);
             caps.set_can_retransform_classes(true);
-            // java.lang.Thread gets the calling-context field as the JVM
-            // first loads it, in the primordial phase.
-            caps.set_can_generate_early_class_hook_events(counting.wants_contexts());
+            // (java.lang.Thread's calling-context field is added by an
+            // environment of its own: jvm/thread_field_env.rs.)
         }
     }
 
@@ -55,13 +62,8 @@ impl Engine for AllocationSites {
     fn on_load(&self, jvmti: &Jvmti) -> Result<(), String> {
         if let Some(counting) = &self.bytecode {
             keep_allocations_in_sight();
-            if counting.wants_contexts() {
-                let hook = [jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK];
-                if let Err(e) = jvmti.enable_events_global(&hook) {
-                    eprintln!(
-                        "HPROF ERROR: heap=sites cannot see java.lang.Thread load ({e:?}); traces stop at the allocating frame"
-                    );
-                }
+            if let Some(why) = counting.contexts_refused() {
+                eprintln!("HPROF: {why}");
             }
         } else if self.counts.interval == 0 {
             make_every_object_asked_for(jvm::java_feature_version(jvmti));

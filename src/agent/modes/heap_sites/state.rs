@@ -27,9 +27,6 @@ pub(super) fn is_primitive_array(signature: &str) -> bool {
     signature.len() == 2 && signature.starts_with('[')
 }
 
-/// Frames kept of an object the VM made under `alloc_count=bytecode`.
-pub(super) const VM_MADE_FRAMES: u32 = 3;
-
 /// The second word of a live sample's key in the site cache, where an
 /// event's key has its thread serial (never this large).
 pub(super) const LIVE_SAMPLE_KEY: u64 = u64::MAX - 1;

@@ -1,0 +1,327 @@
+//! What heap=sites' class rewriting may change in the program, and what it
+//! must still count: the field it adds to `java.lang.Thread` (hidden from
+//! the public API), class data sharing required by the command line, other
+//! agents that retransform the same classes, and methods too large to
+//! rewrite.
+
+mod common;
+
+use common::{AsciiProfile, Jdk};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs `main args` with the agent's `options` (none: no agent) and JVM
+/// options `jvm_args` on `jdk` in `dir`.
+fn run_java(
+    jdk: &Jdk,
+    dir: &Path,
+    jvm_args: &[&str],
+    options: Option<&str>,
+    main: &str,
+    args: &[&str],
+) -> Output {
+    let mut cmd = common::java_command(jdk, dir);
+    cmd.args(jvm_args);
+    if let Some(options) = options {
+        cmd.arg(common::agentpath_arg(options));
+    }
+    cmd.arg(main).args(args);
+    let out = common::run(&mut cmd);
+    common::assert_success(
+        &out,
+        &format!("{main} {jvm_args:?} with {options:?} on {}", jdk.label),
+    );
+    out
+}
+
+#[test]
+fn the_context_field_leaves_threads_public_fields_as_they_were() {
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("thread-fields-{label}"));
+        let plain = common::stdout_text(&run_java(jdk, &dir, &[], None, "ThreadFields", &[]));
+        let profiled = run_java(jdk, &dir, &[], Some("heap=sites"), "ThreadFields", &[]);
+        let stdout = common::stdout_text(&profiled);
+        let number = |text: &str, name: &str| common::printed::<usize>(text, name);
+        assert_eq!(
+            number(&stdout, "public_fields"),
+            number(&plain, "public_fields"),
+            "{label}: Thread.class.getFields() with and without the agent"
+        );
+        // One declared field more: package-private, synthetic, and out of
+        // the program's reach.
+        assert_eq!(
+            number(&stdout, "declared_fields"),
+            number(&plain, "declared_fields") + 1,
+            "{label}: {stdout}"
+        );
+        assert_eq!(number(&stdout, "agent_fields"), 1, "{label}: {stdout}");
+        for (name, expected) in [
+            ("agent_field_public", false),
+            ("agent_field_synthetic", true),
+            ("agent_field_writable", false),
+        ] {
+            assert_eq!(
+                common::printed::<bool>(&stdout, name),
+                expected,
+                "{label}: {name}"
+            );
+        }
+        // Calling contexts still work through the field: the site's trace
+        // names its caller.
+        assert!(
+            !common::stderr_text(&profiled).contains("HPROF ERROR"),
+            "{label}: {}",
+            common::stderr_text(&profiled)
+        );
+        let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+        let rows = profile.sites_of_class_via("int[]", "ThreadFields.make");
+        assert_eq!(common::site_totals(&rows).0, 1000, "{label}: int[] made");
+        let frames = profile.frames(rows[0].trace_serial);
+        assert!(
+            frames
+                .get(1)
+                .is_some_and(|f| f.contains("ThreadFields.main")),
+            "{label}: the trace of ThreadFields.make's site: {frames:?}"
+        );
+    });
+}
+
+/// AllocSites' known counts: its 10,000 items (4,000 kept) and 1,000
+/// clones (all kept), the clones' site found through `cloned_frame`.
+fn assert_known_counts(profile: &AsciiProfile, cloned_frame: &str, what: &str) {
+    for (class, frame, size, made, live) in [
+        ("AllocSites$Item", "AllocSites.makeItem", 24, 10_000, 4_000),
+        ("AllocSites$Cloned", cloned_frame, 16, 1_000, 1_000),
+    ] {
+        let rows = profile.sites_of_class_via(class, frame);
+        assert_eq!(
+            common::site_totals(&rows),
+            (made, live, made * size, live * size),
+            "{what}: {class} at {frame}"
+        );
+    }
+}
+
+#[test]
+fn heap_sites_starts_under_required_sharing_and_counts_exactly() {
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        for (name, jvm_args) in [
+            ("share-on", &["-Xshare:on"][..]),
+            (
+                "share-on-verified",
+                &["-Xshare:on", "-XX:+VerifySharedSpaces"][..],
+            ),
+        ] {
+            let dir = common::scratch_dir(&format!("{name}-{label}"));
+            // (The JVM refused to start here, its archive unusable beside an
+            // early ClassFileLoadHook.)
+            let out = run_java(jdk, &dir, jvm_args, Some("heap=sites"), "AllocSites", &[]);
+            let stderr = common::stderr_text(&out);
+            assert!(
+                stderr.contains("-Xshare:on keeps java.lang.Thread from the shared archive"),
+                "{label} {jvm_args:?}: the shallower traces are said: {stderr}"
+            );
+            assert!(!stderr.contains("HPROF ERROR"), "{label}: {stderr}");
+            let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+            // (Made by the VM: its trace stops at the maker.)
+            let what = format!("{label} {jvm_args:?}");
+            assert_known_counts(&profile, "java.lang.Object.clone", &what);
+        }
+    });
+}
+
+/// A jar of `main_class` (classes `entries` in `classes`), with a manifest
+/// that makes it an agent allowed to retransform and redefine, its other
+/// jars in `class_path`.
+fn agent_jar(
+    dir: &Path,
+    classes: &Path,
+    main_class: &str,
+    entries: &[&str],
+    class_path: &str,
+) -> PathBuf {
+    let manifest = dir.join("manifest.txt");
+    let mut text = format!(
+        "Premain-Class: {main_class}\nCan-Retransform-Classes: true\nCan-Redefine-Classes: true\n"
+    );
+    if !class_path.is_empty() {
+        text.push_str(&format!("Class-Path: {class_path}\n"));
+    }
+    std::fs::write(&manifest, text).unwrap();
+    let jar = dir.join(format!("{main_class}.jar"));
+    let mut cmd = Command::new(Path::new(common::DEBIAN_JDK_HOME).join("bin/jar"));
+    cmd.arg("cfm").arg(&jar).arg(&manifest);
+    for entry in entries {
+        cmd.arg("-C").arg(classes).arg(entry);
+    }
+    common::assert_success(&common::run(&mut cmd), &format!("jar of {main_class}"));
+    jar
+}
+
+/// Runs AllocSites under heap=sites beside the java agent `javaagent`
+/// (before or after it on the command line), which prints `started`; checks
+/// that nothing failed and that known sites' counts are exact, with their
+/// callers in their traces.
+fn counts_beside(jdk: &Jdk, test: &str, javaagent: &str, first: bool, started: &str) {
+    let dir = common::scratch_dir(&format!("{test}-{}", jdk.label));
+    let mut cmd = common::java_command(jdk, &dir);
+    // (Byte Buddy takes class files of JDK 25 only so.)
+    cmd.arg("-Dnet.bytebuddy.experimental=true");
+    if first {
+        cmd.arg(javaagent);
+    }
+    cmd.arg(common::agentpath_arg("heap=sites"));
+    if !first {
+        cmd.arg(javaagent);
+    }
+    cmd.arg("AllocSites");
+    let out = common::run(&mut cmd);
+    let what = format!("{} {test}", jdk.label);
+    common::assert_success(&out, &what);
+    let stdout = common::stdout_text(&out);
+    let stderr = common::stderr_text(&out);
+    assert!(stdout.contains(started), "{what}: {stdout}");
+    assert!(
+        !stderr.contains("HPROF ERROR") && !stderr.contains("ASSERTION"),
+        "{what}: {stderr}"
+    );
+    let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+    assert_known_counts(&profile, "AllocSites$Cloned.copy", &what);
+    // Calling contexts held: the site's caller is in its trace.
+    let item = profile.sites_of_class_via("AllocSites$Item", "AllocSites.makeItem")[0];
+    let frames = profile.frames(item.trace_serial);
+    assert!(
+        frames.iter().any(|f| f == "AllocSites.main"),
+        "{what}: {frames:?}"
+    );
+}
+
+#[test]
+fn an_agent_that_retransforms_and_redefines_thread_leaves_counts_exact() {
+    let jar_dir = common::scratch_dir("retransforming-agent-jar");
+    let classes = common::fixtures_classpath();
+    let entries = ["RetransformingAgent.class", "RetransformingAgent$1.class"];
+    let jar = agent_jar(&jar_dir, &classes, "RetransformingAgent", &entries, "");
+    let javaagent = format!("-javaagent:{}=AllocSites", jar.display());
+    common::on_each(&common::jdks(), |jdk| {
+        // The other agent's retransformation before this one's (the JVM then
+        // handed Thread's class file for other classes: NAMES_DONT_MATCH on
+        // JDK 11 and 17, libinstrument's "can't create byte array" on 21,
+        // crashes on 25, four runs in six), three times, and after it.
+        for run in 0..3 {
+            let test = format!("retransformed-first-{run}");
+            counts_beside(jdk, &test, &javaagent, true, "agent changed 2 classes");
+        }
+        counts_beside(
+            jdk,
+            "retransformed-after",
+            &javaagent,
+            false,
+            "agent changed 2 classes",
+        );
+    });
+}
+
+const BYTE_BUDDY_JAR: &str = "/usr/share/java/byte-buddy.jar";
+
+#[test]
+fn a_byte_buddy_agent_over_thread_leaves_counts_exact() {
+    if !Path::new(BYTE_BUDDY_JAR).exists() {
+        assert!(
+            !common::strict(),
+            "{BYTE_BUDDY_JAR} is missing: run scripts/setup.sh"
+        );
+        eprintln!("skipped: {BYTE_BUDDY_JAR} is missing (scripts/setup.sh installs it)");
+        return;
+    }
+    let dir = common::scratch_dir("byte-buddy-agent-jar");
+    let source = common::repo_root().join("tests/support/bytebuddy/ByteBuddyAgent.java");
+    let mut javac = Command::new(common::javac());
+    javac
+        .args(["--release", "11", "-cp", BYTE_BUDDY_JAR, "-d"])
+        .arg(&dir)
+        .arg(&source);
+    common::assert_success(&common::run(&mut javac), "javac ByteBuddyAgent");
+    let entries = ["ByteBuddyAgent.class", "ByteBuddyAgent$Entered.class"];
+    let jar = agent_jar(&dir, &dir, "ByteBuddyAgent", &entries, BYTE_BUDDY_JAR);
+    let javaagent = format!("-javaagent:{}=AllocSites", jar.display());
+    common::on_each(&common::jdks(), |jdk| {
+        for (test, first) in [("byte-buddy-first", true), ("byte-buddy-after", false)] {
+            counts_beside(jdk, test, &javaagent, first, "byte buddy agent installed");
+        }
+    });
+}
+
+/// A class with two generated methods that each make one `Item` per line
+/// and pass it to a call: `make()` 1,500 of them (about 24 KB of byte
+/// code), `makeHuge()` 3,000 (about 48 KB, which counting code would take
+/// past the JVM's 64 KiB limit). `main` calls `make()` ten times and
+/// `makeHuge()` once.
+fn big_method_source() -> String {
+    let mut source = String::from(
+        "public class BigMethod {\n    static Object sink;\n\
+         \x20   static final class Item { final int a, b; Item(int a, int b) { this.a = a; this.b = b; } }\n\
+         \x20   static void keep(Object o) { sink = o; }\n",
+    );
+    for (method, items) in [("make", 1_500), ("makeHuge", 3_000)] {
+        source.push_str(&format!("    static void {method}() {{\n"));
+        for k in 0..items {
+            source.push_str(&format!(
+                "        keep(new Item({}, {}));\n",
+                1000 + k,
+                2000 + k
+            ));
+        }
+        source.push_str("    }\n");
+    }
+    source.push_str(
+        "    public static void main(String[] args) {\n\
+         \x20       for (int i = 0; i < 10; i++) make();\n\
+         \x20       makeHuge();\n    }\n}\n",
+    );
+    source
+}
+
+#[test]
+fn a_large_method_is_counted_and_one_too_large_is_named() {
+    let classes = common::scratch_dir("big-method-classes");
+    let source = classes.join("BigMethod.java");
+    std::fs::write(&source, big_method_source()).unwrap();
+    let mut javac = Command::new(common::javac());
+    javac
+        .args(["--release", "11", "-d"])
+        .arg(&classes)
+        .arg(&source);
+    common::assert_success(&common::run(&mut javac), "javac BigMethod");
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("big-method-{label}"));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg(common::agentpath_arg("heap=sites,cutoff=0"))
+            .arg("-cp")
+            .arg(&classes)
+            .arg("BigMethod");
+        let out = common::run(&mut cmd);
+        common::assert_success(&out, &format!("BigMethod on {label}"));
+        let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+        // (Before: none of the 15,000, and nothing said.)
+        let made = profile.sites_of_class_via("BigMethod$Item", "BigMethod.make");
+        assert_eq!(
+            common::site_totals(&made).0,
+            15_000,
+            "{label}: Items made in make()"
+        );
+        let stderr = common::stderr_text(&out);
+        let named: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("cannot count the allocations of"))
+            .collect();
+        assert_eq!(named.len(), 1, "{label}: {stderr}");
+        assert!(
+            named[0].contains("BigMethod.makeHuge()V"),
+            "{label}: {stderr}"
+        );
+    });
+}
