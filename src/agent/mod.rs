@@ -4,6 +4,7 @@
 //! per-event callbacks are reached from here directly; the JVM boundary is
 //! `jvm/`. The map is docs/ARCHITECTURE.md.
 
+mod attach;
 pub(crate) mod jvm;
 pub(crate) mod modes;
 pub(crate) mod run;
@@ -14,10 +15,49 @@ use jvmti_bindings::prelude::*;
 use run::engines::{Allocated, Reported};
 use run::profiler::Profiler;
 use std::io::Write;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
-/// The one profiling run of this process.
-static PROFILER: OnceLock<Profiler> = OnceLock::new();
+/// The profiling run of this process: set at load time for the JVM's whole
+/// life, or, when attached to a running JVM, from each attach to its stop
+/// (`attach.rs`). A run is never freed: a callback that began before its
+/// stop may still use it, and the JVM cannot unload the library.
+static PROFILER: AtomicPtr<Profiler> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The current run, if any.
+fn profiler() -> Option<&'static Profiler> {
+    let current = PROFILER.load(Ordering::Acquire);
+    // SAFETY: PROFILER only ever holds null or a pointer from Box::leak,
+    // never freed (see above).
+    unsafe { current.as_ref() }
+}
+
+/// Makes `profiler` the current run; false (and nothing changed) when one
+/// is already current.
+fn make_current(profiler: Profiler) -> Result<&'static Profiler, Profiler> {
+    let boxed = Box::into_raw(Box::new(profiler));
+    match PROFILER.compare_exchange(
+        std::ptr::null_mut(),
+        boxed,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        // SAFETY: just leaked; never freed from now on.
+        Ok(_) => Ok(unsafe { &*boxed }),
+        // SAFETY: not published: still ours alone.
+        Err(_) => Err(*unsafe { Box::from_raw(boxed) }),
+    }
+}
+
+/// No run is current any more (a profile of a running JVM stopped). The
+/// run itself stays in memory (see PROFILER).
+fn clear_current(profiler: &'static Profiler) {
+    let _ = PROFILER.compare_exchange(
+        profiler as *const Profiler as *mut Profiler,
+        std::ptr::null_mut(),
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    );
+}
 
 /// The agent type the JVM's entry points dispatch to.
 #[derive(Default)]
@@ -52,7 +92,7 @@ impl Agent for HprofAgent {
                 std::process::exit(1);
             }
         };
-        if let Some(first) = PROFILER.get() {
+        if let Some(first) = profiler() {
             // Nothing was profiled: the first load's file goes (if it made it).
             first.abandon_output();
             fail_at_load(
@@ -83,21 +123,23 @@ impl Agent for HprofAgent {
                 "HPROF ERROR: heap=sites cannot see java.lang.Thread load ({why}); traces stop at the allocating frame"
             );
         }
-        if let Err(message) = crate::agent::run::profiler::setup_jvmti(&jvmti, &engines) {
+        if let Err(message) = crate::agent::run::profiler::setup_jvmti(
+            &jvmti,
+            &engines,
+            crate::agent::run::profiler::Phase::OnLoad,
+        ) {
             fail_at_load(&message);
         }
         install_panic_report();
         let vm = crate::agent::jvm::VmHandle::new(context.vm().raw());
-        let _ = PROFILER.set(Profiler::new(options, engines, &jvmti, vm, writer));
+        if make_current(Profiler::new(options, engines, &jvmti, vm, writer)).is_err() {
+            fail_at_load("Cannot load this JVM TI agent twice");
+        }
         jni::JNI_OK
     }
 
-    fn on_attach(&self, _context: AgentLoadContext<'_>) -> jni::jint {
-        eprintln!(
-            "HPROF ERROR: attaching to a running JVM is not supported yet; \
-             start the JVM with -agentpath:<path>/libhprof_rs.so=<options> instead"
-        );
-        jni::JNI_ERR
+    fn on_attach(&self, context: AgentLoadContext<'_>) -> jni::jint {
+        attach::on_attach(&context)
     }
 
     fn callback_panicked(&self, event: &'static str) {
@@ -105,7 +147,7 @@ impl Agent for HprofAgent {
     }
 
     fn vm_init(&self, context: CallbackContext<'_>, event: ThreadEvent) {
-        if let Some(profiler) = PROFILER.get() {
+        if let Some(profiler) = profiler() {
             let jni = context.jni().map(|j| &**j);
             // SAFETY: JVMTI guarantees an event's references are live for
             // the duration of the callback.
@@ -115,7 +157,7 @@ impl Agent for HprofAgent {
     }
 
     fn thread_start(&self, context: CallbackContext<'_>, event: ThreadEvent) {
-        if let Some(profiler) = PROFILER.get() {
+        if let Some(profiler) = profiler() {
             if profiler.run.options.experiment & options::experiment::PANIC_IN_THREAD_START != 0 {
                 panic!("deliberate panic requested by X=0x100");
             }
@@ -127,7 +169,7 @@ impl Agent for HprofAgent {
     }
 
     fn thread_end(&self, context: CallbackContext<'_>, event: ThreadEvent) {
-        if let Some(profiler) = PROFILER.get() {
+        if let Some(profiler) = profiler() {
             // SAFETY: JVMTI guarantees an event's references are live for
             // the duration of the callback.
             let thread = unsafe { event_ref(&context, event.thread()) };
@@ -136,7 +178,7 @@ impl Agent for HprofAgent {
     }
 
     fn virtual_thread_end(&self, context: CallbackContext<'_>, event: ThreadEvent) {
-        if let Some(profiler) = PROFILER.get() {
+        if let Some(profiler) = profiler() {
             // SAFETY: JVMTI guarantees an event's references are live for
             // the duration of the callback.
             let thread = unsafe { event_ref(&context, event.thread()) };
@@ -145,7 +187,7 @@ impl Agent for HprofAgent {
     }
 
     fn class_load(&self, context: CallbackContext<'_>, event: ClassEvent) {
-        if let Some(profiler) = PROFILER.get() {
+        if let Some(profiler) = profiler() {
             // SAFETY: JVMTI guarantees an event's references are live for
             // the duration of the callback.
             let (thread, class) = unsafe {
@@ -159,7 +201,7 @@ impl Agent for HprofAgent {
     }
 
     fn class_prepare(&self, context: CallbackContext<'_>, event: ClassEvent) {
-        if let Some(samples) = PROFILER.get().and_then(|p| p.engines.cpu_samples.as_ref()) {
+        if let Some(samples) = profiler().and_then(|p| p.engines.cpu_samples.as_ref()) {
             // SAFETY: JVMTI guarantees an event's references are live for
             // the duration of the callback.
             let class = unsafe { event_ref(&context, event.class()) };
@@ -178,10 +220,7 @@ impl Agent for HprofAgent {
     }
 
     fn object_free(&self, _context: CallbackContext<'_>, event: ObjectFreeEvent) {
-        if let Some(sites) = PROFILER
-            .get()
-            .and_then(|p| p.engines.allocation_sites.as_ref())
-        {
+        if let Some(sites) = profiler().and_then(|p| p.engines.allocation_sites.as_ref()) {
             sites.object_freed(event.tag() as u64);
         }
     }
@@ -191,7 +230,7 @@ impl Agent for HprofAgent {
         context: CallbackContext<'callback>,
         mut event: ClassFileLoadHookEvent<'callback>,
     ) {
-        let lock_waits = PROFILER.get().and_then(|p| p.engines.lock_waits.as_ref());
+        let lock_waits = profiler().and_then(|p| p.engines.lock_waits.as_ref());
         let counting = allocation_counting();
         let timing = method_timing();
         if lock_waits.is_none() && counting.is_none() && timing.is_none() {
@@ -236,7 +275,7 @@ impl Agent for HprofAgent {
         if event.flags() & jvmti::JVMTI_RESOURCE_EXHAUSTED_JAVA_HEAP == 0 {
             return;
         }
-        if let Some(profiler) = PROFILER.get() {
+        if let Some(profiler) = profiler() {
             profiler.heap_exhausted(context.jni().map(|j| &**j));
         }
     }
@@ -277,13 +316,13 @@ impl Agent for HprofAgent {
     }
 
     fn data_dump_request(&self, _context: CallbackContext<'_>) {
-        if let Some(profiler) = PROFILER.get() {
+        if let Some(profiler) = profiler() {
             profiler.data_dump_request();
         }
     }
 
     fn vm_death(&self, context: CallbackContext<'_>) {
-        if let Some(profiler) = PROFILER.get() {
+        if let Some(profiler) = profiler() {
             profiler.vm_death(context.jni().map(|j| &**j));
         }
     }
@@ -329,14 +368,14 @@ fn monitors() -> Option<(
     &'static crate::agent::run::engine::Run,
     &'static crate::agent::run::engines::Monitors,
 )> {
-    let profiler = PROFILER.get()?;
+    let profiler = profiler()?;
     Some((&profiler.run, profiler.engines.monitors.as_ref()?))
 }
 
 /// An allocation the JVM reports (SampledObjectAlloc or VMObjectAlloc),
 /// counted by heap=sites.
 fn object_allocated(context: &CallbackContext<'_>, event: &ObjectAllocationEvent, how: Reported) {
-    if let Some(profiler) = PROFILER.get()
+    if let Some(profiler) = profiler()
         && let Some(sites) = &profiler.engines.allocation_sites
     {
         // SAFETY: JVMTI guarantees an event's references are live for
@@ -364,16 +403,14 @@ fn object_allocated(context: &CallbackContext<'_>, event: &ObjectAllocationEvent
 /// alloc_count=bytecode.
 fn allocation_counting()
 -> Option<&'static crate::agent::modes::heap_sites::counting::BytecodeCounting> {
-    PROFILER
-        .get()
+    profiler()
         .and_then(|p| p.engines.allocation_sites.as_ref())
         .and_then(|s| s.bytecode())
 }
 
 /// The link to the Tracker, when cpu=times or cpu=old runs.
 fn method_timing() -> Option<&'static crate::agent::modes::cpu_times::timing::MethodTiming> {
-    PROFILER
-        .get()
+    profiler()
         .and_then(|p| p.engines.method_times.as_ref())
         .map(|m| m.timing())
 }
@@ -400,7 +437,7 @@ fn install_panic_report() {
 /// carried into the output: beside the output file, so that it is on the
 /// same disk (in the temporary directory when the output is a device, a
 /// FIFO or `net=`), named `<output>.<pid>.TMP-<random>`, mode 0700.
-fn heap_dump_dir(options: &options::Options, sink: &Sink) -> Result<PrivateDir, String> {
+pub(crate) fn heap_dump_dir(options: &options::Options, sink: &Sink) -> Result<PrivateDir, String> {
     use std::path::Path;
     // Beside a regular output file; else (a device, a FIFO, `net=`) in the
     // temporary directory.

@@ -1,6 +1,7 @@
 //! The `hprof-rs` command-line tool: runs programs under the agent and reads
 //! the files it writes.
 
+mod attach;
 mod change;
 mod child_signals;
 pub mod collapse;
@@ -52,6 +53,22 @@ enum Command {
         /// The command to run, after `--`.
         #[arg(last = true, required = true)]
         command: Vec<String>,
+    },
+    /// Load the agent into a running HotSpot JVM (JDK 11 and later) through
+    /// its attach mechanism, and profile it until `hprof-rs attach PID stop`,
+    /// which writes the whole file and leaves the JVM as it was. A relative
+    /// `file=` (or the default name) is made absolute against the current
+    /// directory. Exits 1 with one line on standard error when it cannot.
+    /// Example: `hprof-rs attach 4242 cpu=samples,file=app.txt`
+    Attach {
+        /// The JVM's process id (its host pid for a JVM in a container).
+        pid: u32,
+        /// Agent options (cpu=samples, heap=sites, heap=dump...), or `stop`.
+        #[arg(default_value = "")]
+        options: String,
+        /// The agent library to load (default: as for `run`).
+        #[arg(long)]
+        agent: Option<PathBuf>,
     },
     /// Decode a binary profile into readable text, or check an ASCII one.
     /// Exits with status 2 and the byte offset on malformed input.
@@ -138,6 +155,11 @@ pub fn main() -> i32 {
             agent,
             command,
         } => run::run(&options, agent, &command),
+        Command::Attach {
+            pid,
+            options,
+            agent,
+        } => attach::attach(pid, &options, agent),
         Command::Print { file, verbose } => print::print(&file, verbose),
         Command::Collapse { file, what } => commands::collapse(&file, what),
         Command::Flame {

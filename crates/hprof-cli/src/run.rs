@@ -66,7 +66,7 @@ fn java_tool_options(agent: &Path, options: &str, existing: Option<&str>) -> Str
 
 /// The agent library: `HPROF_RS_AGENT`, else next to this executable (the
 /// cargo build output), else `../lib` beside it (an installed layout).
-fn find_agent() -> Option<PathBuf> {
+pub(crate) fn find_agent() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("HPROF_RS_AGENT") {
         return Some(PathBuf::from(path));
     }

@@ -217,6 +217,14 @@ pub struct ThreadFacts {
     pub parent_group: Option<String>,
 }
 
+/// The CPU time `thread` has used, in ns; None when it has ended (or the
+/// JVM lacks `can_get_thread_cpu_time`).
+pub fn thread_cpu_time(env: &Jvmti, thread: LocalThread<'_>) -> Option<i64> {
+    // SAFETY: `thread` is a live reference (a `Local`); JVMTI reports a
+    // thread that has ended as an error.
+    unsafe { env.get_thread_cpu_time(thread.raw()) }.ok()
+}
+
 /// What JVMTI says about `thread`; empty names where it cannot tell.
 pub fn thread_facts(env: &Jvmti, thread: LocalThread<'_>) -> ThreadFacts {
     // SAFETY: `thread` is live (a `Local`) or null for the current thread.

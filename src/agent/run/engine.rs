@@ -109,6 +109,18 @@ pub trait Engine: Send + Sync {
     ) {
     }
 
+    /// When the agent is attached to a live JVM: a thread already running
+    /// then (it had no ThreadStart), found on the attaching thread, once
+    /// it has serial `serial`.
+    fn thread_running_at_attach(
+        &self,
+        _run: &Run,
+        _jni: Option<&JniEnv>,
+        _thread: LocalThread<'_>,
+        _serial: u32,
+    ) {
+    }
+
     /// ThreadEnd, on the ending thread, before its THREAD END is written.
     /// `serial` is None when the thread's events are not counted (before VM
     /// init, after VM death, an agent thread): the engine only lets go of
@@ -117,6 +129,11 @@ pub trait Engine: Send + Sync {
 
     /// At VM death, before the exit dump: stop its threads and its work.
     fn stop(&self, _run: &Run, _jni: Option<&JniEnv>) {}
+
+    /// When a profile of a live JVM stops (`hprof-rs attach PID stop`),
+    /// after its last dump: leave nothing running in the JVM that goes on
+    /// (the JVMTI environment, with its events and tags, goes after this).
+    fn detach(&self, _run: &Run, _jni: Option<&JniEnv>) {}
 
     /// What a verbose dump says it dumps (`" allocation sites ..."`).
     fn dump_announcement(&self, run: &Run) -> &'static str;

@@ -24,10 +24,18 @@ use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Capabilities and callbacks at load time, for the lifecycle and for each
-/// engine. Only what the engines need is requested: merely holding some
-/// capabilities slows compiled code.
-pub fn setup_jvmti(jvmti: &Jvmti, engines: &Engines) -> Result<(), String> {
+/// When the agent is set up: at the JVM's start (`-agentpath`), or in a
+/// JVM already running (`hprof-rs attach`, JVMTI's live phase).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    OnLoad,
+    Live,
+}
+
+/// Capabilities and callbacks at load time (or at the attach), for the
+/// lifecycle and for each engine. Only what the engines need is requested:
+/// merely holding some capabilities slows compiled code.
+pub fn setup_jvmti(jvmti: &Jvmti, engines: &Engines, phase: Phase) -> Result<(), String> {
     let potential = jvmti
         .get_potential_capabilities()
         .map_err(|e| format!("{e:?}"))?;
@@ -50,8 +58,13 @@ pub fn setup_jvmti(jvmti: &Jvmti, engines: &Engines) -> Result<(), String> {
     jvmti
         .set_default_agent_callbacks()
         .map_err(|e| format!("Unable to set JVMTI event callbacks. ({e:?})"))?;
+    // (In the live phase VM init is past: `Profiler::attached` does its work.)
+    let events: &[jvmti::jvmtiEvent] = match phase {
+        Phase::OnLoad => &[jvmti::JVMTI_EVENT_VM_INIT, jvmti::JVMTI_EVENT_VM_DEATH],
+        Phase::Live => &[jvmti::JVMTI_EVENT_VM_DEATH],
+    };
     jvmti
-        .enable_events_global(&[jvmti::JVMTI_EVENT_VM_INIT, jvmti::JVMTI_EVENT_VM_DEATH])
+        .enable_events_global(events)
         .map_err(|e| format!("Unable to enable JVMTI events. ({e:?})"))
 }
 
@@ -121,6 +134,87 @@ impl Profiler {
     pub fn vm_init(&'static self, jni: Option<&JniEnv>, main_thread: LocalThread<'_>) {
         let run = &self.run;
         let env = run.jvmti.env();
+        self.write_start(&env, jni);
+        for engine in self.engines.all() {
+            engine.vm_init(run, jni);
+        }
+        run.lifecycle.begin();
+        self.thread_started(jni, main_thread);
+        run.writer.flush();
+        self.enable_live_events(&env);
+        self.start_engines(jni);
+    }
+
+    /// Attached to a running JVM (`hprof-rs attach`): what VM init does,
+    /// with every thread already running found instead of the main thread.
+    /// A thread that starts meanwhile is seen by its ThreadStart (the live
+    /// events are on before the others are looked for), once.
+    pub fn attached(&'static self, jni: Option<&JniEnv>) {
+        let run = &self.run;
+        let env = run.jvmti.env();
+        self.write_start(&env, jni);
+        for engine in self.engines.all() {
+            engine.vm_init(run, jni);
+        }
+        run.lifecycle.begin();
+        self.enable_live_events(&env);
+        if let Some(jni) = jni {
+            for thread in jvm::all_threads(jni, &env) {
+                let thread = thread.get();
+                if threads::serial_of(&env, thread) != 0 {
+                    continue;
+                }
+                let frames = jvm::stack_frames(&env, thread, run.traces.depth);
+                let mut model = run.model.lock();
+                let serial = threads::thread_serial(run, &env, &mut model, thread, &frames);
+                drop(model);
+                for engine in self.engines.all() {
+                    engine.thread_running_at_attach(run, Some(jni), thread, serial);
+                }
+            }
+        }
+        run.writer.flush();
+        self.start_engines(jni);
+    }
+
+    /// The profile of a running JVM stops (`hprof-rs attach PID stop`): its
+    /// file is written to the end as at VM death, then the engines leave
+    /// nothing running (the caller disposes of the JVMTI environment,
+    /// which turns its events off and drops its tags).
+    pub fn stop_attached(&self, jni: Option<&JniEnv>) {
+        let _ = self
+            .run
+            .jvmti
+            .env()
+            .disable_events_global(&[jvmti::JVMTI_EVENT_VM_DEATH]);
+        self.vm_death(jni);
+        for engine in self.engines.all() {
+            engine.detach(&self.run, jni);
+        }
+    }
+
+    /// The engines start, then the `net=` listener.
+    fn start_engines(&'static self, jni: Option<&JniEnv>) {
+        let run = &self.run;
+        for engine in self.engines.all() {
+            engine.start(run, jni);
+        }
+        if let Some(socket) = run.writer.socket_handle() {
+            let target = Target {
+                run,
+                engines: &self.engines,
+                dump_lock: &self.dumping,
+            };
+            let mut session = Session::default();
+            self.listener.start(run, socket, move |jni, command| {
+                session.execute(&target, jni, command)
+            });
+        }
+    }
+
+    /// The file header and the classes loaded so far.
+    fn write_start(&self, env: &Jvmti, jni: Option<&JniEnv>) {
+        let run = &self.run;
         if header::has_header_and_threads(&run.options) {
             let facts = header::facts(&run.options, jni.and_then(jvm::max_heap_bytes));
             run.writer.write(run.emitter.file_header(&facts));
@@ -140,29 +234,6 @@ impl Profiler {
             );
         }
         run.writer.write(run.emitter.class_loads(model));
-        drop(guard);
-
-        for engine in self.engines.all() {
-            engine.vm_init(run, jni);
-        }
-        run.lifecycle.begin();
-        self.thread_started(jni, main_thread);
-        run.writer.flush();
-        self.enable_live_events(&env);
-        for engine in self.engines.all() {
-            engine.start(run, jni);
-        }
-        if let Some(socket) = run.writer.socket_handle() {
-            let target = Target {
-                run,
-                engines: &self.engines,
-                dump_lock: &self.dumping,
-            };
-            let mut session = Session::default();
-            self.listener.start(run, socket, move |jni, command| {
-                session.execute(&target, jni, command)
-            });
-        }
     }
 
     /// Events wanted once the VM is live: the lifecycle's and the engines'.

@@ -117,7 +117,7 @@ fn check_private(dir: &Path) -> Result<(), String> {
 }
 
 /// Our socket directory, created (mode 0700) when missing, checked when not.
-fn make_private_dir() -> Result<PathBuf, String> {
+pub(crate) fn make_private_dir() -> Result<PathBuf, String> {
     let dir = socket_dir();
     match DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}

@@ -30,8 +30,8 @@
 //! <file>`.
 
 mod agents;
-mod control;
-mod output_file;
+pub(crate) mod control;
+pub(crate) mod output_file;
 mod support;
 
 use super::command_text;

@@ -38,6 +38,14 @@ const PEEK: usize = 1 << 32;
 /// the stack the thread had then.
 const PEEK_LEAD_NS: u64 = 4_000_000;
 
+/// Each slot's running timers (its periodic one, then its look), as the
+/// integers the kernel handles are, so that a profile stopped while the
+/// JVM runs on (`hprof-rs attach PID stop`) can disarm the timers of
+/// threads that keep running: a timer belongs to the process, not to the
+/// thread that made it. 0 for none.
+static TIMER_IDS: [[AtomicUsize; 2]; MAX_SLOTS] =
+    [const { [AtomicUsize::new(0), AtomicUsize::new(0)] }; MAX_SLOTS];
+
 /// Free slot numbers.
 static FREE_SLOTS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
@@ -186,6 +194,8 @@ pub fn start_for_current_thread(
         _ => (first_ns / 2).max(1),
     };
     let peek = cpu_timer(signal, slot | PEEK, peek_ns, 0);
+    TIMER_IDS[slot][0].store(timer as usize, Ordering::Release);
+    TIMER_IDS[slot][1].store(peek.map_or(0, |p| p as usize), Ordering::Release);
     Some(CpuTimer { slot, timer, peek })
 }
 
@@ -235,6 +245,8 @@ impl CpuTimer {
         };
         // SAFETY: the timers came from timer_create and are deleted once
         // (self is consumed); `state` is a valid out-pointer.
+        TIMER_IDS[self.slot][0].store(0, Ordering::Release);
+        TIMER_IDS[self.slot][1].store(0, Ordering::Release);
         let overdue = unsafe {
             let read = libc::timer_gettime(self.timer, &mut state) == 0;
             libc::timer_delete(self.timer);
@@ -250,6 +262,29 @@ impl CpuTimer {
     }
 }
 
+/// Disarms the timers of `slot`'s thread: it is sent no more sampling
+/// signals. The timers themselves stay until the thread ends (its
+/// [`CpuTimer::stop`] deletes them, once). The caller holds the lock under
+/// which the thread's end stops its timer, so that the handles are live.
+pub fn disarm(slot: usize) {
+    let Some(ids) = TIMER_IDS.get(slot) else {
+        return;
+    };
+    let off = libc::itimerspec {
+        it_interval: timespec_of(0),
+        it_value: timespec_of(0),
+    };
+    for id in ids {
+        let timer = id.load(Ordering::Acquire);
+        if timer != 0 {
+            // SAFETY: a handle timer_create returned, not deleted yet (the
+            // caller's promise); a zero value disarms it.
+            unsafe { libc::timer_settime(timer as libc::timer_t, 0, &off, std::ptr::null_mut()) };
+        }
+    }
+    PENDING[slot].store(0, Ordering::Relaxed);
+}
+
 fn timespec_of(ns: u64) -> libc::timespec {
     libc::timespec {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
@@ -259,7 +294,7 @@ fn timespec_of(ns: u64) -> libc::timespec {
 
 /// A number in `0..bound` (0 for a bound of 0), from a per-process
 /// xorshift generator seeded by the clock: phases need spread, not secrecy.
-fn random_below(bound: u64) -> u64 {
+pub fn random_below(bound: u64) -> u64 {
     static STATE: AtomicU64 = AtomicU64::new(0);
     let mut x = STATE.load(Ordering::Relaxed);
     if x == 0 {

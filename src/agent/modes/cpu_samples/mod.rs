@@ -5,6 +5,7 @@
 
 pub mod async_trace;
 pub mod cpu_timers;
+mod polled;
 pub mod sampler;
 pub mod virtual_threads;
 
@@ -143,7 +144,8 @@ impl CpuSamples {
             return;
         };
         let env = run.jvmti.env();
-        let Collected { ran, ended } = sampling.collect(&env);
+        let Collected { mut ran, ended } = sampling.collect(&env);
+        ran.extend(sampling.collect_polled(&env, jni));
         if ran.is_empty() && ended.is_empty() {
             return;
         }
@@ -237,6 +239,8 @@ impl Engine for CpuSamples {
             caps.set_can_support_virtual_threads(true);
             self.names_virtual_threads.store(true, Ordering::Relaxed);
         }
+        // (Read for the threads already running when attached to a live JVM.)
+        caps.set_can_get_thread_cpu_time(potential.can_get_thread_cpu_time());
         if self.debug_info_through_events {
             caps.set_can_generate_compiled_method_load_events(
                 potential.can_generate_compiled_method_load_events(),
@@ -297,6 +301,26 @@ impl Engine for CpuSamples {
             }
             sampling.activate();
             sampling.start(run.vm, move |jni| self.tick(run, jni));
+        }
+    }
+
+    /// Its CPU clock is read at each tick (see `polled.rs`).
+    fn thread_running_at_attach(
+        &self,
+        run: &Run,
+        jni: Option<&JniEnv>,
+        thread: LocalThread<'_>,
+        serial: u32,
+    ) {
+        if let (Some(sampling), Some(jni)) = (&self.sampling, jni) {
+            sampling.thread_running_at_attach(jni, &run.jvmti.env(), thread, serial);
+        }
+    }
+
+    /// No thread is signalled any more.
+    fn detach(&self, _run: &Run, jni: Option<&JniEnv>) {
+        if let Some(sampling) = &self.sampling {
+            sampling.disarm(jni);
         }
     }
 

@@ -10,6 +10,7 @@
 use crate::agent::jvm::{self, GlobalRef, LocalThread, RawFrame, VmHandle, kind};
 use crate::agent::modes::cpu_samples::async_trace::{self, Taken, Unwalkable, Walker};
 use crate::agent::modes::cpu_samples::cpu_timers::{self, CpuTimer};
+use crate::agent::modes::cpu_samples::polled::PolledThreads;
 use crate::agent::run::threads::{is_agent_thread, mark_agent_thread};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use jvmti_bindings::prelude::*;
@@ -117,6 +118,8 @@ pub struct CpuSampling {
     stop: AtomicBool,
     wake: (Sender<()>, Receiver<()>),
     sampler: Mutex<Option<JoinHandle<()>>>,
+    /// Threads found running when the agent was attached to a live JVM.
+    polled: PolledThreads,
 }
 
 impl CpuSampling {
@@ -147,6 +150,7 @@ impl CpuSampling {
             stop: AtomicBool::new(false),
             wake: bounded(1),
             sampler: Mutex::new(None),
+            polled: PolledThreads::default(),
         })
     }
 
@@ -176,6 +180,53 @@ impl CpuSampling {
                 old.stop();
             }
         });
+    }
+
+    /// A thread found running when the agent was attached to a live JVM
+    /// (it made no timer of its own: see `polled.rs`).
+    pub fn thread_running_at_attach(
+        &self,
+        jni: &JniEnv,
+        env: &Jvmti,
+        thread: LocalThread<'_>,
+        serial: u32,
+    ) {
+        if is_agent_thread() || self.depth == 0 {
+            return;
+        }
+        let period_ns = u64::from(self.interval_ms) * 1_000_000;
+        let phase = cpu_timers::random_below(period_ns) as i64;
+        self.polled.add(jni, env, thread, serial, phase);
+    }
+
+    /// The CPU the threads found running at the attach used since the
+    /// last call, at their stacks now.
+    pub fn collect_polled(&self, env: &Jvmti, jni: &JniEnv) -> Vec<Ran> {
+        let interval_ns = i64::from(self.interval_ms) * 1_000_000;
+        self.polled
+            .collect(env, jni, interval_ns, self.depth)
+            .into_iter()
+            .map(|sample| Ran {
+                serial: sample.serial,
+                mounted: 0,
+                intervals: sample.intervals,
+                stack: Stack::from_jvmti(sample.frames),
+            })
+            .collect()
+    }
+
+    /// The profile stops while the JVM runs on: no thread is sent a
+    /// sampling signal any more, and the polled threads are let go. (Each
+    /// timer is deleted when its thread ends, as always.)
+    pub fn disarm(&self, jni: Option<&JniEnv>) {
+        let timed = self.timed.lock();
+        for &slot in timed.keys() {
+            cpu_timers::disarm(slot);
+        }
+        drop(timed);
+        if let Some(jni) = jni {
+            self.polled.clear(jni);
+        }
     }
 
     /// ThreadEnd, on the ending thread: stop its timer. The CPU intervals

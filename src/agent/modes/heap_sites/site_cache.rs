@@ -4,6 +4,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Entries per thread before the cache starts over (bounds its memory).
 const MAX_ENTRIES: usize = 1 << 16;
@@ -17,6 +18,18 @@ struct SiteCache {
     /// frame) hashed; a bucket holds the full keys that share a hash.
     buckets: HashMap<u64, Bucket>,
     entries: usize,
+    /// The profile its entries belong to ([`new_session`]).
+    session: u64,
+}
+
+/// Numbers the profiles of this process: a profile attached to a running
+/// JVM after another one stopped has sites of its own, so each thread's
+/// cache starts over when it sees a new number.
+static SESSION: AtomicU64 = AtomicU64::new(0);
+
+/// A profile ended: every thread's cache is stale.
+pub fn new_session() {
+    SESSION.fetch_add(1, Ordering::AcqRel);
 }
 
 thread_local! {
@@ -37,6 +50,9 @@ pub fn lookup(key: &[u64]) -> Option<u32> {
     CACHE
         .try_with(|cache| {
             let cache = cache.try_borrow().ok()?;
+            if cache.session != SESSION.load(Ordering::Acquire) {
+                return None;
+            }
             let bucket = cache.buckets.get(&h)?;
             bucket
                 .iter()
@@ -52,8 +68,12 @@ pub fn remember(key: &[u64], site: u32) {
     let h = hash(key);
     let _ = CACHE.try_with(|cache| {
         if let Ok(mut cache) = cache.try_borrow_mut() {
-            if cache.entries >= MAX_ENTRIES {
-                *cache = SiteCache::default();
+            let session = SESSION.load(Ordering::Acquire);
+            if cache.entries >= MAX_ENTRIES || cache.session != session {
+                *cache = SiteCache {
+                    session,
+                    ..SiteCache::default()
+                };
             }
             cache.entries += 1;
             cache.buckets.entry(h).or_default().push((key.into(), site));

@@ -1,0 +1,200 @@
+//! The agent loaded into a JVM that is already running (`Agent_OnAttach`,
+//! through `hprof-rs attach PID OPTIONS`): a profile from the attach to
+//! `hprof-rs attach PID stop`, which loads the agent again with the option
+//! `stop`. The stop writes the whole file, as VM death would, then leaves
+//! the JVM as it was: the engines' threads and timers end, and the JVMTI
+//! environment of the profile is disposed of (its events off, its object
+//! tags gone). The library stays loaded (a JVM never unloads an agent), so
+//! the next attach starts a new profile with a new environment. What each
+//! mode does attached, and why, is docs/attach.md.
+//!
+//! The JVM passes the agent's return value back to `hprof-rs attach`,
+//! which turns it into a message: 0 is success, the others are the
+//! `ATTACH_*` codes below (the same numbers are in the tool's attach
+//! module). The details go to the JVM's standard error, as HPROF's errors.
+
+use super::run::engines::Engines;
+use super::run::profiler::{Phase, Profiler, setup_jvmti};
+use crate::agent::jvm::VmHandle;
+use crate::options::{self, Options, Parsed};
+use crate::output::{OutputWriter, Sink};
+use jvmti_bindings::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The option that stops the running profile.
+pub const STOP: &str = "stop";
+
+/// The options cannot be parsed, or ask for nothing a live JVM allows.
+pub const ATTACH_BAD_OPTIONS: jni::jint = 2;
+/// A profile is already running in this JVM.
+pub const ATTACH_ALREADY_RUNNING: jni::jint = 3;
+/// `stop`, and no attached profile runs.
+pub const ATTACH_NOTHING_TO_STOP: jni::jint = 4;
+/// The output or JVMTI could not be set up (see the JVM's standard error).
+pub const ATTACH_FAILED: jni::jint = 5;
+
+/// The allocation sampling interval of heap=sites attached, when the
+/// options give none: the JVM's own default, a cost of 1.0-1.07x.
+pub const ATTACH_ALLOC_INTERVAL: u64 = 512 * 1024;
+
+/// Whether the current run was started by an attach (and so may be stopped).
+static ATTACHED: AtomicBool = AtomicBool::new(false);
+
+/// `Agent_OnAttach`: start a profile, or stop the one running.
+pub fn on_attach(context: &AgentLoadContext<'_>) -> jni::jint {
+    let given = context.options_lossy();
+    let given = given.as_deref().unwrap_or("").trim();
+    let vm = VmHandle::new(context.vm().raw());
+    if given == STOP {
+        return stop(vm);
+    }
+    start(context, vm, given)
+}
+
+/// A new profile of this running JVM.
+fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str) -> jni::jint {
+    if super::profiler().is_some() {
+        let how = if ATTACHED.load(Ordering::Acquire) {
+            "attached earlier; stop it first with: hprof-rs attach PID stop"
+        } else {
+            "started with the JVM (-agentpath); it ends with the JVM"
+        };
+        eprintln!("HPROF ERROR: a profile is already running in this JVM ({how})");
+        return ATTACH_ALREADY_RUNNING;
+    }
+    let options = match options::parse(Some(given), None) {
+        Ok(Parsed::Options(options)) => options,
+        Ok(Parsed::Help) => {
+            eprintln!("HPROF ERROR: help is not available attached; run: hprof-rs help");
+            return ATTACH_BAD_OPTIONS;
+        }
+        Err(error) => {
+            eprintln!("{}", error.message());
+            return ATTACH_BAD_OPTIONS;
+        }
+    };
+    let options = match for_live_phase(options) {
+        Ok(options) => options,
+        Err(why) => {
+            eprintln!("HPROF ERROR: {why}");
+            return ATTACH_BAD_OPTIONS;
+        }
+    };
+    let jvmti = match context.vm().jvmti() {
+        Ok(env) => env,
+        Err(code) => {
+            eprintln!("HPROF ERROR: Unable to access JVMTI (GetEnv returned {code})");
+            return ATTACH_FAILED;
+        }
+    };
+    let raw_file_name = context.option_bytes().and_then(options::raw_file_value);
+    let dump_only = options.heap_dump && !(options.heap_sites || options.cpu_samples);
+    let profiler = match new_profiler(&jvmti, vm, options, raw_file_name) {
+        Ok(profiler) => profiler,
+        Err(why) => {
+            eprintln!("HPROF ERROR: {why}");
+            // SAFETY: no event was enabled and nothing else holds it.
+            let _ = unsafe { jvmti.dispose_environment() };
+            return ATTACH_FAILED;
+        }
+    };
+    let profiler = match super::make_current(profiler) {
+        Ok(profiler) => profiler,
+        Err(lost) => {
+            lost.abandon_output();
+            eprintln!("HPROF ERROR: a profile is already running in this JVM");
+            return ATTACH_ALREADY_RUNNING;
+        }
+    };
+    ATTACHED.store(true, Ordering::Release);
+    let jni = vm.current_env();
+    profiler.attached(jni.as_ref());
+    // heap=dump attached: a dump at once. Alone, the profile ends with it
+    // (the stop's dump is that one); with other modes, the stop dumps again.
+    if dump_only {
+        end(profiler, jni.as_ref());
+    } else if profiler.engines.heap_dump.is_some() {
+        profiler.dump(jni.as_ref());
+    }
+    jni::JNI_OK
+}
+
+/// The options as the live phase can have them: cpu=times (and cpu=old)
+/// rewrite every method from the JVM's start, so they are refused;
+/// heap=sites samples allocations (docs/attach.md says why); the stop
+/// always writes the file.
+fn for_live_phase(mut options: Options) -> Result<Options, String> {
+    if options.cpu_times {
+        return Err(
+            "cpu=times and cpu=old are not available attached (they time every method \
+                    from the JVM's start); use cpu=samples, or start the JVM with -agentpath"
+                .into(),
+        );
+    }
+    if options.monitor {
+        return Err("monitor=y is not available attached; start the JVM with -agentpath".into());
+    }
+    if options.heap_sites {
+        if options.alloc_count_given {
+            return Err("alloc_count is not available attached: heap=sites samples \
+                        allocations (alloc_interval=<bytes>, 512k unless given)"
+                .into());
+        }
+        options.alloc_count_bytecode = false;
+        if options.alloc_interval == 0 {
+            options.alloc_interval = ATTACH_ALLOC_INTERVAL;
+        }
+    }
+    options.doe = true;
+    Ok(options)
+}
+
+/// The output, the engines and the JVMTI set-up of a profile starting in
+/// the live phase. On an error nothing is left running.
+fn new_profiler(
+    jvmti: &Jvmti,
+    vm: VmHandle,
+    options: Options,
+    raw_file_name: Option<&[u8]>,
+) -> Result<Profiler, String> {
+    let sink = Sink::open(&options, std::process::id(), raw_file_name).map_err(|e| e.0)?;
+    let heap_dump_dir = match options.heap_dump {
+        true => Some(super::heap_dump_dir(&options, &sink)?),
+        false => None,
+    };
+    let writer = OutputWriter::start(sink)
+        .map_err(|e| format!("cannot start the output writer thread: {e}"))?;
+    let engines = Engines::new(&options, heap_dump_dir);
+    if let Err(why) = setup_jvmti(jvmti, &engines, Phase::Live) {
+        writer.abandon();
+        for engine in engines.all() {
+            engine.finished();
+        }
+        return Err(why);
+    }
+    Ok(Profiler::new(options, engines, jvmti, vm, writer))
+}
+
+/// `stop`: the attached profile writes its file and ends.
+fn stop(vm: VmHandle) -> jni::jint {
+    let Some(profiler) = super::profiler().filter(|_| ATTACHED.load(Ordering::Acquire)) else {
+        eprintln!("HPROF ERROR: no attached profile is running in this JVM: nothing to stop");
+        return ATTACH_NOTHING_TO_STOP;
+    };
+    let jni = vm.current_env();
+    end(profiler, jni.as_ref());
+    jni::JNI_OK
+}
+
+/// Writes the profile to the end and leaves the JVM as it was.
+fn end(profiler: &'static Profiler, jni: Option<&JniEnv>) {
+    profiler.stop_attached(jni);
+    super::clear_current(profiler);
+    ATTACHED.store(false, Ordering::Release);
+    crate::agent::modes::heap_sites::site_cache::new_session();
+    // SAFETY: its events were turned off and its threads have ended
+    // (stop_attached); a callback still running on another thread sees
+    // JVMTI_ERROR_INVALID_ENVIRONMENT from its calls, and no new one
+    // finds the run (clear_current).
+    let _ = unsafe { profiler.run.jvmti.env().dispose_environment() };
+}
