@@ -13,11 +13,12 @@
 //! `ATTACH_*` codes below (the same numbers are in the tool's attach
 //! module). The details go to the JVM's standard error, as HPROF's errors.
 
+use super::current;
 use super::run::engines::Engines;
 use super::run::profiler::{Phase, Profiler, setup_jvmti};
 use crate::agent::jvm::VmHandle;
 use crate::options::{self, Options, Parsed};
-use crate::output::{OutputWriter, Sink};
+use crate::output::{OutputWriter, PrivateDir, Sink};
 use jvmti_bindings::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -53,7 +54,7 @@ pub fn on_attach(context: &AgentLoadContext<'_>) -> jni::jint {
 
 /// A new profile of this running JVM.
 fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str) -> jni::jint {
-    if super::profiler().is_some() {
+    if current::profiler().is_some() {
         let how = if ATTACHED.load(Ordering::Acquire) {
             "attached earlier; stop it first with: hprof-rs attach PID stop"
         } else {
@@ -98,7 +99,7 @@ fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str) -> jni::jint
             return ATTACH_FAILED;
         }
     };
-    let profiler = match super::make_current(profiler) {
+    let profiler = match current::make_current(profiler) {
         Ok(profiler) => profiler,
         Err(lost) => {
             lost.abandon_output();
@@ -159,7 +160,7 @@ fn new_profiler(
 ) -> Result<Profiler, String> {
     let sink = Sink::open(&options, std::process::id(), raw_file_name).map_err(|e| e.0)?;
     let heap_dump_dir = match options.heap_dump {
-        true => Some(super::heap_dump_dir(&options, &sink)?),
+        true => Some(PrivateDir::for_heap_dumps(&options, &sink)?),
         false => None,
     };
     let writer = OutputWriter::start(sink)
@@ -177,7 +178,7 @@ fn new_profiler(
 
 /// `stop`: the attached profile writes its file and ends.
 fn stop(vm: VmHandle) -> jni::jint {
-    let Some(profiler) = super::profiler().filter(|_| ATTACHED.load(Ordering::Acquire)) else {
+    let Some(profiler) = current::profiler().filter(|_| ATTACHED.load(Ordering::Acquire)) else {
         eprintln!("HPROF ERROR: no attached profile is running in this JVM: nothing to stop");
         return ATTACH_NOTHING_TO_STOP;
     };
@@ -189,7 +190,7 @@ fn stop(vm: VmHandle) -> jni::jint {
 /// Writes the profile to the end and leaves the JVM as it was.
 fn end(profiler: &'static Profiler, jni: Option<&JniEnv>) {
     profiler.stop_attached(jni);
-    super::clear_current(profiler);
+    current::clear_current(profiler);
     ATTACHED.store(false, Ordering::Release);
     crate::agent::modes::heap_sites::site_cache::new_session();
     // SAFETY: its events were turned off and its threads have ended

@@ -5,59 +5,18 @@
 //! `jvm/`. The map is docs/ARCHITECTURE.md.
 
 mod attach;
+mod current;
 pub(crate) mod jvm;
 pub(crate) mod modes;
 pub(crate) mod run;
 
 use crate::options::{self, Parsed};
 use crate::output::{OutputWriter, PrivateDir, Sink};
+use current::{make_current, profiler};
 use jvmti_bindings::prelude::*;
 use run::engines::{Allocated, Reported};
 use run::profiler::Profiler;
 use std::io::Write;
-use std::sync::atomic::{AtomicPtr, Ordering};
-
-/// The profiling run of this process: set at load time for the JVM's whole
-/// life, or, when attached to a running JVM, from each attach to its stop
-/// (`attach.rs`). A run is never freed: a callback that began before its
-/// stop may still use it, and the JVM cannot unload the library.
-static PROFILER: AtomicPtr<Profiler> = AtomicPtr::new(std::ptr::null_mut());
-
-/// The current run, if any.
-fn profiler() -> Option<&'static Profiler> {
-    let current = PROFILER.load(Ordering::Acquire);
-    // SAFETY: PROFILER only ever holds null or a pointer from Box::leak,
-    // never freed (see above).
-    unsafe { current.as_ref() }
-}
-
-/// Makes `profiler` the current run; false (and nothing changed) when one
-/// is already current.
-fn make_current(profiler: Profiler) -> Result<&'static Profiler, Profiler> {
-    let boxed = Box::into_raw(Box::new(profiler));
-    match PROFILER.compare_exchange(
-        std::ptr::null_mut(),
-        boxed,
-        Ordering::AcqRel,
-        Ordering::Acquire,
-    ) {
-        // SAFETY: just leaked; never freed from now on.
-        Ok(_) => Ok(unsafe { &*boxed }),
-        // SAFETY: not published: still ours alone.
-        Err(_) => Err(*unsafe { Box::from_raw(boxed) }),
-    }
-}
-
-/// No run is current any more (a profile of a running JVM stopped). The
-/// run itself stays in memory (see PROFILER).
-fn clear_current(profiler: &'static Profiler) {
-    let _ = PROFILER.compare_exchange(
-        profiler as *const Profiler as *mut Profiler,
-        std::ptr::null_mut(),
-        Ordering::AcqRel,
-        Ordering::Acquire,
-    );
-}
 
 /// The agent type the JVM's entry points dispatch to.
 #[derive(Default)]
@@ -106,9 +65,9 @@ impl Agent for HprofAgent {
         let raw_file_name = context.option_bytes().and_then(options::raw_file_value);
         let sink = Sink::open(&options, std::process::id(), raw_file_name)
             .unwrap_or_else(|e| fail_at_load(&e.0));
-        let heap_dump_dir = options
-            .heap_dump
-            .then(|| heap_dump_dir(&options, &sink).unwrap_or_else(|e: String| fail_at_load(&e)));
+        let heap_dump_dir = options.heap_dump.then(|| {
+            PrivateDir::for_heap_dumps(&options, &sink).unwrap_or_else(|e: String| fail_at_load(&e))
+        });
         let writer = OutputWriter::start(sink).unwrap_or_else(|e| {
             fail_at_load(&format!("cannot start the output writer thread: {e}"))
         });
@@ -431,33 +390,4 @@ fn install_panic_report() {
             .unwrap_or_else(|| "unknown cause".into());
         eprintln!("HPROF ERROR: internal error: {message}{location}");
     }));
-}
-
-/// The private directory where the JVM writes a heap dump before it is
-/// carried into the output: beside the output file, so that it is on the
-/// same disk (in the temporary directory when the output is a device, a
-/// FIFO or `net=`), named `<output>.<pid>.TMP-<random>`, mode 0700.
-pub(crate) fn heap_dump_dir(options: &options::Options, sink: &Sink) -> Result<PrivateDir, String> {
-    use std::path::Path;
-    // Beside a regular output file; else (a device, a FIFO, `net=`) in the
-    // temporary directory.
-    let beside = sink
-        .file_path()
-        .filter(|path| path.is_file())
-        .and_then(|path| Some((path.parent()?, path.file_name()?)));
-    let (parent, name) = match beside {
-        Some((parent, name)) if parent.as_os_str().is_empty() => {
-            (Path::new(".").into(), name.into())
-        }
-        Some((parent, name)) => (parent.to_path_buf(), name.to_owned()),
-        None => (std::env::temp_dir(), options.default_file_name().into()),
-    };
-    let mut prefix = name;
-    prefix.push(format!(".{}.TMP-", std::process::id()));
-    PrivateDir::create(&parent, &prefix).map_err(|e| {
-        format!(
-            "cannot make a private directory for heap dumps in {}: {e}",
-            parent.display()
-        )
-    })
 }

@@ -8,6 +8,8 @@
 //! mode are checked once it exists (a mode the umask cannot widen, but a
 //! file system that ignores modes is refused too).
 
+use crate::options::Options;
+use crate::output::sink::Sink;
 use std::ffi::OsStr;
 use std::fs::DirBuilder;
 use std::io::{self, Read};
@@ -25,6 +27,34 @@ pub struct PrivateDir {
 }
 
 impl PrivateDir {
+    /// The private directory where the JVM writes a heap dump before it is
+    /// carried into the output: beside the output file, so that it is on the
+    /// same disk (in the temporary directory when the output is a device, a
+    /// FIFO or `net=`), named `<output>.<pid>.TMP-<random>`, mode 0700.
+    pub fn for_heap_dumps(options: &Options, sink: &Sink) -> Result<PrivateDir, String> {
+        // Beside a regular output file; else (a device, a FIFO, `net=`) in the
+        // temporary directory.
+        let beside = sink
+            .file_path()
+            .filter(|path| path.is_file())
+            .and_then(|path| Some((path.parent()?, path.file_name()?)));
+        let (parent, name) = match beside {
+            Some((parent, name)) if parent.as_os_str().is_empty() => {
+                (Path::new(".").into(), name.into())
+            }
+            Some((parent, name)) => (parent.to_path_buf(), name.to_owned()),
+            None => (std::env::temp_dir(), options.default_file_name().into()),
+        };
+        let mut prefix = name;
+        prefix.push(format!(".{}.TMP-", std::process::id()));
+        PrivateDir::create(&parent, &prefix).map_err(|e| {
+            format!(
+                "cannot make a private directory for heap dumps in {}: {e}",
+                parent.display()
+            )
+        })
+    }
+
     /// Makes `<parent>/<prefix><12 random characters>`, mode 0700.
     pub fn create(parent: &Path, prefix: &OsStr) -> io::Result<PrivateDir> {
         let mut last_error = io::Error::from(io::ErrorKind::AlreadyExists);

@@ -220,13 +220,13 @@ impl Profiler {
             run.writer.write(run.emitter.file_header(&facts));
         }
 
-        let classes = jvm::loaded_classes(&env, jni);
+        let classes = jvm::loaded_classes(env, jni);
         let mut guard = run.model.lock();
         let model = &mut *guard;
         // Each class's local reference is deleted as it is dropped, once interned.
         for class in classes {
             intern_class(
-                &env,
+                env,
                 &mut model.classes,
                 &model.objects,
                 class.get(),

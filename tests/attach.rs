@@ -1,0 +1,374 @@
+//! `hprof-rs attach PID OPTIONS` and `hprof-rs attach PID stop` on real
+//! JVMs (JDK 11, 17, 21, 25): the agent loaded into a running fixture
+//! (java-fixtures/AttachTarget.java), stopped a few seconds later, writes a
+//! whole profile with the fixture's hot method first and its allocated
+//! class in SITES, while the program prints and exits as it does alone;
+//! heap=dump attached writes a dump that hprof-slurp and VisualVM's heap
+//! library read; a JVM in its own pid and mount namespace (unshare) is
+//! attached by its host pid; the errors leave the target running.
+
+mod common;
+
+use common::{AsciiProfile, Jdk, Spawned};
+use hprof_rs::format::ascii::CpuTitle;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+const HOT: &str = "AttachTarget.hot";
+const ITEM: &str = "AttachTarget$Item";
+/// How long AttachTarget runs: enough for two attach-stop rounds.
+const TARGET_SECONDS: &str = "9";
+/// How long each attached profile runs.
+const PROFILED: Duration = Duration::from_millis(2500);
+const READY_WAIT: Duration = Duration::from_secs(60);
+const EXIT_WAIT: Duration = Duration::from_secs(120);
+
+/// `hprof-rs attach PID ARGS...` run in `dir`.
+fn attach(dir: &Path, pid: i32, options: &str) -> Output {
+    let mut cmd = Command::new(common::hprof_rs_bin());
+    cmd.arg("attach")
+        .arg(pid.to_string())
+        .arg(options)
+        .arg("--agent")
+        .arg(common::agent_lib())
+        .current_dir(dir);
+    common::run_timeout(&mut cmd, Duration::from_secs(120))
+}
+
+/// Attaches with `options`, which must succeed.
+fn attach_ok(dir: &Path, pid: i32, options: &str, what: &str) {
+    let out = attach(dir, pid, options);
+    common::assert_success(&out, &format!("{what}: attach {options}"));
+}
+
+/// Attaches with `options`, which must fail with exit code 1 and a message
+/// holding `says`.
+fn attach_refused(dir: &Path, pid: i32, options: &str, says: &str, what: &str) {
+    let out = attach(dir, pid, options);
+    common::assert_exit_code(&out, 1, &format!("{what}: attach {options}"));
+    let stderr = common::stderr_text(&out);
+    assert!(
+        stderr.starts_with("hprof-rs: ") && stderr.contains(says) && stderr.lines().count() == 1,
+        "{what}: attach {options} should say {says:?} in one line\n{}",
+        common::describe(&out)
+    );
+}
+
+/// AttachTarget started on `jdk` in `dir`, once it printed READY.
+fn start_target(jdk: &Jdk, dir: &Path, seconds: &str) -> Spawned {
+    let mut cmd = common::java_command(jdk, dir);
+    cmd.arg("AttachTarget").arg(seconds);
+    let mut target = Spawned::spawn(&mut cmd);
+    target.wait_for_line("READY", READY_WAIT);
+    target
+}
+
+/// AttachTarget's output alone (0 seconds: one round, the same values).
+fn output_alone(jdk: &Jdk, dir: &Path) -> String {
+    let mut cmd = common::java_command(jdk, dir);
+    cmd.arg("AttachTarget").arg("0");
+    let out = common::run(&mut cmd);
+    common::assert_exit_code(&out, 42, "AttachTarget without the agent");
+    common::stdout_text(&out)
+}
+
+/// The program printed and exited as it does without the agent.
+fn assert_unchanged(out: &Output, alone: &str, what: &str) {
+    common::assert_exit_code(out, 42, what);
+    assert_eq!(common::stdout_text(out), alone, "{what}: stdout changed");
+}
+
+/// A whole ASCII profile of cpu=samples: the hot method ranks first, its
+/// trace is in the file, and so is the THREAD START of the thread it ran on.
+fn assert_hot_first(path: &Path, what: &str) {
+    let profile = AsciiProfile::read_whole_file(path);
+    let cpu = profile
+        .first_cpu(CpuTitle::Samples)
+        .unwrap_or_else(|| panic!("{what}: no CPU SAMPLES in {}", path.display()));
+    assert!(cpu.total > 0, "{what}: no samples");
+    let first = &cpu.rows[0];
+    assert_eq!(first.method.as_deref(), Some(HOT), "{what}: {cpu:?}");
+    assert_eq!(profile.frames(first.trace_serial)[0], HOT, "{what}");
+    assert!(
+        profile.threads().values().any(|name| name == "main"),
+        "{what}: no THREAD START of main: {:?}",
+        profile.threads()
+    );
+}
+
+/// A whole ASCII profile of heap=sites: the allocated class has a row
+/// whose trace goes through `allocate`.
+fn assert_items_allocated(path: &Path, what: &str) {
+    let profile = AsciiProfile::read_whole_file(path);
+    let rows = profile.sites_of_class_via(ITEM, "AttachTarget.allocate");
+    assert!(
+        rows.iter().any(|r| r.allocated_objects > 0),
+        "{what}: no {ITEM} site in {}: {:?}",
+        path.display(),
+        profile.site_rows()
+    );
+}
+
+#[test]
+fn cpu_samples_then_heap_sites_attached_and_stopped_leave_the_program_unchanged() {
+    common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
+        let what = format!("attach on {}", jdk.label);
+        let dir = common::scratch_dir(&format!("attach-{}", jdk.label));
+        let alone = output_alone(jdk, &dir);
+        let target = start_target(jdk, &dir, TARGET_SECONDS);
+        let pid = target.pid();
+
+        attach_ok(&dir, pid, "cpu=samples,file=cpu.txt", &what);
+        attach_refused(&dir, pid, "heap=sites", "already running", &what);
+        std::thread::sleep(PROFILED);
+        attach_ok(&dir, pid, "stop", &what);
+        attach_refused(&dir, pid, "stop", "nothing to stop", &what);
+
+        // A second profile in the same JVM, relative file name.
+        attach_ok(&dir, pid, "heap=sites,file=sites.txt", &what);
+        std::thread::sleep(PROFILED);
+        attach_ok(&dir, pid, "stop", &what);
+
+        let out = target.wait_timeout(EXIT_WAIT);
+        assert_unchanged(&out, &alone, &what);
+        assert_hot_first(&dir.join("cpu.txt"), &what);
+        assert_items_allocated(&dir.join("sites.txt"), &what);
+    });
+}
+
+#[test]
+fn heap_dump_attached_is_written_at_once_and_read_by_slurp_and_visualvm() {
+    common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
+        let what = format!("heap=dump attached on {}", jdk.label);
+        let dir = common::scratch_dir(&format!("attach-dump-{}", jdk.label));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg("HeapGraph").arg("30");
+        let mut target = Spawned::spawn(&mut cmd);
+        target.wait_for_line("READY", READY_WAIT);
+        attach_ok(
+            &dir,
+            target.pid(),
+            "heap=dump,format=b,file=dump.hprof",
+            &what,
+        );
+        // The profile ended with its dump: nothing left to stop.
+        attach_refused(&dir, target.pid(), "stop", "nothing to stop", &what);
+        let path = dir.join("dump.hprof");
+        let slurp = common::slurp_binary();
+        assert!(
+            slurp.is_some() || !common::strict(),
+            "{what}: no hprof-slurp"
+        );
+        if let Some(slurp) = slurp {
+            let out = common::run(Command::new(slurp).arg(&path));
+            common::assert_success(&out, &format!("{what}: hprof-slurp"));
+            let summary = common::stdout_text(&out);
+            assert!(
+                summary.contains("HeapGraph$Leaf"),
+                "{what}: hprof-slurp does not list HeapGraph$Leaf:\n{summary}"
+            );
+        }
+        let read = common::visualvm::visualvm_check(&path, &what);
+        assert!(
+            read || !common::strict(),
+            "{what}: no VisualVM heap library"
+        );
+        target.signal(libc::SIGTERM);
+        let _ = target.wait_timeout(EXIT_WAIT);
+    });
+}
+
+/// The host pid of the JVM `unshare --fork` started (its only child).
+fn forked_child(unshare: i32) -> i32 {
+    for _ in 0..200 {
+        let children = fs::read_to_string(format!("/proc/{unshare}/task/{unshare}/children"))
+            .unwrap_or_default();
+        if let Some(child) = children.split_whitespace().next() {
+            return child.parse().expect("a pid");
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("unshare {unshare} started no child");
+}
+
+/// Whether this test can make namespaces (root, with util-linux's unshare).
+fn can_unshare() -> bool {
+    is_root()
+        && Command::new("unshare")
+            .args(["--fork", "--pid", "--mount", "--mount-proc", "true"])
+            .status()
+            .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn a_jvm_in_its_own_pid_and_mount_namespace_is_attached_by_its_host_pid() {
+    if !can_unshare() {
+        assert!(
+            !common::strict(),
+            "unshare --pid --mount needs root and util-linux"
+        );
+        eprintln!("skipped: unshare --pid --mount needs root");
+        return;
+    }
+    common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
+        let what = format!("attach into a namespace on {}", jdk.label);
+        let dir = common::scratch_dir(&format!("attach-ns-{}", jdk.label));
+        let alone = output_alone(jdk, &dir);
+        // Its own /tmp: the attach socket is only in there.
+        let java = common::java_command(jdk, &dir);
+        let mut script = String::from("mount -t tmpfs tmpfs /tmp && exec");
+        script.push_str(&format!(" '{}'", jdk.java.display()));
+        for arg in java.get_args() {
+            script.push_str(&format!(" '{}'", arg.to_string_lossy()));
+        }
+        script.push_str(&format!(" AttachTarget {TARGET_SECONDS}"));
+        let mut cmd = Command::new("unshare");
+        cmd.args([
+            "--fork",
+            "--pid",
+            "--mount",
+            "--mount-proc",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::null());
+        for var in [
+            "JAVA_TOOL_OPTIONS",
+            "_JAVA_OPTIONS",
+            "JDK_JAVA_OPTIONS",
+            "CLASSPATH",
+        ] {
+            cmd.env_remove(var);
+        }
+        let mut target = Spawned::spawn(&mut cmd);
+        target.wait_for_line("READY", READY_WAIT);
+        let pid = forked_child(target.pid());
+        let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        assert!(
+            status
+                .lines()
+                .any(|l| l.starts_with("NSpid:") && l.ends_with("\t1")),
+            "{what}: the JVM should be pid 1 of its namespace:\n{status}"
+        );
+
+        // Into the scratch directory, which the JVM sees as we do.
+        attach_ok(&dir, pid, "cpu=samples,heap=sites,file=both.txt", &what);
+        std::thread::sleep(PROFILED);
+        attach_ok(&dir, pid, "stop", &what);
+        // Into our /tmp, which the JVM does not see: handed over at the stop.
+        let host_tmp = tempdir_in_tmp(&what);
+        let handed = host_tmp.join("handed.txt");
+        attach_ok(
+            &dir,
+            pid,
+            &format!("cpu=samples,file={}", handed.display()),
+            &what,
+        );
+        std::thread::sleep(PROFILED);
+        attach_ok(&dir, pid, "stop", &what);
+
+        let out = target.wait_timeout(EXIT_WAIT);
+        assert_unchanged(&out, &alone, &what);
+        assert_hot_first(&dir.join("both.txt"), &what);
+        assert_items_allocated(&dir.join("both.txt"), &what);
+        assert_hot_first(&handed, &what);
+        let _ = fs::remove_dir_all(&host_tmp);
+    });
+}
+
+/// A fresh directory under the host's /tmp.
+fn tempdir_in_tmp(what: &str) -> PathBuf {
+    let dir = PathBuf::from(format!("/tmp/hprof-rs-attach-test-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir(&dir).unwrap_or_else(|e| panic!("{what}: {}: {e}", dir.display()));
+    dir
+}
+
+#[test]
+fn refusals_exit_1_and_leave_the_target_running() {
+    let jdk = common::jdks_of(&[21])
+        .into_iter()
+        .next()
+        .or_else(|| common::jdks().into_iter().next())
+        .expect("a JDK");
+    let what = format!("attach refusals on {}", jdk.label);
+    let dir = common::scratch_dir("attach-refusals");
+
+    // Not a JVM: never signalled (SIGQUIT would end it).
+    let mut sleeper = Command::new("sleep");
+    sleeper.arg("60");
+    let sleeper = Spawned::spawn(&mut sleeper);
+    attach_refused(
+        &dir,
+        sleeper.pid(),
+        "cpu=samples",
+        "not a Java virtual machine",
+        &what,
+    );
+    assert!(
+        Path::new(&format!("/proc/{}", sleeper.pid())).exists(),
+        "{what}: the process that is not a JVM was ended"
+    );
+    attach_refused(&dir, 0x3fff_fff0, "cpu=samples", "no process", &what);
+
+    // A JVM that refuses attaching: nothing sent to it (no thread dump).
+    let mut cmd = common::java_command(&jdk, &dir);
+    cmd.arg("-XX:+DisableAttachMechanism")
+        .arg("Sleeper")
+        .arg("30");
+    let mut closed = Spawned::spawn(&mut cmd);
+    closed.wait_for_line("READY", READY_WAIT);
+    attach_refused(
+        &dir,
+        closed.pid(),
+        "cpu=samples",
+        "DisableAttachMechanism",
+        &what,
+    );
+    let (out, _) = closed.output_so_far();
+    assert!(
+        !out.contains("Full thread dump"),
+        "{what}: SIGQUIT was sent:\n{out}"
+    );
+    closed.signal(libc::SIGTERM);
+    drop(closed);
+
+    // Options the live phase cannot have, stop with nothing running, a
+    // bad option: the JVM runs on and prints what it prints alone.
+    let alone = output_alone(&jdk, &dir);
+    let target = start_target(&jdk, &dir, "4");
+    let pid = target.pid();
+    attach_refused(&dir, pid, "stop", "nothing to stop", &what);
+    attach_refused(&dir, pid, "cpu=times", "refused the options", &what);
+    attach_refused(&dir, pid, "depth=banana", "refused the options", &what);
+    // Another user's JVM (we are root: run the tool as nobody).
+    if is_root() && Path::new("/usr/bin/setpriv").exists() {
+        let mut cmd = Command::new("/usr/bin/setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(common::hprof_rs_bin())
+            .args(["attach", &pid.to_string(), "cpu=samples"])
+            .current_dir("/");
+        let out = common::run(&mut cmd);
+        common::assert_exit_code(&out, 1, &format!("{what}: attach as nobody"));
+        let stderr = common::stderr_text(&out);
+        assert!(
+            stderr.contains("attach as its user or as root"),
+            "{what}: {stderr}"
+        );
+    }
+    let out = target.wait_timeout(EXIT_WAIT);
+    assert_unchanged(&out, &alone, &what);
+    assert!(
+        !dir.join("java.hprof.txt").exists(),
+        "{what}: a refused attach left a file"
+    );
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
