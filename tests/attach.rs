@@ -10,7 +10,7 @@
 mod common;
 
 use common::{AsciiProfile, Jdk, Spawned};
-use hprof_rs::format::ascii::CpuTitle;
+use hprof_rs::format::ascii::{CpuTitle, Section};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -177,6 +177,35 @@ fn heap_dump_attached_is_written_at_once_and_read_by_slurp_and_visualvm() {
         );
         target.signal(libc::SIGTERM);
         let _ = target.wait_timeout(EXIT_WAIT);
+    });
+}
+
+#[test]
+fn monitor_contention_attached_is_counted_from_the_attach_on() {
+    common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
+        let what = format!("monitor=y attached on {}", jdk.label);
+        let dir = common::scratch_dir(&format!("attach-monitor-{}", jdk.label));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg("Contention").arg("300");
+        let mut target = Spawned::spawn(&mut cmd);
+        target.wait_for_line("READY", READY_WAIT);
+        attach_ok(&dir, target.pid(), "monitor=y,file=monitor.txt", &what);
+        std::thread::sleep(Duration::from_millis(1500));
+        attach_ok(&dir, target.pid(), "stop", &what);
+        let out = target.wait_timeout(EXIT_WAIT);
+        common::assert_success(&out, &what);
+        assert_eq!(
+            common::printed::<u64>(&common::stdout_text(&out), "entries"),
+            1200
+        );
+        let profile = AsciiProfile::read_whole_file(&dir.join("monitor.txt"));
+        let contended = profile.sections.iter().any(|s| match s {
+            Section::MonitorTime { rows, .. } => rows
+                .iter()
+                .any(|r| r.monitor == "Contention" && r.count > 0),
+            _ => false,
+        });
+        assert!(contended, "{what}: no MONITOR TIME row of Contention");
     });
 }
 

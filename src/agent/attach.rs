@@ -122,6 +122,7 @@ fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str) -> jni::jint
 
 /// The options as the live phase can have them: cpu=times (and cpu=old)
 /// rewrite every method from the JVM's start, so they are refused;
+/// monitor=y reports monitors (not java.util.concurrent locks);
 /// heap=sites samples allocations (docs/attach.md says why); the stop
 /// always writes the file.
 fn for_live_phase(mut options: Options) -> Result<Options, String> {
@@ -131,9 +132,6 @@ fn for_live_phase(mut options: Options) -> Result<Options, String> {
                     from the JVM's start); use cpu=samples, or start the JVM with -agentpath"
                 .into(),
         );
-    }
-    if options.monitor {
-        return Err("monitor=y is not available attached; start the JVM with -agentpath".into());
     }
     if options.heap_sites {
         if options.alloc_count_given {
@@ -165,7 +163,10 @@ fn new_profiler(
     };
     let writer = OutputWriter::start(sink)
         .map_err(|e| format!("cannot start the output writer thread: {e}"))?;
-    let engines = Engines::new(&options, heap_dump_dir);
+    let mut engines = Engines::new(&options, heap_dump_dir);
+    // monitor=y attached: JVMTI's monitor events only; the timing of
+    // java.util.concurrent locks rewrites LockSupport from the JVM's start.
+    engines.lock_waits = None;
     if let Err(why) = setup_jvmti(jvmti, &engines, Phase::Live) {
         writer.abandon();
         for engine in engines.all() {
