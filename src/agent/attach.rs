@@ -133,7 +133,11 @@ fn for_live_phase(mut options: Options) -> Result<Options, String> {
                 .into(),
         );
     }
-    if options.heap_sites {
+    let measuring_bytecode =
+        options.experiment & options::experiment::ATTACH_BYTECODE_COUNTING != 0;
+    if options.heap_sites && measuring_bytecode {
+        options.alloc_count_bytecode = true;
+    } else if options.heap_sites {
         if options.alloc_count_given {
             return Err("alloc_count is not available attached: heap=sites samples \
                         allocations (alloc_interval=<bytes>, 512k unless given)"

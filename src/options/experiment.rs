@@ -54,3 +54,9 @@ pub const SAMPLES_WITHOUT_DEBUG_NON_SAFEPOINTS: i64 = 0x40000;
 /// stall limit, as a disk under heavy writeback can: proves that a slow
 /// file is written to the end, never abandoned.
 pub const SLOW_FILE_WRITE: i64 = 0x80000;
+
+/// Attached to a running JVM (`hprof-rs attach`), heap=sites counts in the
+/// byte code of every loaded class, retransformed at the attach, instead of
+/// sampling: only to measure that design's cost against sampling's
+/// (docs/decisions.md); its stop leaves the classes rewritten.
+pub const ATTACH_BYTECODE_COUNTING: i64 = 0x10_0000;

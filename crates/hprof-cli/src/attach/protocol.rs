@@ -5,8 +5,9 @@
 //! A request is a protocol version and a command with three arguments,
 //! each NUL-terminated; the reply is text: the command's status on the
 //! first line, then what the command printed (for `load`, the value the
-//! agent's Agent_OnAttach returned: a number, after "return code: " from
-//! JDK 21 on). `<pid>` is the JVM's pid in its own namespace; the files
+//! agent's Agent_OnAttach returned: `return code: N` in the JDKs tested,
+//! the bare number in older updates). `<pid>` is the JVM's pid in its own
+//! namespace; the files
 //! are reached through `/proc/PID/root` (see target.rs).
 
 use super::target::Target;
