@@ -18,8 +18,9 @@ use std::time::Duration;
 
 const HOT: &str = "AttachTarget.hot";
 const ITEM: &str = "AttachTarget$Item";
-/// How long AttachTarget runs: enough for two attach-stop rounds.
-const TARGET_SECONDS: &str = "9";
+/// How long AttachTarget runs: enough for two attach-stop rounds and an
+/// attach it outlives.
+const TARGET_SECONDS: &str = "11";
 /// How long each attached profile runs.
 const PROFILED: Duration = Duration::from_millis(2500);
 const READY_WAIT: Duration = Duration::from_secs(60);
@@ -130,11 +131,19 @@ fn cpu_samples_then_heap_sites_attached_and_stopped_leave_the_program_unchanged(
         attach_ok(&dir, pid, "heap=sites,file=sites.txt", &what);
         std::thread::sleep(PROFILED);
         attach_ok(&dir, pid, "stop", &what);
+        // A third, never stopped: written when the program exits.
+        attach_ok(
+            &dir,
+            pid,
+            "cpu=samples,heap=sites,file=to-the-end.txt",
+            &what,
+        );
 
         let out = target.wait_timeout(EXIT_WAIT);
         assert_unchanged(&out, &alone, &what);
         assert_hot_first(&dir.join("cpu.txt"), &what);
         assert_items_allocated(&dir.join("sites.txt"), &what);
+        assert_items_allocated(&dir.join("to-the-end.txt"), &what);
     });
 }
 
@@ -369,7 +378,7 @@ fn refusals_exit_1_and_leave_the_target_running() {
     // Options the live phase cannot have, stop with nothing running, a
     // bad option: the JVM runs on and prints what it prints alone.
     let alone = output_alone(&jdk, &dir);
-    let target = start_target(&jdk, &dir, "4");
+    let target = start_target(&jdk, &dir, "6");
     let pid = target.pid();
     attach_refused(&dir, pid, "stop", "nothing to stop", &what);
     attach_refused(&dir, pid, "cpu=times", "refused the options", &what);
@@ -389,12 +398,18 @@ fn refusals_exit_1_and_leave_the_target_running() {
             "{what}: {stderr}"
         );
     }
-    let out = target.wait_timeout(EXIT_WAIT);
-    assert_unchanged(&out, &alone, &what);
     assert!(
         !dir.join("java.hprof.txt").exists(),
         "{what}: a refused attach left a file"
     );
+    // After the refusals, which unload the library again on JDK 16 and
+    // later, an attach works.
+    attach_ok(&dir, pid, "cpu=samples,file=after.txt", &what);
+    std::thread::sleep(Duration::from_millis(1500));
+    attach_ok(&dir, pid, "stop", &what);
+    let out = target.wait_timeout(EXIT_WAIT);
+    assert_unchanged(&out, &alone, &what);
+    assert_hot_first(&dir.join("after.txt"), &what);
 }
 
 fn is_root() -> bool {
