@@ -57,6 +57,18 @@ fn attach_refused(dir: &Path, pid: i32, options: &str, says: &str, what: &str) {
     );
 }
 
+/// The names of the agent's threads in process `pid` (the kernel's 15
+/// characters of each).
+fn agent_threads(pid: i32) -> Vec<String> {
+    let tasks = fs::read_dir(format!("/proc/{pid}/task")).expect("the JVM's threads");
+    tasks
+        .flatten()
+        .filter_map(|task| fs::read_to_string(task.path().join("comm")).ok())
+        .map(|name| name.trim_end().to_owned())
+        .filter(|name| name.starts_with("HPROF") || name.starts_with("hprof-rs"))
+        .collect()
+}
+
 /// AttachTarget started on `jdk` in `dir`, once it printed READY.
 fn start_target(jdk: &Jdk, dir: &Path, seconds: &str) -> Spawned {
     let mut cmd = common::java_command(jdk, dir);
@@ -123,8 +135,18 @@ fn cpu_samples_then_heap_sites_attached_and_stopped_leave_the_program_unchanged(
 
         attach_ok(&dir, pid, "cpu=samples,file=cpu.txt", &what);
         attach_refused(&dir, pid, "heap=sites", "already running", &what);
+        let running = agent_threads(pid);
+        assert!(
+            running.iter().any(|n| n.starts_with("HPROF cpu")),
+            "{what}: no sampler thread while attached: {running:?}"
+        );
         std::thread::sleep(PROFILED);
         attach_ok(&dir, pid, "stop", &what);
+        assert_eq!(
+            agent_threads(pid),
+            Vec::<String>::new(),
+            "{what}: after stop"
+        );
         attach_refused(&dir, pid, "stop", "nothing to stop", &what);
 
         // A second profile in the same JVM, relative file name.
