@@ -17,6 +17,7 @@ use super::current;
 use super::run::engines::Engines;
 use super::run::profiler::{Phase, Profiler, setup_jvmti};
 use crate::agent::jvm::VmHandle;
+use crate::model::Model;
 use crate::options::{self, Options, Parsed};
 use crate::output::{OutputWriter, PrivateDir, Sink};
 use jvmti_bindings::prelude::*;
@@ -203,4 +204,8 @@ fn end(profiler: &'static Profiler, jni: Option<&JniEnv>) {
     // JVMTI_ERROR_INVALID_ENVIRONMENT from its calls, and no new one
     // finds the run (clear_current).
     let _ = unsafe { profiler.run.jvmti.env().dispose_environment() };
+    // The run stays in memory (see current.rs); its tables need not: what
+    // a stopped profile keeps is then its fixed-size state, not what it saw.
+    let wide = super::run::header::id_size(&profiler.run.options) == 8;
+    *profiler.run.model.lock() = Model::new(wide);
 }
