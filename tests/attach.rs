@@ -397,6 +397,24 @@ fn refusals_exit_1_and_leave_the_target_running() {
     closed.signal(libc::SIGTERM);
     drop(closed);
 
+    // A JVM started with the agent profiles to its end.
+    let mut cmd = common::java_command(&jdk, &dir);
+    cmd.arg(common::agentpath_arg("cpu=samples,file=from-start.txt"))
+        .arg("Sleeper")
+        .arg("30");
+    let mut from_start = Spawned::spawn(&mut cmd);
+    from_start.wait_for_line("READY", READY_WAIT);
+    attach_refused(
+        &dir,
+        from_start.pid(),
+        "heap=sites",
+        "already running",
+        &what,
+    );
+    attach_refused(&dir, from_start.pid(), "stop", "nothing to stop", &what);
+    from_start.signal(libc::SIGTERM);
+    drop(from_start);
+
     // Options the live phase cannot have, stop with nothing running, a
     // bad option: the JVM runs on and prints what it prints alone.
     let alone = output_alone(&jdk, &dir);

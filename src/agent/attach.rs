@@ -90,7 +90,8 @@ fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str) -> jni::jint
         }
     };
     let raw_file_name = context.option_bytes().and_then(options::raw_file_value);
-    let dump_only = options.heap_dump && !(options.heap_sites || options.cpu_samples);
+    let dump_only =
+        options.heap_dump && !(options.heap_sites || options.cpu_samples || options.monitor);
     let profiler = match new_profiler(&jvmti, vm, options, raw_file_name) {
         Ok(profiler) => profiler,
         Err(why) => {
@@ -111,7 +112,8 @@ fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str) -> jni::jint
     ATTACHED.store(true, Ordering::Release);
     let jni = vm.current_env();
     profiler.attached(jni.as_ref());
-    // heap=dump attached: a dump at once. Alone, the profile ends with it
+    // heap=dump attached: a dump at once. Alone (no heap=sites, cpu=samples
+    // or monitor=y), the profile ends with it
     // (the stop's dump is that one); with other modes, the stop dumps again.
     if dump_only {
         end(profiler, jni.as_ref());

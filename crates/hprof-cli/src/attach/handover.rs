@@ -152,7 +152,10 @@ fn read_regular(path: &Path, uid: u32) -> Result<Vec<u8>, String> {
 pub fn is_finished(options: &str) -> bool {
     let words: Vec<&str> = options.split(',').collect();
     words.contains(&"heap=dump")
-        && !words
-            .iter()
-            .any(|w| matches!(*w, "heap=sites" | "heap=all" | "cpu=samples" | "cpu=y"))
+        && !words.iter().any(|w| {
+            matches!(
+                *w,
+                "heap=sites" | "heap=all" | "cpu=samples" | "cpu=y" | "monitor=y"
+            )
+        })
 }
