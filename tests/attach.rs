@@ -240,6 +240,50 @@ fn monitor_contention_attached_is_counted_from_the_attach_on() {
     });
 }
 
+#[test]
+fn root_attaches_to_another_users_jvm_as_that_user() {
+    if !is_root() || !Path::new("/usr/bin/setpriv").exists() {
+        assert!(!common::strict(), "needs root and setpriv");
+        eprintln!("skipped: needs root and setpriv");
+        return;
+    }
+    let jdk = common::jdks_of(&[21])
+        .into_iter()
+        .next()
+        .or_else(|| common::jdks().into_iter().next())
+        .expect("a JDK");
+    let what = format!("root attaching to nobody's JVM on {}", jdk.label);
+    let dir = common::scratch_dir("attach-other-user");
+    // The JVM (nobody) writes the file into this directory.
+    fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).expect("chmod");
+    let java = common::java_command(&jdk, &dir);
+    let mut cmd = Command::new("/usr/bin/setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&jdk.java)
+        .args(java.get_args())
+        .args(["AttachTarget", "5"])
+        .current_dir(&dir);
+    for var in [
+        "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS",
+        "JDK_JAVA_OPTIONS",
+        "CLASSPATH",
+    ] {
+        cmd.env_remove(var);
+    }
+    let mut target = Spawned::spawn(&mut cmd);
+    target.wait_for_line("READY", READY_WAIT);
+    attach_ok(&dir, target.pid(), "cpu=samples,file=nobody.txt", &what);
+    std::thread::sleep(Duration::from_millis(1500));
+    attach_ok(&dir, target.pid(), "stop", &what);
+    let out = target.wait_timeout(EXIT_WAIT);
+    common::assert_exit_code(&out, 42, &what);
+    let path = dir.join("nobody.txt");
+    let owner = std::os::unix::fs::MetadataExt::uid(&fs::metadata(&path).expect("the profile"));
+    assert_eq!(owner, 65534, "{what}: the JVM's user writes the file");
+    assert_hot_first(&path, &what);
+}
+
 /// The host pid of the JVM `unshare --fork` started (its only child).
 fn forked_child(unshare: i32) -> i32 {
     for _ in 0..200 {
