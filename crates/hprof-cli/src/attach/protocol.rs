@@ -58,13 +58,17 @@ pub fn connect(target: &Target) -> Result<UnixStream, String> {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let _ = std::fs::remove_file(&trigger);
+    if let Some(made) = trigger {
+        let _ = std::fs::remove_file(made);
+    }
     connected
 }
 
 /// The file that tells the JVM a SIGQUIT is an attach request: in its
-/// working directory, else in its /tmp.
-fn make_trigger_file(target: &Target) -> Result<PathBuf, String> {
+/// working directory, else in its /tmp. Returns the file made, to remove
+/// afterwards; None when one was there already (someone else's, left as
+/// it is: the JVM only looks whether it exists).
+fn make_trigger_file(target: &Target) -> Result<Option<PathBuf>, String> {
     let name = format!(".attach_pid{}", target.ns_pid);
     let in_cwd = Path::new(&format!("/proc/{}/cwd", target.pid)).join(&name);
     let in_tmp = target.path("/tmp").join(&name);
@@ -72,13 +76,12 @@ fn make_trigger_file(target: &Target) -> Result<PathBuf, String> {
     for path in [in_cwd, in_tmp] {
         match OpenOptions::new()
             .write(true)
-            .create(true)
-            .truncate(false)
+            .create_new(true)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
         {
-            Ok(_) => return Ok(path),
+            Ok(_) => return Ok(Some(path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
             Err(e) => last_error = format!("cannot create {}: {e}", path.display()),
         }
     }
