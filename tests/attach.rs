@@ -441,6 +441,20 @@ fn refusals_exit_1_and_leave_the_target_running() {
     closed.signal(libc::SIGTERM);
     drop(closed);
 
+    // JDK 21 and later: a JVM that refuses agents loaded while it runs.
+    if jdk.major >= 21 {
+        let mut cmd = common::java_command(&jdk, &dir);
+        cmd.arg("-XX:-EnableDynamicAgentLoading")
+            .arg("Sleeper")
+            .arg("30");
+        let mut no_agents = Spawned::spawn(&mut cmd);
+        no_agents.wait_for_line("READY", READY_WAIT);
+        let says = "Dynamic agent loading is not enabled";
+        attach_refused(&dir, no_agents.pid(), "cpu=samples", says, &what);
+        no_agents.signal(libc::SIGTERM);
+        drop(no_agents);
+    }
+
     // A JVM started with the agent profiles to its end.
     let mut cmd = common::java_command(&jdk, &dir);
     cmd.arg(common::agentpath_arg("cpu=samples,file=from-start.txt"))

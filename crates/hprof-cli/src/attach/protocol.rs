@@ -141,6 +141,9 @@ fn parse_reply(reply: &str) -> LoadReply {
         .find_map(|l| l.parse().ok());
     match returned {
         Some(code) => LoadReply::Returned(code),
+        // (JDK 21 and later with -XX:-EnableDynamicAgentLoading: status 0
+        // and the reason.)
+        None if !rest.is_empty() => LoadReply::Refused(rest.join(" ").trim().to_owned()),
         None => LoadReply::Refused(format!("unexpected reply: {}", reply.trim())),
     }
 }
@@ -163,5 +166,9 @@ mod tests {
         assert_eq!(returned("0\nreturn code: -1\n"), Some(-1));
         assert_eq!(returned("101\nProtocol mismatch\n"), None);
         assert_eq!(returned("0\n"), None);
+        match parse_reply("0\nDynamic agent loading is not enabled.\n") {
+            LoadReply::Refused(why) => assert_eq!(why, "Dynamic agent loading is not enabled."),
+            LoadReply::Returned(code) => panic!("returned {code}"),
+        }
     }
 }
