@@ -125,7 +125,6 @@ fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str) -> jni::jint
 
 /// The options as the live phase can have them: cpu=times (and cpu=old)
 /// rewrite every method from the JVM's start, so they are refused;
-/// monitor=y reports monitors (not java.util.concurrent locks);
 /// heap=sites samples allocations (docs/attach.md says why); the stop
 /// always writes the file.
 fn for_live_phase(mut options: Options) -> Result<Options, String> {
@@ -170,10 +169,7 @@ fn new_profiler(
     };
     let writer = OutputWriter::start(sink)
         .map_err(|e| format!("cannot start the output writer thread: {e}"))?;
-    let mut engines = Engines::new(&options, heap_dump_dir);
-    // monitor=y attached: JVMTI's monitor events only; the timing of
-    // java.util.concurrent locks rewrites LockSupport from the JVM's start.
-    engines.lock_waits = None;
+    let engines = Engines::new(&options, heap_dump_dir);
     if let Err(why) = setup_jvmti(jvmti, &engines, Phase::Live) {
         writer.abandon();
         for engine in engines.all() {

@@ -7,8 +7,8 @@
 use crate::agent::jvm::{self, GlobalRef, Local, LocalClass, kind};
 use crate::bci;
 use jvmti_bindings::prelude::*;
+use parking_lot::RwLock;
 use std::ffi::CString;
-use std::sync::OnceLock;
 
 /// Internal name of the class whose park methods the hooks go into.
 pub const LOCK_SUPPORT_CLASS: &str = "java/util/concurrent/locks/LockSupport";
@@ -27,9 +27,14 @@ pub trait LockEvents: Send + Sync {
     fn blocked(&self, site: i64, nanos: i64);
 }
 
-/// Where the natives send what they are told (set once, before the
-/// tracker is engaged).
-static EVENTS: OnceLock<&'static dyn LockEvents> = OnceLock::new();
+/// Where the natives send what they are told: set before the tracker is
+/// engaged, by each profile that times locks (a profile attached to a
+/// running JVM after another one stopped sets it again).
+static EVENTS: RwLock<Option<&'static dyn LockEvents>> = RwLock::new(None);
+
+fn events() -> Option<&'static dyn LockEvents> {
+    *EVENTS.read()
+}
 
 /// `LockTracker.register(Class)`.
 extern "system" fn register_native(
@@ -41,7 +46,7 @@ extern "system" fn register_native(
     // reference live until the call returns, on this thread.
     let class: LocalClass<'_> = unsafe { Local::new(lock_class) };
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        EVENTS.get().map_or(-1, |events| events.register(class))
+        events().map_or(-1, |events| events.register(class))
     }))
     .unwrap_or(-1)
 }
@@ -52,7 +57,7 @@ extern "system" fn site_native(
     _tracker: jni::jclass,
     lock: jni::jint,
 ) -> jni::jlong {
-    std::panic::catch_unwind(|| EVENTS.get().map_or(0, |events| events.site(lock))).unwrap_or(0)
+    std::panic::catch_unwind(|| events().map_or(0, |events| events.site(lock))).unwrap_or(0)
 }
 
 /// `LockTracker.blocked(long, long)`.
@@ -63,7 +68,7 @@ extern "system" fn blocked_native(
     nanos: jni::jlong,
 ) {
     let _ = std::panic::catch_unwind(|| {
-        if let Some(events) = EVENTS.get() {
+        if let Some(events) = events() {
             events.blocked(site, nanos);
         }
     });
@@ -87,16 +92,21 @@ impl LockTracker {
     /// Defines the class in the boot loader, sends its natives' reports to
     /// `events` and looks up its `engaged` field. Once per run.
     pub fn define(jni: &JniEnv, events: &'static dyn LockEvents) -> Result<Self, String> {
-        if EVENTS.set(events).is_err() {
-            return Err("the lock tracker is defined already".into());
-        }
+        *EVENTS.write() = Some(events);
         // (The bytes are a class file of this very name: a unit test checks.)
+        // A profile attached after another one stopped finds the class that
+        // one defined (a class is defined once).
         let class = jvm::define_boot_class(
             jni,
             bci::LOCK_TRACKER_CLASS,
             bci::LOCK_TRACKER_CLASS_FILE,
             "lock tracker",
-        )?;
+        )
+        .or_else(|why| {
+            jvm::find_class(jni, bci::LOCK_TRACKER_CLASS)
+                .map(|found| GlobalRef::new(jni, found.get()))
+                .ok_or(why)
+        })?;
         let names = |(name, signature): (&str, &str)| {
             (
                 CString::new(name).unwrap_or_default(),
@@ -138,7 +148,44 @@ impl LockTracker {
             let engaged = jni
                 .get_static_field_id(class.raw() as jni::jclass, field_name, field_signature)
                 .ok_or("the lock tracker has no engaged field")?;
-            Ok(Self { class, engaged })
+            let tracker = Self { class, engaged };
+            tracker.forget_lock_classes(jni)?;
+            Ok(tracker)
+        }
+    }
+
+    /// Empties the tracker's own cache of lock class numbers
+    /// (`lockClasses`): a profile attached after another one stopped
+    /// numbers the lock classes anew.
+    fn forget_lock_classes(&self, jni: &JniEnv) -> Result<(), String> {
+        let class_class =
+            jvm::find_class(jni, "java/lang/Class").ok_or("java.lang.Class cannot be found")?;
+        // SAFETY: `class` is the LockTracker, held by a global reference;
+        // `lockClasses` is its static Class[] field (java-tracker's source),
+        // given a new empty Class[]; an exception is cleared.
+        unsafe {
+            let class = self.class.raw() as jni::jclass;
+            let Some(field) = jni.get_static_field_id(class, "lockClasses", "[Ljava/lang/Class;")
+            else {
+                jni.exception_clear();
+                return Err("the lock tracker has no lockClasses field".into());
+            };
+            let empty = jni.new_object_array(
+                0,
+                class_class.get().raw() as jni::jclass,
+                std::ptr::null_mut(),
+            );
+            match empty {
+                Some(empty) if !jni.exception_check() => {
+                    jni.set_static_object_field(class, field, empty);
+                    jni.delete_local_ref(empty);
+                    Ok(())
+                }
+                _ => {
+                    jni.exception_clear();
+                    Err("the lock tracker's cache cannot be emptied".into())
+                }
+            }
         }
     }
 

@@ -273,6 +273,19 @@ impl Engine for LockWaits {
         }
     }
 
+    /// LockSupport goes back to its own byte code: retransformed with the
+    /// hook passing it unchanged, the JVM takes the original class file.
+    fn detach(&self, run: &Run, jni: Option<&JniEnv>) {
+        if !self.ready.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(jni) = jni
+            && let Err(why) = retransform_lock_support(&run.jvmti.env(), jni)
+        {
+            eprintln!("HPROF ERROR: monitor=y could not restore LockSupport: {why}");
+        }
+    }
+
     fn dump_announcement(&self, _run: &Run) -> &'static str {
         " java.util.concurrent lock contention ..."
     }
