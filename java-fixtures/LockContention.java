@@ -32,6 +32,8 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  *               with a plain Object as the blocker (neither counts)
  *   virtual     as reentrant with virtual threads (JDK 21+, reached
  *               through reflection)
+ *   long <n>    prints READY (flushed), then as reentrant with n
+ *               acquisitions per thread (long enough to attach to)
  *   dumped <profile>
  *               as reentrant with 25 acquisitions per thread, prints
  *               waited1_ns=<total> and PHASE1, waits until <profile> holds a
@@ -227,6 +229,11 @@ public class LockContention {
                 break;
             case "virtual":
                 virtual();
+                break;
+            case "long":
+                System.out.println("READY");
+                System.out.flush();
+                fourTakers(Integer.parseInt(args[1]));
                 break;
             case "dumped":
                 dumped(args[1]);

@@ -212,7 +212,7 @@ fn heap_dump_attached_is_written_at_once_and_read_by_slurp_and_visualvm() {
 }
 
 #[test]
-fn monitor_contention_attached_is_counted_from_the_attach_on() {
+fn monitor_and_lock_contention_attached_are_counted_from_the_attach_on() {
     common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
         let what = format!("monitor=y attached on {}", jdk.label);
         let dir = common::scratch_dir(&format!("attach-monitor-{}", jdk.label));
@@ -237,6 +237,34 @@ fn monitor_contention_attached_is_counted_from_the_attach_on() {
             _ => false,
         });
         assert!(contended, "{what}: no MONITOR TIME row of Contention");
+
+        // java.util.concurrent: LockSupport rewritten at each attach and
+        // restored at each stop; a second profile counts as the first.
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg("LockContention").arg("long").arg("300");
+        let mut target = Spawned::spawn(&mut cmd);
+        target.wait_for_line("READY", READY_WAIT);
+        for file in ["locks-1.txt", "locks-2.txt"] {
+            attach_ok(&dir, target.pid(), &format!("monitor=y,file={file}"), &what);
+            std::thread::sleep(Duration::from_millis(1200));
+            attach_ok(&dir, target.pid(), "stop", &what);
+        }
+        let out = target.wait_timeout(EXIT_WAIT);
+        common::assert_success(&out, &what);
+        assert_eq!(
+            common::printed::<u64>(&common::stdout_text(&out), "acquisitions"),
+            1200
+        );
+        for file in ["locks-1.txt", "locks-2.txt"] {
+            let profile = AsciiProfile::read_whole_file(&dir.join(file));
+            let timed = profile.sections.iter().any(|s| match s {
+                Section::LockTime { rows, .. } => rows.iter().any(|r| {
+                    r.monitor == "java.util.concurrent.locks.ReentrantLock" && r.count > 0
+                }),
+                _ => false,
+            });
+            assert!(timed, "{what}: no LOCK TIME row of ReentrantLock in {file}");
+        }
     });
 }
 
