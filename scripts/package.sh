@@ -68,6 +68,15 @@ for binary in "$OUT/hprof-rs" "$OUT/libhprof_rs.so"; do
     fi
     log "$(basename "$binary"): newest glibc symbol version $newest"
 done
+# A shared library may keep an undefined symbol that glibc 2.17 lacks (the
+# link does not fail): it then carries no version, and loading it on an
+# older glibc fails. Only weak ones are allowed, which the Rust standard
+# library looks up and does without (docs/install.md).
+for binary in "$OUT/hprof-rs" "$OUT/libhprof_rs.so"; do
+    unversioned="$(objdump -T "$binary" | awk '/\*UND\*/ && $2 != "w" && !/GLIBC_/ { print $NF }')"
+    [[ -z "$unversioned" ]] ||
+        die "$binary needs symbols without a glibc version (newer than $GLIBC_FLOOR?): $unversioned"
+done
 objdump -T "$OUT/libhprof_rs.so" | grep -qw Agent_OnLoad ||
     die "$OUT/libhprof_rs.so exports no Agent_OnLoad"
 

@@ -109,19 +109,35 @@ fn glibc_version(token: &str) -> Option<Vec<u32>> {
     digits.split('.').map(|p| p.parse().ok()).collect()
 }
 
-/// The newest `GLIBC_x.y` version among the dynamic symbols `objdump -T` lists.
-fn newest_glibc(binary: &Path) -> Vec<u32> {
+/// The dynamic symbol table, as `objdump -T` prints it.
+fn dynamic_symbols(binary: &Path) -> String {
     let mut cmd = Command::new("objdump");
     cmd.arg("-T").arg(binary);
     let out = cmd.output().unwrap_or_else(|e| {
         panic!("cannot run objdump ({e}): scripts/setup.sh installs it (Debian's binutils)")
     });
     common::assert_success(&out, &format!("objdump -T {}", binary.display()));
-    let text = common::stdout_text(&out);
-    text.split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+    common::stdout_text(&out)
+}
+
+/// The newest `GLIBC_x.y` version among the symbols of `table`.
+fn newest_glibc(table: &str) -> Option<Vec<u32>> {
+    table
+        .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
         .filter_map(glibc_version)
         .max()
-        .unwrap_or_else(|| panic!("{} imports no GLIBC_ symbol:\n{text}", binary.display()))
+}
+
+/// Undefined symbols that are neither weak nor tied to a glibc version: a
+/// function newer than 2.17 used by a shared library (its link does not
+/// fail), which an older glibc cannot resolve.
+fn unversioned_imports(table: &str) -> Vec<&str> {
+    table
+        .lines()
+        .filter(|line| line.contains("*UND*") && !line.contains("GLIBC_"))
+        .filter(|line| line.split_whitespace().nth(1) != Some("w"))
+        .filter_map(|line| line.split_whitespace().last())
+        .collect()
 }
 
 #[test]
@@ -129,12 +145,25 @@ fn both_binaries_need_glibc_2_17_at_most() {
     assert_eq!(glibc_version("GLIBC_2.2.5"), Some(vec![2, 2, 5]));
     assert!(glibc_version("GLIBC_2.34") > glibc_version("GLIBC_2.17"));
     assert!(glibc_version("GLIBC_2.3.4") < glibc_version("GLIBC_2.17"));
+    let sample = "0000000000000000      D  *UND*\t0000000000000000  Base        gettid\n\
+                  0000000000000000  w   D  *UND*\t0000000000000000  Base        statx\n\
+                  0000000000000000      DF *UND*\t0000000000000000 (GLIBC_2.2.5) free\n";
+    assert_eq!(unversioned_imports(sample), ["gettid"]);
+    assert_eq!(newest_glibc(sample), Some(vec![2, 2, 5]));
+
     let folder = unpacked("package-glibc");
     for binary in ["bin/hprof-rs", "lib/libhprof_rs.so", "lib/libhprof.so"] {
-        let newest = newest_glibc(&folder.join(binary));
+        let table = dynamic_symbols(&folder.join(binary));
+        let newest = newest_glibc(&table)
+            .unwrap_or_else(|| panic!("{binary} imports no GLIBC_ symbol:\n{table}"));
         assert!(
             newest.as_slice() <= GLIBC_FLOOR.as_slice(),
             "{binary} needs GLIBC_{newest:?}, newer than 2.17"
+        );
+        assert_eq!(
+            unversioned_imports(&table),
+            Vec::<&str>::new(),
+            "{binary} imports these without a glibc version"
         );
     }
 }
