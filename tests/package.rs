@@ -168,20 +168,22 @@ fn both_binaries_need_glibc_2_17_at_most() {
     }
 }
 
-/// A PATH built from scratch: the JDK's `bin/` and the system's `/usr/bin`
-/// and `/bin`, checked to hold no cargo, rustc or rustup.
+/// Programs whose presence would mean Rust is on the PATH.
+const RUST_TOOLS: [&str; 3] = ["cargo", "rustc", "rustup"];
+
+fn holds_rust(dir: &Path) -> bool {
+    RUST_TOOLS.iter().any(|tool| dir.join(tool).exists())
+}
+
+/// A PATH built from scratch: the JDK's `bin/`, then `/usr/bin` and `/bin`
+/// unless one holds cargo, rustc or rustup (a distribution's Rust).
 fn path_without_rust(jdk: &Jdk) -> OsString {
-    let dirs = [jdk.home().join("bin"), "/usr/bin".into(), "/bin".into()];
-    for dir in &dirs {
-        for tool in ["cargo", "rustc", "rustup"] {
-            assert!(
-                !dir.join(tool).exists(),
-                "{} holds {tool}: this machine cannot show a run without Rust",
-                dir.display()
-            );
-        }
-    }
-    std::env::join_paths(&dirs).expect("a PATH")
+    let jdk_bin = jdk.home().join("bin");
+    assert!(!holds_rust(&jdk_bin), "{} holds Rust", jdk_bin.display());
+    let system = [Path::new("/usr/bin"), Path::new("/bin")];
+    let dirs =
+        std::iter::once(jdk_bin.as_path()).chain(system.into_iter().filter(|d| !holds_rust(d)));
+    std::env::join_paths(dirs).expect("a PATH")
 }
 
 /// `program` run in `workdir` with nothing of this environment but `PATH`.
@@ -261,6 +263,42 @@ fn the_unpacked_archive_profiles_a_fixture_without_rust_on_every_jdk() {
         assert_items_counted(
             &AsciiProfile::read_whole_file(&work.join("direct.txt")),
             "-agentpath:lib/libhprof.so",
+        );
+
+        // cpu=samples (the signal handler, the C fault guard): the hot method first.
+        let mut run = bare_command(&tool, &work, &path);
+        run.args([
+            "run",
+            "cpu=samples,cutoff=0,file=cpu.txt",
+            "--",
+            "java",
+            "-Xshare:auto",
+        ])
+        .arg("-cp")
+        .arg(&classes)
+        .arg("CpuHot");
+        let out = common::run(&mut run);
+        common::assert_success(&out, "bin/hprof-rs run cpu=samples ... java CpuHot");
+        let profile = AsciiProfile::read_whole_file(&work.join("cpu.txt"));
+        let cpu = profile.last_cpu().expect("a CPU SAMPLES block");
+        assert!(
+            cpu.total >= 100,
+            "{} samples for about 2 s of CPU",
+            cpu.total
+        );
+        // Summed over its traces (one per line of the loop), hotA comes first.
+        let (a, b) = (
+            common::cpu_count_in(cpu, "CpuHot.hotA"),
+            common::cpu_count_in(cpu, "CpuHot.hotB"),
+        );
+        assert!(
+            a > b,
+            "hotA {a} must outrank hotB {b}: it does three times the work"
+        );
+        assert!(
+            (a + b) * 100 >= cpu.total * 90,
+            "hotA {a} + hotB {b} is under 90% of {}",
+            cpu.total
         );
 
         let out = common::run(bare_command(&tool, &work, &path).args(["print", "direct.txt"]));
