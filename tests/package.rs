@@ -1,8 +1,8 @@
 //! The release archive of `scripts/package.sh`, used as someone without
 //! Rust would: unpacked into an empty folder, run with a PATH that holds a
 //! JDK and the system's folders but no cargo or rustc, through `bin/hprof-rs
-//! run` and through `java -agentpath:lib/libhprof.so`; and the newest glibc
-//! symbol version each binary needs (2.17 at most, RHEL 7). The archive is
+//! run`, `java -agentpath:lib/libhprof.so` and `-agentlib:hprof`; and the
+//! newest glibc symbol version each binary needs (2.17 at most). The archive is
 //! built once per run of this test binary (cargo-zigbuild: a minute or two).
 //! Also how `hprof-rs agent-path` finds the library, or says it cannot.
 
@@ -263,6 +263,20 @@ fn the_unpacked_archive_profiles_a_fixture_without_rust_on_every_jdk() {
         assert_items_counted(
             &AsciiProfile::read_whole_file(&work.join("direct.txt")),
             "-agentpath:lib/libhprof.so",
+        );
+
+        // -agentlib:hprof finds lib/libhprof.so on LD_LIBRARY_PATH, as HPROF was found.
+        let mut java = bare_command("java", &work, &path);
+        java.env("LD_LIBRARY_PATH", folder.join("lib"))
+            .args(["-Xshare:auto", "-cp"])
+            .arg(&classes)
+            .arg("-agentlib:hprof=heap=sites,cutoff=0,file=agentlib.txt")
+            .arg("AllocSites");
+        let out = common::run(&mut java);
+        common::assert_success(&out, "java -agentlib:hprof ... AllocSites");
+        assert_items_counted(
+            &AsciiProfile::read_whole_file(&work.join("agentlib.txt")),
+            "-agentlib:hprof",
         );
 
         // cpu=samples (the signal handler, the C fault guard): the hot method first.
