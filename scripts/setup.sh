@@ -11,6 +11,9 @@
 #   .cache/py/                                hprof2flamegraph (PyPI)
 #   .cache/bin/stackcollapse-hprof            wrapper around hprof2flamegraph's script
 #   .cache/cargo/bin/hprof-slurp              independent binary-HPROF reader (crates.io)
+#   .cache/zigbuild/                          cargo-zigbuild and ziglang (PyPI), for
+#                                             scripts/package.sh (tests/package.rs); objdump
+#                                             (Debian's binutils) from apt when missing
 #
 # Each step is skipped when its result is already there with the pinned
 # version. Exits non-zero on the first failure.
@@ -184,5 +187,8 @@ else
     [[ -f "$BYTE_BUDDY_JAR" ]] || die "libbyte-buddy-java installed but $BYTE_BUDDY_JAR is missing"
     log "installed libbyte-buddy-java $(dpkg-query -W -f='${Version}' libbyte-buddy-java 2>/dev/null || true)"
 fi
+
+# --- (g) the release archive's tools (scripts/package.sh, tests/package.rs) ----
+bash "$ROOT/scripts/package-tools.sh"
 
 log "done in $((SECONDS - start))s"

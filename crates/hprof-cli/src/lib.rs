@@ -1,6 +1,7 @@
 //! The `hprof-rs` command-line tool: runs programs under the agent and reads
 //! the files it writes.
 
+mod agent_path;
 mod change;
 mod child_signals;
 pub mod collapse;
@@ -45,14 +46,20 @@ enum Command {
         /// Agent options, as after `-agentlib:hprof=` (empty for the defaults).
         #[arg(default_value = "")]
         options: String,
-        /// The agent library to use (default: next to this program, or the
-        /// HPROF_RS_AGENT environment variable).
+        /// The agent library to use (default: the HPROF_RS_AGENT environment
+        /// variable, else the one `hprof-rs agent-path` prints).
         #[arg(long)]
         agent: Option<PathBuf>,
         /// The command to run, after `--`.
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// Print the agent library's absolute path, for
+    /// `java -agentpath:$(hprof-rs agent-path)=heap=sites Main`: HPROF_RS_AGENT,
+    /// else ../lib/libhprof_rs.so beside this program (the release archive,
+    /// scripts/install.sh), else libhprof_rs.so beside it (target/release).
+    /// Exits 1 when there is none.
+    AgentPath,
     /// Decode a binary profile into readable text, or check an ASCII one.
     /// Exits with status 2 and the byte offset on malformed input.
     Print {
@@ -138,6 +145,7 @@ pub fn main() -> i32 {
             agent,
             command,
         } => run::run(&options, agent, &command),
+        Command::AgentPath => agent_path::print_agent_path(),
         Command::Print { file, verbose } => print::print(&file, verbose),
         Command::Collapse { file, what } => commands::collapse(&file, what),
         Command::Flame {
