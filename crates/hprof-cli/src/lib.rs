@@ -1,11 +1,15 @@
 //! The `hprof-rs` command-line tool: runs programs under the agent and reads
 //! the files it writes.
 
+mod apportion;
 mod change;
 mod child_signals;
 pub mod collapse;
 mod command_text;
 mod commands;
+pub mod convert;
+mod convert_pprof;
+mod convert_speedscope;
 pub mod diff;
 pub mod flame;
 mod heap_scan;
@@ -14,6 +18,7 @@ pub mod print;
 pub mod profile;
 mod profile_file;
 mod run;
+pub mod sample_table;
 mod subject;
 pub mod threshold;
 pub mod top;
@@ -102,6 +107,10 @@ enum Command {
     /// Compare two profiles: what grew and shrank, beyond noise. Exits 1 when a
     /// --fail-if threshold is crossed, 2 on unusable input, 0 otherwise.
     Diff(commands::DiffArgs),
+    /// One table of a profile (CPU SAMPLES, CPU TIME, SITES, MONITOR TIME or
+    /// LOCK TIME, ASCII or binary) as pprof (`go tool pprof -http=:8080
+    /// OUT`), speedscope JSON or folded stacks; totals are the file's.
+    Convert(convert::ConvertArgs),
     /// The front end of `net=HOST:PORT`: accepts the agents' connections,
     /// writes each JVM's output to a file of its own (FILE, FILE.1, ...,
     /// mode 0600) and sends them commands from standard input or `hprof-rs
@@ -154,6 +163,7 @@ pub fn main() -> i32 {
             json,
         } => commands::top(&file, what, n, json),
         Command::Diff(args) => commands::diff(args),
+        Command::Convert(args) => commands::exit_status(convert::convert(&args)),
         Command::Listen(args) => listen::listen(args),
         Command::Send {
             port,
