@@ -17,6 +17,7 @@ mod listen;
 pub mod print;
 pub mod profile;
 mod profile_file;
+pub mod report;
 mod run;
 pub mod sample_table;
 mod subject;
@@ -111,6 +112,11 @@ enum Command {
     /// LOCK TIME, ASCII or binary) as pprof (`go tool pprof -http=:8080
     /// OUT`), speedscope JSON or folded stacks; totals are the file's.
     Convert(convert::ConvertArgs),
+    /// One self-contained HTML page (no network) of a profile: flame
+    /// graphs (search, click to zoom), hot methods, allocation sites,
+    /// contention, threads, a heap dump's class histogram; `--diff BASE`
+    /// adds diff's table and a differential flame graph. Open OUT in a browser.
+    Report(report::ReportArgs),
     /// The front end of `net=HOST:PORT`: accepts the agents' connections,
     /// writes each JVM's output to a file of its own (FILE, FILE.1, ...,
     /// mode 0600) and sends them commands from standard input or `hprof-rs
@@ -164,6 +170,7 @@ pub fn main() -> i32 {
         } => commands::top(&file, what, n, json),
         Command::Diff(args) => commands::diff(args),
         Command::Convert(args) => commands::exit_status(convert::convert(&args)),
+        Command::Report(args) => commands::exit_status(report::report(&args)),
         Command::Listen(args) => listen::listen(args),
         Command::Send {
             port,
