@@ -240,7 +240,7 @@ fn threads_by_cost(data: &mut Data, samples: &Samples, total: u64) {
 
 fn sites(data: &mut Data, profile: &Profile) {
     let mut sites: Vec<&profile::Site> = profile.sites.iter().flatten().collect();
-    sites.sort_by(|a, b| b.allocated_bytes.cmp(&a.allocated_bytes));
+    sites.sort_by_key(|s| std::cmp::Reverse(s.allocated_bytes));
     let total: u64 = sites
         .iter()
         .fold(0, |s, x| s.saturating_add(x.allocated_bytes));
@@ -282,7 +282,7 @@ fn sites(data: &mut Data, profile: &Profile) {
 
 fn contention(data: &mut Data, samples: &Samples, total: u64) {
     let mut rows: Vec<_> = samples.samples.iter().collect();
-    rows.sort_by(|a, b| b.values[1].cmp(&a.values[1]));
+    rows.sort_by_key(|s| std::cmp::Reverse(s.values[1]));
     let of = rows.len();
     let rows = rows
         .iter()
