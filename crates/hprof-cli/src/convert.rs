@@ -77,14 +77,19 @@ fn open_output(output: Option<&Path>, binary: bool) -> Result<Box<dyn Write>, St
     }
 }
 
-/// Runs `convert`; the error is the one line to print.
-pub fn convert(args: &ConvertArgs) -> Result<(), String> {
-    let profile = profile::read_file(&args.file).map_err(|e| e.0)?;
-    let table = sample_table::choose(&profile, args.what)?;
-    let samples = sample_table::samples(&profile, table, args.interval);
-    let mut out = open_output(args.output.as_deref(), args.to == Target::Pprof)?;
-    let name = args.file.display().to_string();
-    match args.to {
+/// `profile`'s table `table` (default: the first it holds) in `target`'s
+/// format; `name` names the source in the output.
+pub fn to_bytes(
+    profile: &profile::Profile,
+    target: Target,
+    table: Option<Table>,
+    interval_ms: u64,
+    name: &str,
+) -> Result<Vec<u8>, String> {
+    let table = sample_table::choose(profile, table)?;
+    let samples = sample_table::samples(profile, table, interval_ms);
+    let mut out = Vec::new();
+    match target {
         Target::Pprof => {
             let comments = [
                 profile.header.clone(),
@@ -92,12 +97,19 @@ pub fn convert(args: &ConvertArgs) -> Result<(), String> {
             ];
             convert_pprof::write(&samples, &comments, &mut out)?
         }
-        Target::Speedscope => convert_speedscope::write(&samples, &name, &mut out)?,
-        Target::Collapsed => out
-            .write_all(folded(&profile, &samples).as_bytes())
-            .map_err(|e| format!("cannot write the output: {e}"))?,
+        Target::Speedscope => convert_speedscope::write(&samples, name, &mut out)?,
+        Target::Collapsed => out = folded(profile, &samples).into_bytes(),
     }
-    match out.flush() {
+    Ok(out)
+}
+
+/// Runs `convert`; the error is the one line to print.
+pub fn convert(args: &ConvertArgs) -> Result<(), String> {
+    let profile = profile::read_file(&args.file).map_err(|e| e.0)?;
+    let name = args.file.display().to_string();
+    let bytes = to_bytes(&profile, args.to, args.what, args.interval, &name)?;
+    let mut out = open_output(args.output.as_deref(), args.to == Target::Pprof)?;
+    match out.write_all(&bytes).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             Err(format!("cannot write the output: {e}"))
         }
