@@ -99,13 +99,24 @@ pub struct Site {
 pub struct ClassCount {
     pub instances: u64,
     pub bytes: u64,
+    /// The shallow bytes of the biggest single object (for arrays: the
+    /// biggest array of the class).
+    pub largest: u64,
 }
 
 impl ClassCount {
-    /// Adds objects, saturating: sizes read from a damaged file may be huge.
-    fn add(&mut self, instances: u64, bytes: u64) {
-        self.instances = self.instances.saturating_add(instances);
+    /// Adds one object, saturating: sizes read from a damaged file may be huge.
+    fn add_object(&mut self, bytes: u64) {
+        self.instances = self.instances.saturating_add(1);
         self.bytes = self.bytes.saturating_add(bytes);
+        self.largest = self.largest.max(bytes);
+    }
+
+    /// Adds the objects counted in `other`.
+    fn merge(&mut self, other: &ClassCount) {
+        self.instances = self.instances.saturating_add(other.instances);
+        self.bytes = self.bytes.saturating_add(other.bytes);
+        self.largest = self.largest.max(other.largest);
     }
 }
 
@@ -485,7 +496,7 @@ pub fn read_ascii(text: &[u8]) -> Result<Profile, ParseError> {
                         _ => continue,
                     };
                     let count = histogram.entry(class).or_default();
-                    count.add(1, size);
+                    count.add_object(size);
                 }
             }
             _ => {}
@@ -634,7 +645,7 @@ fn count_heap_dump(
         length,
         header.id_size,
         body_offset,
-        |(key, bytes)| histogram.entry(key).or_default().add(1, bytes),
+        |(key, bytes)| histogram.entry(key).or_default().add_object(bytes),
     )
 }
 
@@ -705,7 +716,7 @@ fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
                     .map_or_else(|| format!("class@{key:#x}"), |n| loaded_class_name(text(n)))
             };
             let merged = named.entry(name).or_default();
-            merged.add(count.instances, count.bytes);
+            merged.merge(count);
         }
         named
     });

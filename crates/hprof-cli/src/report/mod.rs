@@ -333,13 +333,26 @@ fn heap(data: &mut Data, profile: &Profile) {
         cut_note(ROWS.min(of), of)
     );
     data.table("HEAP DUMP: class histogram", note, &columns, rows);
-    let arrays: Vec<_> = classes.iter().filter(|c| c.0.ends_with("[]")).collect();
+    let mut arrays: Vec<_> = classes.iter().filter(|c| c.0.ends_with("[]")).collect();
+    arrays.sort_by(|a, b| b.1.largest.cmp(&a.1.largest).then(a.0.cmp(b.0)));
     let of = arrays.len();
-    let rows = arrays.iter().take(ROWS).map(|c| row(c)).collect();
+    let rows = arrays
+        .iter()
+        .take(ROWS)
+        .map(|(name, count)| {
+            vec![
+                json!(name),
+                json!(count.largest),
+                json!(count.instances),
+                json!(count.bytes),
+            ]
+        })
+        .collect();
     let note = format!(
-        "{}: array classes by shallow bytes",
+        "{}: array classes by their biggest array",
         cut_note(ROWS.min(of), of)
     );
+    let columns = ["array class", "biggest array bytes", "arrays", "all bytes"];
     data.table("HEAP DUMP: biggest arrays", note, &columns, rows);
 }
 
