@@ -90,16 +90,17 @@ struct Function {
 /// Builds the tables of one profile message: strings, functions and
 /// locations each stored once, ids from 1 (0 means none in pprof).
 #[derive(Default)]
-struct Builder {
+struct Builder<'a> {
     strings: HashMap<String, i64>,
     string_table: Vec<String>,
-    functions: HashMap<(String, Option<String>), u64>,
+    /// (name, file) -> function id, names borrowed from the profile.
+    functions: HashMap<(&'a str, Option<&'a str>), u64>,
     function_list: Vec<Function>,
     locations: HashMap<(u64, i64), u64>,
     location_list: Vec<Location>,
 }
 
-impl Builder {
+impl<'a> Builder<'a> {
     fn new() -> Self {
         let mut builder = Builder::default();
         // pprof requires the empty string at index 0.
@@ -124,8 +125,8 @@ impl Builder {
         }
     }
 
-    fn function(&mut self, name: &str, file: Option<&str>) -> u64 {
-        let key = (name.to_owned(), file.map(str::to_owned));
+    fn function(&mut self, name: &'a str, file: Option<&'a str>) -> u64 {
+        let key = (name, file);
         if let Some(&id) = self.functions.get(&key) {
             return id;
         }
@@ -142,7 +143,7 @@ impl Builder {
         id
     }
 
-    fn location(&mut self, name: &str, file: Option<&str>, line: Option<u32>) -> u64 {
+    fn location(&mut self, name: &'a str, file: Option<&'a str>, line: Option<u32>) -> u64 {
         let function_id = self.function(name, file);
         let line = line.map_or(0, i64::from);
         if let Some(&id) = self.locations.get(&(function_id, line)) {
@@ -173,7 +174,7 @@ fn message(samples: &Samples, comments: &[String]) -> PprofProfile {
     let mut out = Vec::with_capacity(samples.samples.len());
     for sample in &samples.samples {
         let mut location_id = Vec::with_capacity(sample.frames.len() + 1);
-        if let Some(leaf) = &sample.leaf {
+        if let Some(leaf) = sample.leaf {
             location_id.push(b.location(leaf, None, None));
         }
         for (at, frame) in sample.frames.iter().enumerate() {
@@ -185,7 +186,11 @@ fn message(samples: &Samples, comments: &[String]) -> PprofProfile {
             location_id.push(b.location(super::collapse::EMPTY_TRACE, None, None));
         }
         let mut label = Vec::new();
-        for (key, text) in [(thread_key, &sample.thread), (monitor_key, &sample.monitor)] {
+        let labels = [
+            (thread_key, sample.thread.as_deref()),
+            (monitor_key, sample.monitor),
+        ];
+        for (key, text) in labels {
             if let Some(text) = text {
                 let str = b.string(text);
                 label.push(Label { key, str });

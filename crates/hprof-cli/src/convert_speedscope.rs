@@ -13,10 +13,10 @@ use std::io::Write;
 const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
 
 #[derive(Serialize)]
-struct File {
+struct File<'a> {
     #[serde(rename = "$schema")]
     schema: &'static str,
-    shared: Shared,
+    shared: Shared<'a>,
     profiles: Vec<Profile>,
     name: String,
     #[serde(rename = "activeProfileIndex")]
@@ -25,15 +25,16 @@ struct File {
 }
 
 #[derive(Serialize)]
-struct Shared {
-    frames: Vec<Frame>,
+struct Shared<'a> {
+    frames: Vec<Frame<'a>>,
 }
 
-#[derive(Serialize, PartialEq, Eq, Hash, Clone)]
-struct Frame {
-    name: String,
+/// A frame, its names borrowed from the profile.
+#[derive(Serialize, PartialEq, Eq, Hash, Clone, Copy)]
+struct Frame<'a> {
+    name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    file: Option<String>,
+    file: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     line: Option<u32>,
 }
@@ -65,27 +66,27 @@ fn unit(table: Table) -> &'static str {
 
 /// Frames stored once, by index.
 #[derive(Default)]
-struct Frames {
-    index: HashMap<Frame, usize>,
-    list: Vec<Frame>,
+struct Frames<'a> {
+    index: HashMap<Frame<'a>, usize>,
+    list: Vec<Frame<'a>>,
 }
 
-impl Frames {
-    fn add(&mut self, frame: Frame) -> usize {
+impl<'a> Frames<'a> {
+    fn add(&mut self, frame: Frame<'a>) -> usize {
         if let Some(&at) = self.index.get(&frame) {
             return at;
         }
-        self.list.push(frame.clone());
+        self.list.push(frame);
         self.index.insert(frame, self.list.len() - 1);
         self.list.len() - 1
     }
 }
 
 /// The speedscope document of `samples`, named `name`.
-fn document(samples: &Samples, name: &str) -> File {
+fn document<'a>(samples: &'a Samples, name: &str) -> File<'a> {
     let mut frames = Frames::default();
     // Thread name (or the table's title when there are none) -> profile.
-    let mut by_thread: BTreeMap<String, Profile> = BTreeMap::new();
+    let mut by_thread: BTreeMap<&str, Profile> = BTreeMap::new();
     for sample in &samples.samples {
         let weight = sample.values[samples.main];
         if weight == 0 {
@@ -99,8 +100,8 @@ fn document(samples: &Samples, name: &str) -> File {
             .map(|(at, frame)| {
                 let source = sample.sources.get(at);
                 frames.add(Frame {
-                    name: frame.clone(),
-                    file: source.and_then(|s| s.file.clone()),
+                    name: frame,
+                    file: source.and_then(|s| s.file.as_deref()),
                     line: source.and_then(|s| s.line),
                 })
             })
@@ -108,11 +109,11 @@ fn document(samples: &Samples, name: &str) -> File {
         if sample.frames.is_empty() {
             stack.push(frames.add(plain(super::collapse::EMPTY_TRACE)));
         }
-        if let Some(leaf) = &sample.leaf {
+        if let Some(leaf) = sample.leaf {
             stack.push(frames.add(plain(leaf)));
         }
-        let thread = sample.thread.clone().unwrap_or_default();
-        let profile = by_thread.entry(thread.clone()).or_insert_with(|| Profile {
+        let thread = sample.thread.as_deref().unwrap_or("");
+        let profile = by_thread.entry(thread).or_insert_with(|| Profile {
             kind: "sampled",
             name: if thread.is_empty() {
                 samples.table.title().to_owned()
@@ -141,9 +142,9 @@ fn document(samples: &Samples, name: &str) -> File {
     }
 }
 
-fn plain(name: &str) -> Frame {
+fn plain(name: &str) -> Frame<'_> {
     Frame {
-        name: name.to_owned(),
+        name,
         file: None,
         line: None,
     }
@@ -183,7 +184,7 @@ CPU SAMPLES END\n";
         assert_eq!(main.name, "CPU SAMPLES (main)");
         let names: Vec<&str> = main.samples[0]
             .iter()
-            .map(|&i| file.shared.frames[i].name.as_str())
+            .map(|&i| file.shared.frames[i].name)
             .collect();
         assert_eq!(names, ["Hot.main", "Hot.leaf"]);
         // The same frame at the same line is stored once.

@@ -317,7 +317,12 @@ pub fn read_file(path: &Path) -> Result<Profile, ReadError> {
     };
     match profile_file::open(path) {
         Ok(Contents::Binary(input)) => read_binary(input).map_err(located),
-        Ok(Contents::Ascii(text)) => read_ascii(&text).map_err(located),
+        Ok(Contents::Ascii(text)) => {
+            let sections = ascii::reader::parse_file(&text).map_err(located)?;
+            // The text is no longer needed: freed before the stacks are named.
+            drop(text);
+            Ok(from_sections(sections))
+        }
         Err(OpenError::Malformed(e)) => Err(located(e)),
         Err(OpenError::Io(e)) => Err(ReadError(format!("{}: {e}", path.display()))),
     }
@@ -394,7 +399,11 @@ pub fn stable_class_name(name: &str) -> String {
 
 /// Reads an ASCII profile held in memory.
 pub fn read_ascii(text: &[u8]) -> Result<Profile, ParseError> {
-    let sections = ascii::reader::parse_file(text)?;
+    Ok(from_sections(ascii::reader::parse_file(text)?))
+}
+
+/// The profile of an ASCII file's sections.
+fn from_sections(sections: Vec<Section>) -> Profile {
     let mut traces: HashMap<u32, Vec<String>> = HashMap::new();
     let mut profile = Profile::default();
     for section in &sections {
@@ -502,7 +511,7 @@ pub fn read_ascii(text: &[u8]) -> Result<Profile, ParseError> {
             _ => {}
         }
     }
-    Ok(profile)
+    profile
 }
 
 /// A LOAD CLASS name as a dotted Java name: the agent writes dotted names,

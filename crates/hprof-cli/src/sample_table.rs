@@ -3,7 +3,8 @@
 //! each a stack with the thread it ran on and one value per kind of cost,
 //! and the table's totals, which the file states and the samples sum to.
 
-use super::profile::{Profile, SourceLine, Weighted, What};
+use super::profile::{Profile, SourceLine, Weighted};
+use std::borrow::Cow;
 
 /// Which table of the file to convert.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -54,30 +55,31 @@ const fn kind(name: &'static str, unit: &'static str) -> Kind {
     Kind { name, unit }
 }
 
-/// One stack and its values, one per [`Samples::kinds`].
+/// One stack and its values, one per [`Samples::kinds`]; names are
+/// borrowed from the profile (a big file has millions of frames).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sample {
+pub struct Sample<'a> {
     /// `class.method` frames, innermost first.
-    pub frames: Vec<String>,
+    pub frames: Cow<'a, [String]>,
     /// Source file and line of each frame (may be shorter: unknown).
-    pub sources: Vec<SourceLine>,
+    pub sources: &'a [SourceLine],
     /// Drawn as the innermost frame: the allocated class of a site.
-    pub leaf: Option<String>,
+    pub leaf: Option<&'a str>,
     /// The thread's name, with `thread=y`.
-    pub thread: Option<String>,
+    pub thread: Option<Cow<'a, str>>,
     /// The monitor's or lock's class, for contention.
-    pub monitor: Option<String>,
+    pub monitor: Option<&'a str>,
     pub values: Vec<u64>,
 }
 
 /// One table of a profile as samples.
 #[derive(Debug, Clone)]
-pub struct Samples {
+pub struct Samples<'a> {
     pub table: Table,
     pub kinds: Vec<Kind>,
     /// The kind speedscope and the report weigh stacks by.
     pub main: usize,
-    pub samples: Vec<Sample>,
+    pub samples: Vec<Sample<'a>>,
     /// The table's totals as the file states them, one per kind.
     pub totals: Vec<u64>,
     /// pprof's sampling period: CPU SAMPLES' interval in nanoseconds.
@@ -89,6 +91,9 @@ pub struct Samples {
 pub const BELOW_CUTOFF: &str = "[rows below the cutoff]";
 
 const NS_PER_MS: u64 = 1_000_000;
+
+/// A CPU table that is not there: no rows, a total of 0.
+static NO_STACKS: (Vec<Weighted>, u64) = (Vec::new(), 0);
 
 /// The tables `profile` holds, in the order `convert` picks the first of.
 pub fn available(profile: &Profile) -> Vec<Table> {
@@ -118,28 +123,26 @@ pub fn choose(profile: &Profile, table: Option<Table>) -> Result<Table, String> 
     }
 }
 
-fn thread_of(profile: &Profile, trace: u32) -> Option<String> {
+fn thread_of(profile: &Profile, trace: u32) -> Option<Cow<'_, str>> {
     let serial = profile.traces.get(&trace)?.thread?;
-    Some(
-        profile
-            .threads
-            .get(&serial)
-            .cloned()
-            .unwrap_or_else(|| format!("thread {serial}")),
-    )
+    Some(profile.threads.get(&serial).map_or_else(
+        || Cow::Owned(format!("thread {serial}")),
+        |name| Cow::Borrowed(name.as_str()),
+    ))
 }
 
-fn sources_of(profile: &Profile, trace: u32) -> Vec<SourceLine> {
-    profile
-        .traces
-        .get(&trace)
-        .map(|t| t.sources.clone())
-        .unwrap_or_default()
+fn sources_of(profile: &Profile, trace: u32) -> &[SourceLine] {
+    profile.traces.get(&trace).map_or(&[], |t| &t.sources)
 }
 
-fn sample(profile: &Profile, frames: &[String], trace: u32, values: Vec<u64>) -> Sample {
+fn sample<'a>(
+    profile: &'a Profile,
+    frames: Cow<'a, [String]>,
+    trace: u32,
+    values: Vec<u64>,
+) -> Sample<'a> {
     Sample {
-        frames: frames.to_vec(),
+        frames,
         sources: sources_of(profile, trace),
         leaf: None,
         thread: thread_of(profile, trace),
@@ -154,29 +157,25 @@ fn sum(values: impl Iterator<Item = u64>) -> u64 {
 
 /// The table `table` of `profile` as samples; `interval_ms` is the CPU
 /// sampling interval (neither file format records it).
-pub fn samples(profile: &Profile, table: Table, interval_ms: u64) -> Samples {
+pub fn samples(profile: &Profile, table: Table, interval_ms: u64) -> Samples<'_> {
     let interval_ns = interval_ms.saturating_mul(NS_PER_MS);
     match table {
         Table::Cpu => {
-            let stacks = profile.stacks(What::Cpu);
-            let total = profile.total(What::Cpu);
+            let (stacks, total) = profile.samples.as_ref().unwrap_or(&NO_STACKS);
+            let total = *total;
             let mut samples: Vec<Sample> = stacks
                 .iter()
                 .map(|w| {
                     let values = vec![w.value, w.value.saturating_mul(interval_ns)];
-                    sample(profile, &w.frames, w.trace, values)
+                    sample(profile, Cow::Borrowed(&w.frames), w.trace, values)
                 })
                 .collect();
             let listed = sum(stacks.iter().map(|w| w.value));
             if listed < total {
                 let rest = total - listed;
-                let frames = [BELOW_CUTOFF.to_owned()];
-                samples.push(sample(
-                    profile,
-                    &frames,
-                    0,
-                    vec![rest, rest.saturating_mul(interval_ns)],
-                ));
+                let frames = Cow::Owned(vec![BELOW_CUTOFF.to_owned()]);
+                let values = vec![rest, rest.saturating_mul(interval_ns)];
+                samples.push(sample(profile, frames, 0, values));
             }
             Samples {
                 table,
@@ -191,11 +190,11 @@ pub fn samples(profile: &Profile, table: Table, interval_ms: u64) -> Samples {
             }
         }
         Table::Time => {
-            let stacks = profile.stacks(What::Time);
+            let (stacks, total) = profile.times.as_ref().unwrap_or(&NO_STACKS);
             let value = |w: &Weighted| vec![w.calls, w.value.saturating_mul(NS_PER_MS)];
             let samples: Vec<Sample> = stacks
                 .iter()
-                .map(|w| sample(profile, &w.frames, w.trace, value(w)))
+                .map(|w| sample(profile, Cow::Borrowed(&w.frames), w.trace, value(w)))
                 .collect();
             Samples {
                 table,
@@ -203,7 +202,7 @@ pub fn samples(profile: &Profile, table: Table, interval_ms: u64) -> Samples {
                 main: 1,
                 totals: vec![
                     sum(stacks.iter().map(|w| w.calls)),
-                    profile.total(What::Time).saturating_mul(NS_PER_MS),
+                    total.saturating_mul(NS_PER_MS),
                 ],
                 samples,
                 period: None,
@@ -220,8 +219,8 @@ pub fn samples(profile: &Profile, table: Table, interval_ms: u64) -> Samples {
                         s.live_objects,
                         s.live_bytes,
                     ];
-                    let mut one = sample(profile, &s.frames, s.trace, values);
-                    one.leaf = Some(s.class.clone());
+                    let mut one = sample(profile, Cow::Borrowed(&s.frames), s.trace, values);
+                    one.leaf = Some(&s.class);
                     one
                 })
                 .collect();
@@ -253,8 +252,8 @@ pub fn samples(profile: &Profile, table: Table, interval_ms: u64) -> Samples {
                 .iter()
                 .map(|r| {
                     let values = vec![r.count, r.delay_ms.saturating_mul(NS_PER_MS)];
-                    let mut one = sample(profile, &r.frames, r.trace, values);
-                    one.monitor = Some(r.monitor.clone());
+                    let mut one = sample(profile, Cow::Borrowed(&r.frames), r.trace, values);
+                    one.monitor = Some(&r.monitor);
                     one
                 })
                 .collect();
@@ -274,10 +273,10 @@ pub fn samples(profile: &Profile, table: Table, interval_ms: u64) -> Samples {
     }
 }
 
-impl Samples {
+impl Samples<'_> {
     /// The frames of a sample root first, the leaf (if any) last: the order
     /// of folded stacks and speedscope.
-    pub fn root_first(sample: &Sample) -> Vec<&str> {
+    pub fn root_first<'s>(sample: &'s Sample) -> Vec<&'s str> {
         let mut frames: Vec<&str> = sample.frames.iter().rev().map(String::as_str).collect();
         if frames.is_empty() {
             frames.push(super::collapse::EMPTY_TRACE);

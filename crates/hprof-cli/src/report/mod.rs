@@ -174,6 +174,16 @@ fn add_table(data: &mut Data, profile: &Profile, samples: &Samples) {
     }
 }
 
+/// The CPU SAMPLES or CPU TIME stacks, borrowed.
+fn stacks_of(profile: &Profile, what: What) -> &[profile::Weighted] {
+    let table = if what == What::Cpu {
+        &profile.samples
+    } else {
+        &profile.times
+    };
+    table.as_ref().map_or(&[], |t| &t.0)
+}
+
 fn hot_methods(
     data: &mut Data,
     profile: &Profile,
@@ -182,7 +192,7 @@ fn hot_methods(
     total: u64,
     unit: &str,
 ) {
-    let mut costs: Vec<top::MethodCost> = top::method_costs(&profile.stacks(what))
+    let mut costs: Vec<top::MethodCost> = top::method_costs(stacks_of(profile, what))
         .into_values()
         .collect();
     costs.sort_by(|a, b| (b.self_cost, b.total, &a.method).cmp(&(a.self_cost, a.total, &b.method)));
@@ -290,7 +300,7 @@ fn contention(data: &mut Data, samples: &Samples, total: u64) {
         .map(|s| {
             let ms = s.values[1] / NS_PER_MS;
             vec![
-                json!(s.monitor.as_deref().unwrap_or("")),
+                json!(s.monitor.unwrap_or("")),
                 json!(
                     s.frames
                         .first()

@@ -29,7 +29,11 @@ impl Tree {
         node.value = node.value.saturating_add(value);
         node.base = node.base.saturating_add(base);
         for frame in stack {
-            node = node.children.entry((*frame).to_owned()).or_default();
+            // Looked up before it is copied: most frames are already there.
+            if !node.children.contains_key(*frame) {
+                node.children.insert((*frame).to_owned(), Tree::default());
+            }
+            node = node.children.get_mut(*frame).expect("inserted above");
             node.value = node.value.saturating_add(value);
             node.base = node.base.saturating_add(base);
         }
