@@ -445,7 +445,12 @@ fn speedscope_has_the_schemas_fields_a_profile_per_thread_and_the_files_totals()
 
 /// Headless Chromium: the DOM after the page's script ran, and a screenshot.
 fn chromium(page: &Path, dir: &Path) -> String {
-    let url = format!("file://{}", page.display());
+    chromium_at(page, "", dir)
+}
+
+/// [`chromium`] with `fragment` (`#search=...`) after the page's address.
+fn chromium_at(page: &Path, fragment: &str, dir: &Path) -> String {
+    let url = format!("file://{}{fragment}", page.display());
     let run = |extra: &[&str]| {
         let mut cmd = Command::new("chromium");
         cmd.args([
@@ -525,6 +530,18 @@ fn chromium_draws_the_report_with_hot_method_top_site_and_top_class() {
         assert!(
             dom.contains("class=\"frame\"") && dom.contains(">CpuHot.hotA</div>"),
             "{label}: flame graph"
+        );
+        // Search marks hotB's box and gives its share; zoom makes hotB's
+        // caller the graph's full-width top box.
+        let dom = chromium_at(&page, "#search=hotB&zoom=CpuHot.lambda%24main%244", &dir);
+        assert!(
+            dom.contains("class=\"frame hit\"") && dom.contains("matched: "),
+            "{label}: search"
+        );
+        let top_box = dom.split("<div class=\"frame").nth(1).expect("a box");
+        assert!(
+            top_box.contains("left: 0%; width: 100%") && top_box.contains(">CpuHot.lambda$main$4<"),
+            "{label}: zoom: {top_box}"
         );
 
         let sites = alloc_sites(jdk, &dir);

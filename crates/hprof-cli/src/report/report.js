@@ -8,6 +8,14 @@
   const report = document.getElementById("report");
   const contents = document.getElementById("contents");
   const ROW = 17;
+  // `#search=TEXT` and `#zoom=NAME` in the page's address fill the search
+  // box and zoom into the first frame so named, in every flame graph: a
+  // link can show one frame, and a headless browser can check both.
+  const asked = {};
+  for (const part of location.hash.replace(/^#/, "").split("&")) {
+    const at = part.indexOf("=");
+    if (at > 0) asked[part.slice(0, at)] = decodeURIComponent(part.slice(at + 1));
+  }
 
   document.getElementById("header").textContent =
     data.header + (data.options ? " \u2014 " + data.options : "");
@@ -151,6 +159,18 @@
         : "";
     }
 
+    function find(node, name) {
+      if (names[node[0]] === name) return [node];
+      for (const c of node[3]) {
+        const path = find(c, name);
+        if (path) return [node].concat(path);
+      }
+      return null;
+    }
+
+    if (asked.search) search.value = asked.search;
+    const path = asked.zoom ? find(flame.root, asked.zoom) : null;
+    if (path) zoomed.push.apply(zoomed, path.slice(1));
     search.addEventListener("input", render);
     reset.addEventListener("click", function () {
       zoomed.length = 1;
