@@ -512,3 +512,68 @@ pub fn page_of(profile: &Profile) -> Result<String, String> {
     };
     build(&args, profile, None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{ClassCount, Weighted};
+    use std::collections::HashMap;
+
+    /// A profile whose names try to end the script, put an address in the
+    /// page and fill the template's places.
+    fn hostile() -> Profile {
+        let stack = Weighted {
+            frames: vec![
+                "</script><img src=x>.m".into(),
+                "http://example.invalid/{{DATA}}.main".into(),
+            ],
+            class: None,
+            value: 5,
+            trace: 1,
+            calls: 0,
+        };
+        let mut histogram = HashMap::new();
+        histogram.insert("https://x/{{SCRIPT}}[]".to_owned(), ClassCount::default());
+        Profile {
+            header: "JAVA PROFILE 1.0.1, created <b>".into(),
+            samples: Some((vec![stack], 5)),
+            histogram: Some(histogram),
+            ..Profile::default()
+        }
+    }
+
+    #[test]
+    fn names_cannot_end_the_script_or_put_an_address_in_the_page() {
+        let page = page_of(&hostile()).unwrap();
+        assert!(!page.contains("http://") && !page.contains("https://"));
+        assert!(!page.contains("</script><img"));
+        assert_eq!(
+            page.matches("</script>").count(),
+            2,
+            "the page's own two scripts"
+        );
+        // Filled in one pass: the names' places are left as text.
+        assert_eq!(page.matches(SCRIPT).count(), 1);
+        assert_eq!(page.matches("type=\"application/json\"").count(), 1);
+        // The names are still there, as JSON escapes the browser decodes.
+        assert!(page.contains(r"\u003c\/script>\u003cimg src=x>.m"));
+        let json_start = page.find("id=\"data\">").unwrap() + "id=\"data\">".len();
+        let json_end = json_start + page[json_start..].find("</script>").unwrap();
+        let data: serde_json::Value = serde_json::from_str(&page[json_start..json_end]).unwrap();
+        let names: Vec<&str> = data["names"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap())
+            .collect();
+        assert!(
+            names.contains(&"http://example.invalid/{{DATA}}.main"),
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn a_profile_without_tables_is_an_error() {
+        assert!(page_of(&Profile::default()).is_err());
+    }
+}
