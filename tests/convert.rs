@@ -602,6 +602,96 @@ fn chromium_draws_the_report_with_hot_method_top_site_and_top_class() {
     });
 }
 
+/// The class with the most shallow bytes in a binary heap dump, read with
+/// the format crate's whole-file parser: instance field bytes, array
+/// elements.
+fn top_class_of_binary_dump(path: &Path) -> String {
+    use hprof_rs::format::binary::{HeapRecord, PrimitiveArray};
+    let parsed = hprof_rs::format::binary::reader::parse(&fs::read(path).unwrap()).unwrap();
+    let id_size = u64::from(parsed.header.id_size);
+    let mut utf8 = HashMap::new();
+    let mut class_names = HashMap::new();
+    let mut bytes: HashMap<String, u64> = HashMap::new();
+    for record in &parsed.records {
+        match &record.body {
+            RecordBody::Utf8 { id, text } => {
+                utf8.insert(*id, String::from_utf8_lossy(text).into_owned());
+            }
+            RecordBody::LoadClass {
+                class_id, name_id, ..
+            } => {
+                class_names.insert(*class_id, *name_id);
+            }
+            _ => {}
+        }
+    }
+    let name_of = |class_id: &u64| {
+        let raw = &utf8[&class_names[class_id]];
+        if raw.starts_with('[') {
+            hprof_rs::format::names::signature_to_name(raw)
+        } else {
+            raw.replace('/', ".")
+        }
+    };
+    for record in &parsed.records {
+        let (RecordBody::HeapDump(heap) | RecordBody::HeapDumpSegment(heap)) = &record.body else {
+            continue;
+        };
+        for object in heap {
+            let (class, size) = match object {
+                HeapRecord::InstanceDump {
+                    class_id, values, ..
+                } => (name_of(class_id), values.len() as u64),
+                HeapRecord::ObjectArrayDump {
+                    array_class_id,
+                    elements,
+                    ..
+                } => (name_of(array_class_id), elements.len() as u64 * id_size),
+                HeapRecord::PrimitiveArrayDump { elements, .. } => match elements {
+                    PrimitiveArray::Byte(e) => ("byte[]".to_owned(), e.len() as u64),
+                    PrimitiveArray::Boolean(e) => ("boolean[]".to_owned(), e.len() as u64),
+                    PrimitiveArray::Char(e) => ("char[]".to_owned(), 2 * e.len() as u64),
+                    PrimitiveArray::Short(e) => ("short[]".to_owned(), 2 * e.len() as u64),
+                    PrimitiveArray::Int(e) => ("int[]".to_owned(), 4 * e.len() as u64),
+                    PrimitiveArray::Float(e) => ("float[]".to_owned(), 4 * e.len() as u64),
+                    PrimitiveArray::Long(e) => ("long[]".to_owned(), 8 * e.len() as u64),
+                    PrimitiveArray::Double(e) => ("double[]".to_owned(), 8 * e.len() as u64),
+                },
+                _ => continue,
+            };
+            *bytes.entry(class).or_default() += size;
+        }
+    }
+    bytes
+        .into_iter()
+        .max_by_key(|(_, b)| *b)
+        .map(|(c, _)| c)
+        .expect("objects")
+}
+
+#[test]
+fn chromium_draws_the_class_histogram_of_a_binary_heap_dump() {
+    common::on_each(&common::jdks_of(&JDKS), |jdk| {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("report-binary-dump-{label}"));
+        let dump = profile(
+            jdk,
+            &dir,
+            "heap=dump,format=b",
+            "dump.hprof",
+            &["HeapGraph", "0"],
+        );
+        let (page, _) = report(&dump, &[]);
+        let dom = chromium(&page, &dir);
+        let expected = top_class_of_binary_dump(&dump);
+        assert_eq!(
+            first_cell(&dom, "HEAP DUMP: class histogram"),
+            expected,
+            "{label}"
+        );
+    });
+}
+
 #[test]
 fn report_with_diff_shows_the_diff_table_and_a_differential_flame_graph() {
     common::on_each(&common::jdks_of(&JDKS), |jdk| {
