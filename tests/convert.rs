@@ -716,3 +716,82 @@ fn report_with_diff_shows_the_diff_table_and_a_differential_flame_graph() {
         );
     });
 }
+
+#[test]
+fn unusable_input_gives_one_line_and_exit_2() {
+    let dir = common::scratch_dir("convert-unusable");
+    let not_profile = dir.join("notes.txt");
+    fs::write(&not_profile, "just some text\n").unwrap();
+    let cpu_only = dir.join("cpu.txt");
+    fs::write(
+        &cpu_only,
+        "JAVA PROFILE 1.0.1, created Thu Nov  2 17:11:21 2017\n\n--------\n\n\
+TRACE 300001:\n\tHot.leaf(Hot.java:5)\n\
+CPU SAMPLES BEGIN (total = 3) Thu Nov  2 17:11:22 2017\n\
+rank   self  accum   count trace method\n\
+   1 100.00% 100.00%       3 300001 Hot.leaf\n\
+CPU SAMPLES END\n",
+    )
+    .unwrap();
+    let out = |name: &str| path(&dir.join(name)).to_owned();
+    let cases: [(Vec<String>, &str); 4] = [
+        (
+            vec![
+                "convert".into(),
+                path(&not_profile).into(),
+                "--to".into(),
+                "pprof".into(),
+                "-o".into(),
+                out("a.pb.gz"),
+            ],
+            "not a readable profile",
+        ),
+        (
+            vec![
+                "convert".into(),
+                path(&cpu_only).into(),
+                "--to".into(),
+                "speedscope".into(),
+                "--what".into(),
+                "lock".into(),
+            ],
+            "has no LOCK TIME table (it holds: cpu)",
+        ),
+        (
+            vec![
+                "report".into(),
+                path(&not_profile).into(),
+                "-o".into(),
+                out("a.html"),
+            ],
+            "not a readable profile",
+        ),
+        (
+            vec![
+                "report".into(),
+                path(&cpu_only).into(),
+                "--diff".into(),
+                path(&not_profile).into(),
+                "-o".into(),
+                out("b.html"),
+            ],
+            "not a readable profile",
+        ),
+    ];
+    for (args, message) in cases {
+        let mut cmd = Command::new(common::hprof_rs_bin());
+        cmd.args(&args);
+        let result = common::run(&mut cmd);
+        common::assert_exit_code(&result, 2, &format!("{args:?}"));
+        let err = common::stderr_text(&result);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("hprof-rs: ") && err.contains(message),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(
+        !dir.join("b.html").exists(),
+        "a report written from unusable input"
+    );
+}
