@@ -179,7 +179,7 @@ fn pprof_reads_cpu_samples_with_the_files_totals_threads_and_hot_method() {
         let binary = profile(
             jdk,
             &dir,
-            "cpu=samples,format=b",
+            "cpu=samples,thread=y,format=b",
             "cpu.hprof",
             &["CpuHot", "4"],
         );
@@ -198,6 +198,11 @@ fn pprof_reads_cpu_samples_with_the_files_totals_threads_and_hot_method() {
         assert_eq!(
             samples.names[0], "CpuHot.hotA",
             "{label}: binary hot method"
+        );
+        let tags = go_pprof(&["-tags"], &to_pprof(&binary, "cpu"));
+        assert!(
+            tags.contains("hot-a") && tags.contains("hot-b"),
+            "{label}: binary threads: {tags}"
         );
     });
 }
@@ -334,6 +339,12 @@ fn pprof_reads_monitor_and_lock_contention_with_the_files_totals() {
             assert_eq!(
                 delay.names[0], expected,
                 "{label}: {what}: hot method first"
+            );
+            let (sum, _) = check_speedscope(&speedscope(&text, what), label);
+            assert_eq!(
+                sum,
+                total_ms * NS_PER_MS,
+                "{label}: {what}: speedscope delay"
             );
         }
     });
