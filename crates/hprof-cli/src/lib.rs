@@ -2,11 +2,15 @@
 //! the files it writes.
 
 mod agent_path;
+mod apportion;
 mod change;
 mod child_signals;
 pub mod collapse;
 mod command_text;
 mod commands;
+pub mod convert;
+mod convert_pprof;
+mod convert_speedscope;
 pub mod diff;
 pub mod flame;
 mod heap_scan;
@@ -14,7 +18,9 @@ mod listen;
 pub mod print;
 pub mod profile;
 mod profile_file;
+pub mod report;
 mod run;
+pub mod sample_table;
 mod subject;
 pub mod threshold;
 pub mod top;
@@ -109,6 +115,15 @@ enum Command {
     /// Compare two profiles: what grew and shrank, beyond noise. Exits 1 when a
     /// --fail-if threshold is crossed, 2 on unusable input, 0 otherwise.
     Diff(commands::DiffArgs),
+    /// One table of a profile (CPU SAMPLES, CPU TIME, SITES, MONITOR TIME or
+    /// LOCK TIME, ASCII or binary) as pprof (`go tool pprof -http=:8080
+    /// OUT`), speedscope JSON or folded stacks; totals are the file's.
+    Convert(convert::ConvertArgs),
+    /// One self-contained HTML page (no network) of a profile: flame
+    /// graphs (search, click to zoom), hot methods, allocation sites,
+    /// contention, threads, a heap dump's class histogram; `--diff BASE`
+    /// adds diff's table and a differential flame graph. Open OUT in a browser.
+    Report(report::ReportArgs),
     /// The front end of `net=HOST:PORT`: accepts the agents' connections,
     /// writes each JVM's output to a file of its own (FILE, FILE.1, ...,
     /// mode 0600) and sends them commands from standard input or `hprof-rs
@@ -162,6 +177,8 @@ pub fn main() -> i32 {
             json,
         } => commands::top(&file, what, n, json),
         Command::Diff(args) => commands::diff(args),
+        Command::Convert(args) => commands::exit_status(convert::convert(&args)),
+        Command::Report(args) => commands::exit_status(report::report(&args)),
         Command::Listen(args) => listen::listen(args),
         Command::Send {
             port,

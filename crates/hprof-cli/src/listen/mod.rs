@@ -31,7 +31,7 @@
 
 mod agents;
 mod control;
-mod output_file;
+pub(crate) mod output_file;
 mod support;
 
 use super::command_text;
