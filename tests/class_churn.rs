@@ -15,17 +15,26 @@ use hprof_rs::format::ascii::CpuTitle;
 /// file in a fresh scratch dir); checks the program's own output and no
 /// error, and returns the profile and stderr.
 fn churn(jdk: &common::Jdk, scratch: &str, options: &str, copies: u64) -> (AsciiProfile, String) {
+    churn_run(jdk, scratch, options, "reload", copies)
+}
+
+/// [`churn`] with ClassChurn's `how`: `reload` (the same class each time)
+/// or `distinct` (each copy under a fresh name, `Churn<6 hex digits>`).
+fn churn_run(
+    jdk: &common::Jdk,
+    scratch: &str,
+    options: &str,
+    how: &str,
+    copies: u64,
+) -> (AsciiProfile, String) {
     let dir = common::scratch_dir(scratch);
     let file = dir.join("churn.txt");
     let options = format!("{options},verbose=y,file={}", file.display());
     let mut cmd = common::java_command(jdk, &dir);
     cmd.arg(common::agentpath_arg(&options))
-        .args(["ClassChurn", "reload", &copies.to_string()]);
+        .args(["ClassChurn", how, &copies.to_string()]);
     let out = common::run(&mut cmd);
-    let what = format!(
-        "ClassChurn reload {copies} under {options} on {}",
-        jdk.label
-    );
+    let what = format!("ClassChurn {how} {copies} under {options} on {}", jdk.label);
     common::assert_success(&out, &what);
     let stdout = common::stdout_text(&out);
     let stderr = common::stderr_text(&out);
@@ -99,5 +108,68 @@ fn cpu_times_times_a_reloaded_method_as_one_method() {
         assert!(rows.len() <= 2, "{} rows for ChurnPlugin.make", rows.len());
         let (_, again, _) = reloads_line(&stderr, "cpu=times");
         assert!(again >= copies - 1, "{again} definitions again");
+    });
+}
+
+/// The name ClassChurn's `distinct` gives copy `copy`.
+fn distinct_name(copy: u64) -> String {
+    format!("Churn{copy:06x}")
+}
+
+#[test]
+fn heap_sites_counts_each_freshly_named_copy_at_its_own_site() {
+    common::on_each(&common::jdks(), |jdk| {
+        let copies = 400u64;
+        let scratch = format!("churn-distinct-sites-{}", jdk.label);
+        let (profile, _) = churn_run(jdk, &scratch, "heap=sites,cutoff=0", "distinct", copies);
+        for copy in [0, 1, copies / 2, copies - 1] {
+            let name = distinct_name(copy);
+            let rows =
+                profile.sites_of_class_via(&format!("{name}$Piece"), &format!("{name}.make"));
+            let (allocated, _, _, _) = site_totals(&rows);
+            assert_eq!(allocated, 3, "{name}$Piece objects");
+        }
+        let pieces: u64 = profile
+            .site_rows()
+            .iter()
+            .filter(|r| r.class_name.starts_with("Churn") && r.class_name.ends_with("$Piece"))
+            .map(|r| r.allocated_objects)
+            .sum();
+        assert_eq!(pieces, 3 * copies, "Piece objects of every copy");
+    });
+}
+
+#[test]
+fn cpu_times_times_each_freshly_named_copy_once() {
+    common::on_each(&common::jdks(), |jdk| {
+        let copies = 400u64;
+        let scratch = format!("churn-distinct-times-{}", jdk.label);
+        let (profile, _) = churn_run(jdk, &scratch, "cpu=times,cutoff=0", "distinct", copies);
+        let section = profile
+            .first_cpu(CpuTitle::TimeMs)
+            .expect("a CPU TIME block");
+        let make_calls = |method: &str| -> u64 {
+            section
+                .rows
+                .iter()
+                .filter(|r| r.method.as_deref() == Some(method))
+                .map(|r| r.count)
+                .sum()
+        };
+        for copy in [0, 1, copies / 2, copies - 1] {
+            let method = format!("{}.make", distinct_name(copy));
+            assert_eq!(make_calls(&method), 1, "calls of {method}");
+        }
+        let all: u64 = section
+            .rows
+            .iter()
+            .filter(|r| {
+                r.method
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with("Churn") && m.ends_with(".make"))
+            })
+            .map(|r| r.count)
+            .sum();
+        assert_eq!(all, copies, "calls of every copy's make");
     });
 }

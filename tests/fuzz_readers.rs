@@ -25,7 +25,8 @@ mod common;
 mod format_samples;
 
 use cap::Cap;
-use hprof_cli::{collapse, diff, profile, threshold, top};
+use hprof_cli::convert::{self, Target};
+use hprof_cli::{collapse, diff, profile, report, sample_table, threshold, top};
 use hprof_rs::bci::{Injection, RewriteOptions, TRACKER_CLASS_FILE, rewrite_class_with};
 use hprof_rs::emit::Emitter;
 use hprof_rs::emit::heap_dump_copy::DumpMemory;
@@ -352,6 +353,27 @@ proptest! {
                 let _ = diff::render(&diff::compare(&profile, &profile, what, &[], 5));
             }
             let _ = top::top(&profile, None, 5);
+        }
+    }
+
+    /// `convert` to every format and `report` on every profile the model
+    /// accepts: an error or an output, never a panic.
+    #[test]
+    fn converters_and_report(bytes in damaged([binary_seeds(), ascii_seeds()].concat())) {
+        let binary = bytes.starts_with(b"JAVA PROFILE 1.0.") && bytes.get(18) == Some(&0);
+        let profile = if binary {
+            profile::read_binary(Trickle(&bytes))
+        } else {
+            profile::read_ascii(&bytes)
+        };
+        if let Ok(profile) = profile {
+            for table in sample_table::available(&profile) {
+                for target in [Target::Pprof, Target::Speedscope, Target::Collapsed] {
+                    let out = convert::to_bytes(&profile, target, Some(table), 10, "fuzz");
+                    prop_assert!(out.is_ok(), "{:?}", out.err());
+                }
+            }
+            let _ = report::page_of(&profile);
         }
     }
 

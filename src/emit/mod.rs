@@ -236,11 +236,13 @@ impl Emitter {
         }
         let unwritten: Vec<_> = {
             let mut written = self.written.lock();
-            let classes = model.classes.iter();
-            classes
+            let classes = model.classes.iter_from(written.classes_looked_at);
+            let unwritten: Vec<_> = classes
                 .filter(|c| written.class(c.serial))
                 .cloned()
-                .collect()
+                .collect();
+            written.classes_looked_at = model.classes.len();
+            unwritten
         };
         for class in unwritten {
             let name_id = self.name(model, &signature_to_name(&class.signature), &mut out);
@@ -264,12 +266,14 @@ impl Emitter {
         sites: &[sites::SiteSnapshot],
         cutoff: f64,
         created: String,
-    ) -> Vec<u8> {
-        self.requested_sites(model, sites, cutoff, 0, created)
+        out: &mut Vec<u8>,
+    ) {
+        self.requested_sites(model, sites, cutoff, 0, created, out)
     }
 
     /// The allocation sites as [`sites`](Self::sites) writes them, with
-    /// the ALLOC SITES `flags` a `net=` front end asked for.
+    /// the ALLOC SITES `flags` a `net=` front end asked for, added to `out`
+    /// (written in place: a program's sites can be tens of megabytes).
     pub fn requested_sites(
         &self,
         model: &mut Model,
@@ -277,21 +281,21 @@ impl Emitter {
         cutoff: f64,
         flags: u16,
         created: String,
-    ) -> Vec<u8> {
-        let mut out = self.class_loads(model);
-        out.extend(self.unprinted_traces(model));
+        out: &mut Vec<u8>,
+    ) {
+        out.extend(self.class_loads(model));
+        self.unprinted_traces(model, out);
         match self.format {
             Format::Ascii => {
                 let section = Section::Sites(sites::ascii_section(sites, cutoff, flags, created));
-                ascii::writer::write_section(&section, &mut out);
+                ascii::writer::write_section(&section, out);
             }
             Format::Binary => {
                 for body in sites::binary_records(sites, cutoff, flags) {
-                    self.record(body, &mut out);
+                    self.record(body, out);
                 }
             }
         }
-        out
     }
 
     /// A HEAP SUMMARY record of the totals of `sites` (binary only: ASCII
@@ -308,7 +312,7 @@ impl Emitter {
     /// yet (what a `net=` front end's DUMP TRACES asks for).
     pub fn pending_traces(&self, model: &mut Model) -> Vec<u8> {
         let mut out = self.class_loads(model);
-        out.extend(self.unprinted_traces(model));
+        self.unprinted_traces(model, &mut out);
         out
     }
 
@@ -363,52 +367,58 @@ impl Emitter {
     }
 
     /// Every trace not printed yet, in serial order (what heap dumps and SITES
-    /// print first).
-    pub fn unprinted_traces(&self, model: &mut Model) -> Vec<u8> {
-        let traces = self.take_unprinted(model.traces.iter());
-        self.traces(model, &traces)
+    /// print first), added to `out`.
+    pub fn unprinted_traces(&self, model: &mut Model, out: &mut Vec<u8>) {
+        let serials = self.take_unprinted(model.traces.iter());
+        self.traces(model, &serials, out);
     }
 
     /// The given traces that are not printed yet, in the order given (what the
     /// CPU sections print first).
     pub fn unprinted_traces_of(&self, model: &mut Model, serials: &[u32]) -> Vec<u8> {
         let listed = serials.iter().filter_map(|&s| model.traces.get(s));
-        let traces = self.take_unprinted(listed);
-        self.traces(model, &traces)
+        let serials = self.take_unprinted(listed);
+        let mut out = Vec::new();
+        self.traces(model, &serials, &mut out);
+        out
     }
 
-    /// The traces of `traces` not printed yet (reserved serials never are),
+    /// The serials of `traces` not printed yet (reserved serials never are),
     /// noting them printed.
-    fn take_unprinted<'a>(&self, traces: impl Iterator<Item = &'a TraceEntry>) -> Vec<TraceEntry> {
+    fn take_unprinted<'a>(&self, traces: impl Iterator<Item = &'a TraceEntry>) -> Vec<u32> {
         let mut written = self.written.lock();
         traces
             .filter(|t| !t.reserved && written.trace(t.serial))
-            .cloned()
+            .map(|t| t.serial)
             .collect()
     }
 
-    fn traces(&self, model: &mut Model, traces: &[TraceEntry]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for trace in traces {
+    /// Writes the traces `serials` into `out`, one copy of an entry at a
+    /// time (a program's traces can be tens of megabytes).
+    fn traces(&self, model: &mut Model, serials: &[u32], out: &mut Vec<u8>) {
+        for &serial in serials {
+            let Some(trace) = model.traces.get(serial).cloned() else {
+                continue;
+            };
+            let trace = &trace;
             match self.format {
                 Format::Ascii => {
                     let section = Section::Trace(ascii_trace(model, trace));
-                    ascii::writer::write_section(&section, &mut out);
+                    ascii::writer::write_section(&section, out);
                 }
                 Format::Binary => {
                     for &frame_id in &trace.key.frames {
-                        self.frame_record(model, frame_id, &mut out);
+                        self.frame_record(model, frame_id, out);
                     }
                     let body = RecordBody::Trace {
                         trace_serial: trace.serial,
                         thread_serial: trace.key.thread_serial.unwrap_or(0),
                         frame_ids: trace.key.frames.clone(),
                     };
-                    self.record(body, &mut out);
+                    self.record(body, out);
                 }
             }
         }
-        out
     }
 
     /// Writes the FRAME record of `frame_id` (and its strings) if not yet written.
@@ -479,11 +489,10 @@ mod tests {
         let emitter = Emitter::new(Format::Binary, 8);
         let mut model = Model::new(true);
         let serials = |emitter: &Emitter, model: &Model, only: Option<&[u32]>| -> Vec<u32> {
-            let traces = match only {
+            match only {
                 None => emitter.take_unprinted(model.traces.iter()),
                 Some(s) => emitter.take_unprinted(s.iter().filter_map(|&s| model.traces.get(s))),
-            };
-            traces.iter().map(|t| t.serial).collect()
+            }
         };
         model.traces.intern(TraceKey {
             frames: vec![7],

@@ -14,6 +14,10 @@ pub struct Written {
     frames: HashSet<u64>,
     classes: SerialSet,
     traces: SerialSet,
+    /// How many of the model's classes were looked at for LOAD CLASS: each
+    /// was written then (or before, by a heap dump), so the next look
+    /// starts after them, not at the first class of the run.
+    pub classes_looked_at: usize,
 }
 
 impl Written {

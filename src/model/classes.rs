@@ -70,6 +70,11 @@ impl ClassTable {
         self.entries.iter()
     }
 
+    /// The classes from the `first`-th on (0: every class), in serial order.
+    pub fn iter_from(&self, first: usize) -> impl Iterator<Item = &ClassEntry> {
+        self.entries.get(first..).unwrap_or_default().iter()
+    }
+
     /// Number of classes seen.
     pub fn len(&self) -> usize {
         self.entries.len()

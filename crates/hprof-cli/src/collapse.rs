@@ -50,6 +50,7 @@ mod tests {
     fn sites_fold_root_first_with_the_class_as_leaf_and_merge_equal_stacks() {
         let site = |bytes| Site {
             frames: vec!["A.make".into(), "A.main".into()],
+            trace: 300001,
             class: "int[]".into(),
             live_bytes: 0,
             live_objects: 0,

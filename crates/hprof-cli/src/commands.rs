@@ -16,6 +16,11 @@ fn fail(message: impl std::fmt::Display) -> i32 {
     UNUSABLE
 }
 
+/// 0, or the error printed as the tool's one line and 2.
+pub fn exit_status(result: Result<(), String>) -> i32 {
+    result.map_or_else(fail, |()| 0)
+}
+
 /// Writes `text` to standard output; a closed pipe (`| head`) is not an error.
 fn print(text: &str) -> i32 {
     let mut out = std::io::stdout().lock();

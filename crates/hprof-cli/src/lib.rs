@@ -1,12 +1,17 @@
 //! The `hprof-rs` command-line tool: runs programs under the agent and reads
 //! the files it writes.
 
+mod agent_path;
+mod apportion;
 mod attach;
 mod change;
 mod child_signals;
 pub mod collapse;
 mod command_text;
 mod commands;
+pub mod convert;
+mod convert_pprof;
+mod convert_speedscope;
 pub mod diff;
 pub mod flame;
 mod heap_scan;
@@ -14,7 +19,9 @@ mod listen;
 pub mod print;
 pub mod profile;
 mod profile_file;
+pub mod report;
 mod run;
+pub mod sample_table;
 mod subject;
 pub mod threshold;
 pub mod top;
@@ -46,8 +53,8 @@ enum Command {
         /// Agent options, as after `-agentlib:hprof=` (empty for the defaults).
         #[arg(default_value = "")]
         options: String,
-        /// The agent library to use (default: next to this program, or the
-        /// HPROF_RS_AGENT environment variable).
+        /// The agent library to use (default: the HPROF_RS_AGENT environment
+        /// variable, else the one `hprof-rs agent-path` prints).
         #[arg(long)]
         agent: Option<PathBuf>,
         /// The command to run, after `--`.
@@ -70,6 +77,12 @@ enum Command {
         #[arg(long)]
         agent: Option<PathBuf>,
     },
+    /// Print the agent library's absolute path, for
+    /// `java -agentpath:$(hprof-rs agent-path)=heap=sites Main`: HPROF_RS_AGENT,
+    /// else ../lib/libhprof_rs.so beside this program (the release archive,
+    /// scripts/install.sh), else libhprof_rs.so beside it (target/release).
+    /// Exits 1 when there is none.
+    AgentPath,
     /// Decode a binary profile into readable text, or check an ASCII one.
     /// Exits with status 2 and the byte offset on malformed input.
     Print {
@@ -119,6 +132,15 @@ enum Command {
     /// Compare two profiles: what grew and shrank, beyond noise. Exits 1 when a
     /// --fail-if threshold is crossed, 2 on unusable input, 0 otherwise.
     Diff(commands::DiffArgs),
+    /// One table of a profile (CPU SAMPLES, CPU TIME, SITES, MONITOR TIME or
+    /// LOCK TIME, ASCII or binary) as pprof (`go tool pprof -http=:8080
+    /// OUT`), speedscope JSON or folded stacks; totals are the file's.
+    Convert(convert::ConvertArgs),
+    /// One self-contained HTML page (no network) of a profile: flame
+    /// graphs (search, click to zoom), hot methods, allocation sites,
+    /// contention, threads, a heap dump's class histogram; `--diff BASE`
+    /// adds diff's table and a differential flame graph. Open OUT in a browser.
+    Report(report::ReportArgs),
     /// The front end of `net=HOST:PORT`: accepts the agents' connections,
     /// writes each JVM's output to a file of its own (FILE, FILE.1, ...,
     /// mode 0600) and sends them commands from standard input or `hprof-rs
@@ -160,6 +182,7 @@ pub fn main() -> i32 {
             options,
             agent,
         } => attach::attach(pid, &options, agent),
+        Command::AgentPath => agent_path::print_agent_path(),
         Command::Print { file, verbose } => print::print(&file, verbose),
         Command::Collapse { file, what } => commands::collapse(&file, what),
         Command::Flame {
@@ -176,6 +199,8 @@ pub fn main() -> i32 {
             json,
         } => commands::top(&file, what, n, json),
         Command::Diff(args) => commands::diff(args),
+        Command::Convert(args) => commands::exit_status(convert::convert(&args)),
+        Command::Report(args) => commands::exit_status(report::report(&args)),
         Command::Listen(args) => listen::listen(args),
         Command::Send {
             port,

@@ -7,14 +7,17 @@
 //! a time and only counted per class, so a dump of any size is read in
 //! bounded memory.
 
+use super::apportion::apportion;
 use super::heap_scan::{self, PRIMITIVE_KEY};
 use super::profile_file::{self, Contents, OpenError};
 use hprof_format::ParseError;
-use hprof_format::ascii::{self, CpuTitle, HeapEntry, Section, TraceFrame};
+use hprof_format::ascii::{
+    self, CpuTitle, HeapEntry, LineInfo, MonitorTimeRow, Section, TraceFrame,
+};
 use hprof_format::binary::reader::{RecordStream, parse_body};
 use hprof_format::binary::{BasicType, FileHeader, RecordBody};
 use hprof_format::names::signature_to_name;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::Path;
 
@@ -72,12 +75,18 @@ pub struct Weighted {
     /// For allocation sites: the allocated class, drawn as the leaf frame.
     pub class: Option<String>,
     pub value: u64,
+    /// The TRACE serial the row cites (keys [`Profile::traces`]).
+    pub trace: u32,
+    /// CPU TIME: the row's calls (its count column); 0 for other kinds.
+    pub calls: u64,
 }
 
 /// One row of the SITES table, all four counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Site {
     pub frames: Vec<String>,
+    /// The TRACE serial the row cites.
+    pub trace: u32,
     pub class: String,
     pub live_bytes: u64,
     pub live_objects: u64,
@@ -90,14 +99,62 @@ pub struct Site {
 pub struct ClassCount {
     pub instances: u64,
     pub bytes: u64,
+    /// The shallow bytes of the biggest single object (for arrays: the
+    /// biggest array of the class).
+    pub largest: u64,
 }
 
 impl ClassCount {
-    /// Adds objects, saturating: sizes read from a damaged file may be huge.
-    fn add(&mut self, instances: u64, bytes: u64) {
-        self.instances = self.instances.saturating_add(instances);
+    /// Adds one object, saturating: sizes read from a damaged file may be huge.
+    fn add_object(&mut self, bytes: u64) {
+        self.instances = self.instances.saturating_add(1);
         self.bytes = self.bytes.saturating_add(bytes);
+        self.largest = self.largest.max(bytes);
     }
+
+    /// Adds the objects counted in `other`.
+    fn merge(&mut self, other: &ClassCount) {
+        self.instances = self.instances.saturating_add(other.instances);
+        self.bytes = self.bytes.saturating_add(other.bytes);
+        self.largest = self.largest.max(other.largest);
+    }
+}
+
+/// Where a frame's code is, when the file says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceLine {
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+/// What a TRACE adds to its frames' names: the thread (with `thread=y`)
+/// and each frame's source file and line, innermost first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceInfo {
+    pub thread: Option<u32>,
+    pub sources: Vec<SourceLine>,
+}
+
+/// One row of MONITOR TIME or LOCK TIME.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contended {
+    /// The waiting threads' stack, innermost first.
+    pub frames: Vec<String>,
+    pub trace: u32,
+    /// The monitor's or lock's class.
+    pub monitor: String,
+    /// How many times threads waited.
+    pub count: u64,
+    /// The row's share of the table's total, in whole milliseconds (the
+    /// file gives only a percentage; see [`apportion`]).
+    pub delay_ms: u64,
+}
+
+/// A MONITOR TIME or LOCK TIME table and its total.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Contention {
+    pub rows: Vec<Contended>,
+    pub total_ms: u64,
 }
 
 /// Everything the tool's commands read from one profile.
@@ -115,6 +172,14 @@ pub struct Profile {
     pub histogram: Option<HashMap<String, ClassCount>>,
     /// Stack depth from a binary file's CONTROL SETTINGS record.
     pub depth: Option<u16>,
+    /// Thread and source lines of every TRACE, by serial.
+    pub traces: HashMap<u32, TraceInfo>,
+    /// Thread names by thread serial (THREAD START).
+    pub threads: BTreeMap<u32, String>,
+    /// The last MONITOR TIME table (ASCII files, monitor=y).
+    pub monitor_time: Option<Contention>,
+    /// The last LOCK TIME table (ASCII files, monitor=y).
+    pub lock_time: Option<Contention>,
 }
 
 /// Why a profile could not be read: one line for the user.
@@ -196,6 +261,8 @@ impl Profile {
                         frames: site.frames.clone(),
                         class: Some(site.class.clone()),
                         value: site_value(site, what),
+                        trace: site.trace,
+                        calls: 0,
                     })
                     .collect()
             }),
@@ -250,9 +317,51 @@ pub fn read_file(path: &Path) -> Result<Profile, ReadError> {
     };
     match profile_file::open(path) {
         Ok(Contents::Binary(input)) => read_binary(input).map_err(located),
-        Ok(Contents::Ascii(text)) => read_ascii(&text).map_err(located),
+        Ok(Contents::Ascii(text)) => {
+            let sections = ascii::reader::parse_file(&text).map_err(located)?;
+            // The text is no longer needed: freed before the stacks are named.
+            drop(text);
+            Ok(from_sections(sections))
+        }
         Err(OpenError::Malformed(e)) => Err(located(e)),
         Err(OpenError::Io(e)) => Err(ReadError(format!("{}: {e}", path.display()))),
+    }
+}
+
+/// The source file and line of an ASCII frame line, when known.
+fn source_line(frame: &TraceFrame) -> SourceLine {
+    let known = !frame.source_file.is_empty() && !frame.source_file.starts_with('<');
+    SourceLine {
+        file: known.then(|| frame.source_file.clone()),
+        line: match frame.line {
+            LineInfo::Line(n) => Some(n),
+            _ => None,
+        },
+    }
+}
+
+/// A MONITOR TIME / LOCK TIME table with each row's milliseconds.
+fn contention(
+    rows: &[MonitorTimeRow],
+    total_ms: u64,
+    frames_of: impl Fn(u32) -> Vec<String>,
+) -> Contention {
+    let shares: Vec<f64> = rows.iter().map(|r| r.self_percent).collect();
+    let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
+    let delays = apportion(total_ms, &shares, &counts);
+    Contention {
+        rows: rows
+            .iter()
+            .zip(delays)
+            .map(|(row, delay_ms)| Contended {
+                frames: frames_of(row.trace_serial),
+                trace: row.trace_serial,
+                monitor: stable_class_name(&row.monitor),
+                count: row.count,
+                delay_ms,
+            })
+            .collect(),
+        total_ms,
     }
 }
 
@@ -290,7 +399,11 @@ pub fn stable_class_name(name: &str) -> String {
 
 /// Reads an ASCII profile held in memory.
 pub fn read_ascii(text: &[u8]) -> Result<Profile, ParseError> {
-    let sections = ascii::reader::parse_file(text)?;
+    Ok(from_sections(ascii::reader::parse_file(text)?))
+}
+
+/// The profile of an ASCII file's sections.
+fn from_sections(sections: Vec<Section>) -> Profile {
     let mut traces: HashMap<u32, Vec<String>> = HashMap::new();
     let mut profile = Profile::default();
     for section in &sections {
@@ -300,6 +413,18 @@ pub fn read_ascii(text: &[u8]) -> Result<Profile, ParseError> {
             } => profile.header = format!("{version}, created {created}"),
             Section::Trace(trace) => {
                 traces.insert(trace.serial, trace.frames.iter().map(frame_name).collect());
+                let info = TraceInfo {
+                    thread: trace.thread_serial,
+                    sources: trace.frames.iter().map(source_line).collect(),
+                };
+                profile.traces.insert(trace.serial, info);
+            }
+            Section::ThreadStart {
+                thread_serial,
+                name,
+                ..
+            } => {
+                profile.threads.insert(*thread_serial, name.clone());
             }
             _ => {}
         }
@@ -309,19 +434,26 @@ pub fn read_ascii(text: &[u8]) -> Result<Profile, ParseError> {
         match section {
             Section::Cpu(cpu) => {
                 let time = cpu.title == CpuTitle::TimeMs;
+                let counts: Vec<u64> = cpu.rows.iter().map(|row| row.count).collect();
+                // CPU TIME rows give calls in the count column and the self
+                // time only as a share of the total (2 decimals): the total
+                // is shared out by those shares, so the rows sum to it.
+                let values = if time {
+                    let shares: Vec<f64> = cpu.rows.iter().map(|r| r.self_percent).collect();
+                    apportion(cpu.total, &shares, &counts)
+                } else {
+                    counts.clone()
+                };
                 let stacks = cpu
                     .rows
                     .iter()
-                    .map(|row| Weighted {
+                    .zip(values)
+                    .map(|(row, value)| Weighted {
                         frames: frames_of(row.trace_serial),
                         class: None,
-                        // CPU TIME rows give calls in the count column and the
-                        // self time only as a share of the total (2 decimals).
-                        value: if time {
-                            (row.self_percent * cpu.total as f64 / 100.0).round() as u64
-                        } else {
-                            row.count
-                        },
+                        value,
+                        trace: row.trace_serial,
+                        calls: if time { row.count } else { 0 },
                     })
                     .collect();
                 if time {
@@ -337,6 +469,7 @@ pub fn read_ascii(text: &[u8]) -> Result<Profile, ParseError> {
                         .iter()
                         .map(|row| Site {
                             frames: frames_of(row.trace_serial),
+                            trace: row.trace_serial,
                             class: stable_class_name(&row.class_name),
                             live_bytes: row.live_bytes,
                             live_objects: row.live_objects,
@@ -345,6 +478,12 @@ pub fn read_ascii(text: &[u8]) -> Result<Profile, ParseError> {
                         })
                         .collect(),
                 )
+            }
+            Section::MonitorTime { total_ms, rows, .. } => {
+                profile.monitor_time = Some(contention(&rows, total_ms, frames_of));
+            }
+            Section::LockTime { total_ms, rows, .. } => {
+                profile.lock_time = Some(contention(&rows, total_ms, frames_of));
             }
             Section::HeapDump(dump) => {
                 let histogram = profile.histogram.get_or_insert_with(HashMap::new);
@@ -366,13 +505,13 @@ pub fn read_ascii(text: &[u8]) -> Result<Profile, ParseError> {
                         _ => continue,
                     };
                     let count = histogram.entry(class).or_default();
-                    count.add(1, size);
+                    count.add_object(size);
                 }
             }
             _ => {}
         }
     }
-    Ok(profile)
+    profile
 }
 
 /// A LOAD CLASS name as a dotted Java name: the agent writes dotted names,
@@ -410,10 +549,12 @@ struct BinaryTables {
     class_names: HashMap<u32, u64>,
     /// class object id -> name id
     class_ids: HashMap<u64, u64>,
-    /// frame id -> (method name id, class serial)
-    frames: HashMap<u64, (u64, u32)>,
-    /// trace serial -> frame ids, innermost first
-    traces: HashMap<u32, Vec<u64>>,
+    /// frame id -> (method name id, class serial, source file id, line)
+    frames: HashMap<u64, (u64, u32, u64, i32)>,
+    /// trace serial -> (thread serial, frame ids innermost first)
+    traces: HashMap<u32, (u32, Vec<u64>)>,
+    /// thread serial -> name id
+    threads: HashMap<u32, u64>,
     samples: Option<(Vec<(u32, u64)>, u64)>,
     sites: Option<Vec<hprof_format::binary::AllocSite>>,
     /// class object id (or primitive type byte with PRIMITIVE_KEY) -> counts
@@ -463,18 +604,28 @@ fn collect_record(body: RecordBody, tables: &mut BinaryTables) {
             frame_id,
             method_name_id,
             class_serial,
+            source_file_id,
+            line,
             ..
         } => {
-            tables
-                .frames
-                .insert(frame_id, (method_name_id, class_serial));
+            let frame = (method_name_id, class_serial, source_file_id, line);
+            tables.frames.insert(frame_id, frame);
         }
         RecordBody::Trace {
             trace_serial,
+            thread_serial,
             frame_ids,
+        } => {
+            tables
+                .traces
+                .insert(trace_serial, (thread_serial, frame_ids));
+        }
+        RecordBody::StartThread {
+            thread_serial,
+            name_id,
             ..
         } => {
-            tables.traces.insert(trace_serial, frame_ids);
+            tables.threads.insert(thread_serial, name_id);
         }
         RecordBody::CpuSamples { total, samples } => {
             let rows = samples
@@ -503,7 +654,7 @@ fn count_heap_dump(
         length,
         header.id_size,
         body_offset,
-        |(key, bytes)| histogram.entry(key).or_default().add(1, bytes),
+        |(key, bytes)| histogram.entry(key).or_default().add_object(bytes),
     )
 }
 
@@ -517,16 +668,19 @@ fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
         )
     };
     let frames_of = |serial: u32| -> Vec<String> {
-        tables.traces.get(&serial).map_or_else(Vec::new, |ids| {
-            ids.iter()
-                .map(|frame| match tables.frames.get(frame) {
-                    Some((method, class)) => {
-                        format!("{}.{}", class_of_serial(*class), text(method))
-                    }
-                    None => "<unknown frame>".to_owned(),
-                })
-                .collect()
-        })
+        tables
+            .traces
+            .get(&serial)
+            .map_or_else(Vec::new, |(_, ids)| {
+                ids.iter()
+                    .map(|frame| match tables.frames.get(frame) {
+                        Some((method, class, ..)) => {
+                            format!("{}.{}", class_of_serial(*class), text(method))
+                        }
+                        None => "<unknown frame>".to_owned(),
+                    })
+                    .collect()
+            })
     };
     let samples = tables.samples.as_ref().map(|(rows, total)| {
         let stacks = rows
@@ -535,6 +689,8 @@ fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
                 frames: frames_of(trace),
                 class: None,
                 value: count,
+                trace,
+                calls: 0,
             })
             .collect();
         (stacks, *total)
@@ -544,6 +700,7 @@ fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
             .iter()
             .map(|s| Site {
                 frames: frames_of(s.trace_serial),
+                trace: s.trace_serial,
                 class: if s.array_type > 2 {
                     primitive_array_name(s.array_type)
                 } else {
@@ -568,10 +725,35 @@ fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
                     .map_or_else(|| format!("class@{key:#x}"), |n| loaded_class_name(text(n)))
             };
             let merged = named.entry(name).or_default();
-            merged.add(count.instances, count.bytes);
+            merged.merge(count);
         }
         named
     });
+    let source_of = |frame: &u64| match tables.frames.get(frame) {
+        Some(&(_, _, file, line)) => SourceLine {
+            file: (file != 0).then(|| text(&file).to_owned()),
+            // HPROF's negative codes: unknown, compiled, native.
+            line: u32::try_from(line).ok().filter(|&n| n > 0),
+        },
+        None => SourceLine::default(),
+    };
+    let traces = tables
+        .traces
+        .iter()
+        .map(|(&serial, (thread, ids))| {
+            let info = TraceInfo {
+                // 0: the trace is not tied to a thread (thread=n).
+                thread: (*thread != 0).then_some(*thread),
+                sources: ids.iter().map(source_of).collect(),
+            };
+            (serial, info)
+        })
+        .collect();
+    let threads = tables
+        .threads
+        .iter()
+        .map(|(&serial, name)| (serial, text(name).to_owned()))
+        .collect();
     Profile {
         header: format!(
             "{}, started at {} ms since 1970",
@@ -583,6 +765,10 @@ fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
         sites,
         histogram,
         depth: tables.depth,
+        traces,
+        threads,
+        monitor_time: None,
+        lock_time: None,
     }
 }
 

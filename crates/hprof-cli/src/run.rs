@@ -1,22 +1,20 @@
 //! `hprof-rs run`: start a command with the agent loaded through
 //! JAVA_TOOL_OPTIONS, so any launcher that starts a JVM picks it up.
 
+use super::agent_path;
 use super::child_signals::run_forwarding;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// File name of the agent library on this platform.
-const AGENT_FILE: &str = "libhprof_rs.so";
-
 /// Runs `command` with the agent, passing TERM, INT, HUP and QUIT on to it;
 /// returns its exit code.
 pub fn run(options: &str, agent: Option<PathBuf>, command: &[String]) -> i32 {
-    let Some(agent) = agent.or_else(find_agent) else {
-        eprintln!(
-            "hprof-rs: cannot find {AGENT_FILE}; build it with scripts/build-agent.sh, \
-             or name it with --agent or HPROF_RS_AGENT"
-        );
-        return 2;
+    let agent = match agent.map_or_else(agent_path::find, Ok) {
+        Ok(agent) => agent,
+        Err(message) => {
+            eprintln!("hprof-rs: {message} (or --agent)");
+            return 2;
+        }
     };
     let Some((program, args)) = command.split_first() else {
         eprintln!("hprof-rs: no command given after --");
@@ -62,25 +60,6 @@ fn java_tool_options(agent: &Path, options: &str, existing: Option<&str>) -> Str
         Some(existing) if !existing.trim().is_empty() => format!("{flag} {existing}"),
         _ => flag,
     }
-}
-
-/// The agent library: `HPROF_RS_AGENT`, else next to this executable (the
-/// cargo build output), else `../lib` beside it (an installed layout).
-pub(crate) fn find_agent() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("HPROF_RS_AGENT") {
-        return Some(PathBuf::from(path));
-    }
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?;
-    let candidates = [
-        dir.join(AGENT_FILE),
-        dir.join("../lib").join(AGENT_FILE),
-        dir.join("..").join(AGENT_FILE),
-    ];
-    candidates
-        .into_iter()
-        .find(|p| p.is_file())
-        .and_then(|p| p.canonicalize().ok())
 }
 
 #[cfg(test)]

@@ -247,6 +247,8 @@ mod tests {
             frames: frames.iter().map(|s| s.to_string()).collect(),
             class: None,
             value,
+            trace: 0,
+            calls: 0,
         }
     }
 

@@ -31,12 +31,15 @@ pub fn dump(run: &Run, engines: &Engines, jni: Option<&JniEnv>) {
         .filter_map(|e| e.prepare_dump(run, jni).err())
         .collect();
     let mut model = run.model.lock();
-    let mut bytes = run.emitter.class_loads(&mut model);
+    // Each section goes to the writer as soon as it is made, so that a big
+    // profile's sections are never all in memory at once.
+    run.writer.write(run.emitter.class_loads(&mut model));
     for engine in engines.all() {
+        let mut bytes = Vec::new();
         engine.dump_section(run, &mut model, &mut bytes);
+        run.writer.write(bytes);
     }
     drop(model);
-    run.writer.write(bytes);
     run.writer.flush();
     // One failure, one line: when the output itself failed too (a full
     // disk holds both), the writer's line already says the output stops.

@@ -58,9 +58,10 @@ pub fn attach(pid: u32, options: &str, agent: Option<PathBuf>) -> i32 {
 }
 
 fn attach_or_explain(pid: u32, options: &str, agent: Option<PathBuf>) -> Result<String, String> {
-    let agent = agent
-        .or_else(crate::run::find_agent)
-        .ok_or("cannot find libhprof_rs.so; name it with --agent or HPROF_RS_AGENT")?;
+    let agent = match agent {
+        Some(agent) => agent,
+        None => crate::agent_path::find()?,
+    };
     let agent = agent
         .canonicalize()
         .map_err(|e| format!("{}: {e}", agent.display()))?;

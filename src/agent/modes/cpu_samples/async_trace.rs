@@ -262,14 +262,22 @@ fn find_async_get_call_trace() -> Option<usize> {
     crate::agent::jvm::libjvm::symbol(c"AsyncGetCallTrace").map(|found| found as usize)
 }
 
+/// The calling thread's kernel id, by the system call: glibc's `gettid()`
+/// wrapper is 2.30's, and the release archive's agent loads on glibc 2.17
+/// (docs/install.md). Async-signal-safe: the sampling handler calls it.
+pub fn current_tid() -> libc::pid_t {
+    // SAFETY: gettid takes no arguments, has no preconditions and cannot
+    // fail; its result always fits in a pid_t.
+    unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t }
+}
+
 /// On the thread itself, before its timer starts on `slot`: the thread's
 /// JNIEnv and serial, for the handler.
 pub fn own_slot(slot: usize, jni_env: *mut c_void, serial: u32) {
     if slot >= MAX_SLOTS {
         return;
     }
-    // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::gettid() };
+    let tid = current_tid();
     OWNER_ENV[slot].store(jni_env, Ordering::Relaxed);
     OWNER_SERIAL[slot].store(serial, Ordering::Relaxed);
     MOUNTED[slot].store(0, Ordering::Relaxed);
@@ -311,8 +319,7 @@ pub fn capture(slot: usize, weight: u32, ucontext: *mut c_void) -> bool {
     if walker == 0 || slot >= MAX_SLOTS {
         return false;
     }
-    // SAFETY: gettid has no preconditions and is async-signal-safe.
-    let tid = unsafe { libc::gettid() };
+    let tid = current_tid();
     if OWNER_TID[slot].load(Ordering::Acquire) != tid {
         return false;
     }

@@ -203,7 +203,7 @@ pub fn start_for_current_thread(
 /// `value` after `first_ns` of CPU, then every `period_ns` (0: once).
 fn cpu_timer(signal: i32, value: usize, first_ns: u64, period_ns: u64) -> Option<libc::timer_t> {
     // SAFETY: plain libc calls with valid out-pointers; the timer targets the
-    // calling thread (gettid) and measures its own CPU clock; one that
+    // calling thread (its kernel id) and measures its own CPU clock; one that
     // cannot be armed is deleted here.
     unsafe {
         let mut event: libc::sigevent = std::mem::zeroed();
@@ -212,7 +212,7 @@ fn cpu_timer(signal: i32, value: usize, first_ns: u64, period_ns: u64) -> Option
         event.sigev_value = libc::sigval {
             sival_ptr: value as *mut libc::c_void,
         };
-        event.sigev_notify_thread_id = libc::gettid();
+        event.sigev_notify_thread_id = async_trace::current_tid();
         let mut timer: libc::timer_t = std::ptr::null_mut();
         if libc::timer_create(libc::CLOCK_THREAD_CPUTIME_ID, &mut event, &mut timer) != 0 {
             return None;

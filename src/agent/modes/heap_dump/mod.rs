@@ -268,7 +268,7 @@ impl Engine for HeapDump {
     fn prepare_dump(&self, run: &Run, jni: Option<&JniEnv>) -> Result<(), String> {
         let mut model = run.model.lock();
         let mut bytes = run.emitter.class_loads(&mut model);
-        bytes.extend(run.emitter.unprinted_traces(&mut model));
+        run.emitter.unprinted_traces(&mut model, &mut bytes);
         drop(model);
         run.writer.write(bytes);
         self.dump_heap(run, jni)

@@ -21,6 +21,7 @@ use crate::agent::jvm::alloc_tracker::{self, AllocTracker, SiteCount};
 use crate::agent::jvm::shared_archive;
 use crate::agent::run::class_reloads::{ClassReloads, FirstNumbers};
 use crate::bci::{self, Allocated};
+use crate::model::SharedStrings;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
@@ -36,14 +37,18 @@ pub struct CountedClass {
     pub source_file: Option<String>,
 }
 
-/// A place in the code of a rewritten class: what a frame shows.
+/// A method's name and descriptor.
+pub type MethodName = (Arc<str>, Arc<str>);
+
+/// A place in the code of a rewritten class: what a frame shows. Small (20
+/// bytes): a program may number millions of them.
 #[derive(Debug, Clone)]
 pub struct CodePlace {
     /// Index of its class in [`SiteRegistry::classes`].
     pub class: u32,
     pub method_index: u16,
-    pub method_name: Arc<str>,
-    pub method_descriptor: Arc<str>,
+    /// Its method's name and descriptor: number in [`SiteRegistry::method`].
+    pub method: u32,
     /// Bytecode index in the original method.
     pub bci: u32,
     pub line: Option<u16>,
@@ -54,7 +59,7 @@ pub struct CodePlace {
 pub struct CountedSite {
     pub place: CodePlace,
     /// JVM signature of what it allocates (`Ljava/lang/String;`, `[I`).
-    pub allocated: String,
+    pub allocated: Arc<str>,
     /// True for an instance: its bytes are counted at the dump.
     pub instance: bool,
 }
@@ -63,8 +68,9 @@ pub struct CountedSite {
 #[derive(Debug, Clone)]
 pub struct CountedCallSite {
     pub place: CodePlace,
-    /// The method the call names (name, descriptor); `None`: any method.
-    pub target: Option<(Arc<str>, Arc<str>)>,
+    /// The method the call names (its number in [`SiteRegistry::method`]);
+    /// `None`: any method.
+    pub target: Option<u32>,
 }
 
 /// Every site numbered so far: site number `n` is `sites[n]`, call site
@@ -77,6 +83,31 @@ pub struct SiteRegistry {
     /// The numbers each distinct class file got: the same class loaded
     /// again (another loader, a retransformation) gets the same ones.
     reloads: ClassReloads,
+    /// The methods places are in and calls name, one copy each.
+    methods: MethodNames,
+}
+
+/// Distinct (name, descriptor) pairs, numbered, over strings kept once:
+/// `<init>` and `()V` cost their bytes once however many classes have them.
+#[derive(Debug, Default)]
+struct MethodNames {
+    strings: SharedStrings,
+    list: Vec<MethodName>,
+    numbers: HashMap<MethodName, u32>,
+}
+
+impl MethodNames {
+    /// The number of (`name`, `descriptor`), given on first sight.
+    fn number(&mut self, name: &str, descriptor: &str) -> u32 {
+        let key = (self.strings.get(name), self.strings.get(descriptor));
+        if let Some(&number) = self.numbers.get(&key) {
+            return number;
+        }
+        let number = self.list.len() as u32;
+        self.list.push(key.clone());
+        self.numbers.insert(key, number);
+        number
+    }
 }
 
 /// A caller's frame in a counted trace.
@@ -131,21 +162,21 @@ fn allocated_signature(allocated: &Allocated) -> (String, bool) {
 }
 
 impl CountedRow {
-    /// A row of no counts yet for site `site` of class `class`, allocating
-    /// `allocated` (a JVM signature).
-    fn empty(site: &CountedSite, class: &CountedClass, allocated: String) -> Self {
+    /// A row of no counts yet for site `site` of class `class` in method
+    /// `method`, allocating what the site allocates.
+    fn empty(site: &CountedSite, class: &CountedClass, method: &MethodName) -> Self {
         let place = &site.place;
         Self {
             identity: SiteIdentity {
                 class_name: class.name.clone(),
                 method_index: place.method_index,
                 bci: place.bci,
-                allocated,
+                allocated: site.allocated.to_string(),
                 callers: vec![],
                 walked: None,
             },
-            method_name: place.method_name.clone(),
-            method_descriptor: place.method_descriptor.clone(),
+            method_name: method.0.clone(),
+            method_descriptor: method.1.clone(),
             source_file: class.source_file.clone(),
             line: place.line,
             instance: site.instance,
@@ -167,6 +198,7 @@ impl SiteRegistry {
     /// (and its call sites from `self.call_sites.len()`).
     fn add(&mut self, name: &str, outcome: &bci::CountingOutcome) {
         let class = self.classes.len() as u32;
+        let methods = &mut self.methods;
         for call in &outcome.call_sites {
             let method = outcome.methods.get(usize::from(call.method_index));
             let (method_name, method_descriptor) =
@@ -175,46 +207,41 @@ impl SiteRegistry {
                 place: CodePlace {
                     class,
                     method_index: call.method_index,
-                    method_name: Arc::from(method_name),
-                    method_descriptor: Arc::from(method_descriptor),
+                    method: methods.number(method_name, method_descriptor),
                     bci: call.bci,
                     line: call.line,
                 },
-                target: call.target.as_ref().map(|(name, descriptor)| {
-                    (Arc::from(name.as_str()), Arc::from(descriptor.as_str()))
-                }),
+                target: call
+                    .target
+                    .as_ref()
+                    .map(|(name, descriptor)| methods.number(name, descriptor)),
             }));
         }
         self.classes.push(CountedClass {
             name: name.to_owned(),
             source_file: outcome.source_file.clone(),
         });
-        let mut names: HashMap<u16, (Arc<str>, Arc<str>)> = HashMap::new();
         for site in &outcome.sites {
             debug_assert_eq!(site.number as usize, self.sites.len());
-            let (method_name, method_descriptor) = names
-                .entry(site.method_index)
-                .or_insert_with(|| {
-                    (
-                        Arc::from(site.method_name.as_str()),
-                        Arc::from(site.method_descriptor.as_str()),
-                    )
-                })
-                .clone();
             let (allocated, instance) = allocated_signature(&site.allocated);
             self.sites.push(CountedSite {
                 place: CodePlace {
                     class,
                     method_index: site.method_index,
-                    method_name,
-                    method_descriptor,
+                    method: methods.number(&site.method_name, &site.method_descriptor),
                     bci: site.bci,
                     line: site.line,
                 },
-                allocated,
+                allocated: methods.strings.get(&allocated),
                 instance,
             });
         }
+    }
+
+    /// The name and descriptor of method number `number` (of a place or a
+    /// call's target).
+    pub fn method(&self, number: u32) -> &MethodName {
+        &self.methods.list[number as usize]
     }
 
     /// The counts of every site that allocated, merged per site identity,
@@ -243,7 +270,7 @@ impl SiteRegistry {
                 continue;
             }
             let class = &self.classes[counted.place.class as usize];
-            let row = CountedRow::empty(counted, class, counted.allocated.clone());
+            let row = CountedRow::empty(counted, class, self.method(counted.place.method));
             let row = match context {
                 Some(context) => row.called_by(self.callers(context, callers, counted)),
                 None => row,
@@ -276,8 +303,7 @@ impl SiteRegistry {
         most: usize,
         site: &CountedSite,
     ) -> (Vec<CallerFrame>, bool) {
-        let place = &site.place;
-        let callee = (place.method_name.clone(), place.method_descriptor.clone());
+        let callee = self.method(site.place.method).clone();
         self.callers_below(context, most, callee)
     }
 
@@ -291,8 +317,6 @@ impl SiteRegistry {
         most: usize,
         mut callee: (Arc<str>, Arc<str>),
     ) -> (Vec<CallerFrame>, bool) {
-        let method =
-            |place: &CodePlace| (place.method_name.clone(), place.method_descriptor.clone());
         let mut frames = Vec::new();
         for number in bci::window_call_sites(context).into_iter().take(most) {
             if number == 0 {
@@ -301,18 +325,22 @@ impl SiteRegistry {
             let Some(Some(call)) = self.call_sites.get(number as usize) else {
                 return (frames, false);
             };
-            if call.target.as_ref().is_some_and(|target| *target != callee) {
+            if call
+                .target
+                .is_some_and(|target| *self.method(target) != callee)
+            {
                 return (frames, false);
             }
             let (place, class) = (&call.place, &self.classes[call.place.class as usize]);
+            let method = self.method(place.method);
             frames.push(CallerFrame {
                 place: (class.name.clone(), place.method_index, place.bci),
-                method_name: place.method_name.clone(),
-                method_descriptor: place.method_descriptor.clone(),
+                method_name: method.0.clone(),
+                method_descriptor: method.1.clone(),
                 source_file: class.source_file.clone(),
                 line: place.line,
             });
-            callee = method(place);
+            callee = method.clone();
         }
         (frames, true)
     }
@@ -713,7 +741,7 @@ impl BytecodeCounting {
                 continue;
             };
             let class = &registry.classes[counted.place.class as usize];
-            let mut row = CountedRow::empty(counted, class, counted.allocated.clone());
+            let mut row = CountedRow::empty(counted, class, registry.method(counted.place.method));
             row.identity.walked = Some(trace_serial);
             rows.push(CountedRow { count, ..row });
         }
@@ -788,8 +816,11 @@ impl BytecodeCounting {
             .filter_map(|((site, context, class_tag), count)| {
                 let counted = registry.sites.get(site as usize)?;
                 let class = &registry.classes[counted.place.class as usize];
-                let row = CountedRow::empty(counted, class, signature_of(class_tag)?)
-                    .called_by(registry.callers(context, self.callers, counted));
+                let mut row =
+                    CountedRow::empty(counted, class, registry.method(counted.place.method));
+                // What a VM maker made is known per object, not per site.
+                row.identity.allocated = signature_of(class_tag)?;
+                let row = row.called_by(registry.callers(context, self.callers, counted));
                 Some(CountedRow { count, ..row })
             })
             .collect()

@@ -179,9 +179,7 @@ impl Engine for AllocationSites {
     fn dump_section(&self, run: &Run, model: &mut Model, out: &mut Vec<u8>) {
         let sites = self.prepared_sites(run, model);
         self.note_written(&sites);
-        out.extend(
-            run.emitter
-                .sites(model, &sites, run.options.cutoff, ctime_now()),
-        );
+        run.emitter
+            .sites(model, &sites, run.options.cutoff, ctime_now(), out);
     }
 }

@@ -23,8 +23,10 @@ impl AllocationSites {
             let mut changed = changed.into_iter();
             sites.retain(|_| changed.next().unwrap_or(true));
         }
+        let mut out = Vec::new();
         run.emitter
-            .requested_sites(&mut model, &sites, cutoff, flags, ctime_now())
+            .requested_sites(&mut model, &sites, cutoff, flags, ctime_now(), &mut out);
+        out
     }
 
     /// Every site as it stands (for HEAP SUMMARY).
