@@ -357,7 +357,8 @@ fn a_jvm_in_its_own_pid_and_mount_namespace_is_attached_by_its_host_pid() {
         let alone = output_alone(jdk, &dir);
         // Its own /tmp: the attach socket is only in there.
         let java = common::java_command(jdk, &dir);
-        let mut script = String::from("mount -t tmpfs tmpfs /tmp && exec");
+        let mut script = own_tmp_keeping_the_checkout();
+        script.push_str(&format!(" && cd '{}' && exec", dir.display()));
         script.push_str(&format!(" '{}'", jdk.java.display()));
         for arg in java.get_args() {
             script.push_str(&format!(" '{}'", arg.to_string_lossy()));
@@ -417,6 +418,26 @@ fn a_jvm_in_its_own_pid_and_mount_namespace_is_attached_by_its_host_pid() {
         assert_hot_first(&handed, &what);
         let _ = fs::remove_dir_all(&host_tmp);
     });
+}
+
+/// Shell commands, run in a new mount namespace, that give it a /tmp of its
+/// own while keeping this checkout where it is: a clone under /tmp (as CI may
+/// make it), with the JDKs and fixtures inside, is bound into the new /tmp
+/// from the old one, reached through /mnt before /tmp is covered.
+fn own_tmp_keeping_the_checkout() -> String {
+    let root = fs::canonicalize(env!("CARGO_MANIFEST_DIR")).expect("the checkout's path");
+    let top = root
+        .strip_prefix("/tmp")
+        .ok()
+        .and_then(|rest| rest.components().next())
+        .map(|first| first.as_os_str().to_string_lossy().into_owned());
+    match top {
+        None => "mount -t tmpfs tmpfs /tmp".into(),
+        Some(top) => format!(
+            "mkdir -p /mnt && mount --bind /tmp /mnt && mount -t tmpfs tmpfs /tmp \
+             && mkdir '/tmp/{top}' && mount --bind '/mnt/{top}' '/tmp/{top}' && umount /mnt"
+        ),
+    }
 }
 
 /// A fresh directory under the host's /tmp.
