@@ -295,14 +295,7 @@ fn root_attaches_to_another_users_jvm_as_that_user() {
         .args(java.get_args())
         .args(["AttachTarget", "5"])
         .current_dir(&dir);
-    for var in [
-        "JAVA_TOOL_OPTIONS",
-        "_JAVA_OPTIONS",
-        "JDK_JAVA_OPTIONS",
-        "CLASSPATH",
-    ] {
-        cmd.env_remove(var);
-    }
+    common::clean_java_env(&mut cmd);
     let mut target = Spawned::spawn(&mut cmd);
     target.wait_for_line("READY", READY_WAIT);
     attach_ok(&dir, target.pid(), "cpu=samples,file=nobody.txt", &what);
@@ -376,14 +369,7 @@ fn a_jvm_in_its_own_pid_and_mount_namespace_is_attached_by_its_host_pid() {
         ])
         .current_dir(&dir)
         .stdin(std::process::Stdio::null());
-        for var in [
-            "JAVA_TOOL_OPTIONS",
-            "_JAVA_OPTIONS",
-            "JDK_JAVA_OPTIONS",
-            "CLASSPATH",
-        ] {
-            cmd.env_remove(var);
-        }
+        common::clean_java_env(&mut cmd);
         let mut target = Spawned::spawn(&mut cmd);
         target.wait_for_line("READY", READY_WAIT);
         let pid = forked_child(target.pid());

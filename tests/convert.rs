@@ -11,6 +11,7 @@
 mod common;
 
 use common::AsciiProfile;
+use common::profile_to_file as profile;
 use hprof_rs::format::ascii::{HeapEntry, MonitorTimeRow, Section};
 use hprof_rs::format::binary::RecordBody;
 use serde_json::Value;
@@ -21,22 +22,6 @@ use std::process::Command;
 
 const JDKS: [u32; 2] = [17, 25];
 const NS_PER_MS: u64 = 1_000_000;
-
-/// Runs `class args` under the agent with `options`; returns the output file.
-fn profile(
-    jdk: &common::Jdk,
-    dir: &Path,
-    options: &str,
-    file: &str,
-    class_args: &[&str],
-) -> PathBuf {
-    let mut cmd = common::java_command(jdk, dir);
-    cmd.arg(common::agentpath_arg(&format!("{options},file={file}")))
-        .args(class_args);
-    let out = common::run(&mut cmd);
-    common::assert_success(&out, &format!("{} {options} {class_args:?}", jdk.label));
-    dir.join(file)
-}
 
 /// CpuHot (hot-a does three times hot-b's work) under cpu=samples,thread=y.
 fn cpu_hot_by_thread(jdk: &common::Jdk, dir: &Path) -> PathBuf {
@@ -578,24 +563,8 @@ fn chromium_draws_the_report_with_hot_method_top_site_and_top_class() {
         let dump = profile(jdk, &dir, "heap=dump", "dump.txt", &["HeapGraph", "0"]);
         let mut bytes: BTreeMap<String, u64> = BTreeMap::new();
         for heap in ascii(&dump).heap_dumps() {
-            for entry in &heap.entries {
-                let (class, size) = match entry {
-                    HeapEntry::Object {
-                        class_name, size, ..
-                    } => (class_name, size),
-                    HeapEntry::ObjectArray {
-                        array_class_name,
-                        size,
-                        ..
-                    }
-                    | HeapEntry::PrimitiveArray {
-                        array_class_name,
-                        size,
-                        ..
-                    } => (array_class_name, size),
-                    _ => continue,
-                };
-                *bytes.entry(class.clone()).or_default() += size;
+            for (class, size) in heap.entries.iter().filter_map(HeapEntry::class_and_size) {
+                *bytes.entry(class.to_owned()).or_default() += size;
             }
         }
         let top_class = bytes

@@ -6,10 +6,11 @@ mod common;
 
 use common::AsciiProfile;
 
+use common::profile_to_file as profile;
 use hprof_cli::profile::stable_class_name;
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn hprof_rs() -> Command {
@@ -21,24 +22,6 @@ fn hprof_rs() -> Command {
 /// moved one leaf from 14% to 35% of the samples between two runs; the
 /// interpreter gives every unit of work the same cost in every run.
 const SPREAD_HOT: [&str; 2] = ["-Xint", "SpreadHot"];
-
-/// Runs `class args` under the agent with `options` in `dir`; returns the output file.
-fn profile(
-    jdk: &common::Jdk,
-    dir: &Path,
-    options: &str,
-    file: &str,
-    class_args: &[&str],
-) -> PathBuf {
-    let mut cmd = common::java_command(jdk, dir);
-    cmd.arg(common::agentpath_arg(&format!("{options},file={file}")))
-        .args(class_args);
-    common::assert_success(
-        &common::run(&mut cmd),
-        &format!("{} {options} {class_args:?}", jdk.label),
-    );
-    dir.join(file)
-}
 
 fn tool(args: &[&str], files: &[&Path]) -> Output {
     let mut cmd = hprof_rs();

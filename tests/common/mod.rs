@@ -515,7 +515,9 @@ impl FileLock {
 // Processes
 // ---------------------------------------------------------------------------
 
-fn clean_java_env(cmd: &mut Command) {
+/// Removes from `cmd`'s environment the variables a JVM would take options
+/// or a class path from ([`JAVA_ENV_TO_CLEAR`]).
+pub fn clean_java_env(cmd: &mut Command) {
     for var in JAVA_ENV_TO_CLEAR {
         cmd.env_remove(var);
     }
@@ -534,6 +536,26 @@ pub fn java_command(jdk: &Jdk, workdir: &Path) -> Command {
         .stdin(Stdio::null());
     clean_java_env(&mut cmd);
     cmd
+}
+
+/// Runs `class args` of the fixtures under the agent with `options` and
+/// `file=<file>` in `dir`, checks that it succeeded, and returns the path
+/// of the output file.
+pub fn profile_to_file(
+    jdk: &Jdk,
+    dir: &Path,
+    options: &str,
+    file: &str,
+    class_args: &[&str],
+) -> PathBuf {
+    let mut cmd = java_command(jdk, dir);
+    cmd.arg(agentpath_arg(&format!("{options},file={file}")))
+        .args(class_args);
+    assert_success(
+        &run(&mut cmd),
+        &format!("{} {options} {class_args:?}", jdk.label),
+    );
+    dir.join(file)
 }
 
 /// `program arg…` (cwd …), for messages.

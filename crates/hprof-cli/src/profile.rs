@@ -11,9 +11,7 @@ use super::apportion::apportion;
 use super::heap_scan::{self, PRIMITIVE_KEY};
 use super::profile_file::{self, Contents, OpenError};
 use hprof_format::ParseError;
-use hprof_format::ascii::{
-    self, CpuTitle, HeapEntry, LineInfo, MonitorTimeRow, Section, TraceFrame,
-};
+use hprof_format::ascii::{self, CpuTitle, LineInfo, MonitorTimeRow, Section, TraceFrame};
 use hprof_format::binary::reader::{RecordStream, parse_body};
 use hprof_format::binary::{BasicType, FileHeader, RecordBody};
 use hprof_format::names::signature_to_name;
@@ -487,25 +485,18 @@ fn from_sections(sections: Vec<Section>) -> Profile {
             }
             Section::HeapDump(dump) => {
                 let histogram = profile.histogram.get_or_insert_with(HashMap::new);
-                for entry in dump.entries {
-                    let (class, size) = match entry {
-                        HeapEntry::Object {
-                            class_name, size, ..
-                        } => (class_name, size),
-                        HeapEntry::ObjectArray {
-                            array_class_name,
-                            size,
-                            ..
-                        }
-                        | HeapEntry::PrimitiveArray {
-                            array_class_name,
-                            size,
-                            ..
-                        } => (array_class_name, size),
-                        _ => continue,
+                for entry in &dump.entries {
+                    let Some((class, size)) = entry.class_and_size() else {
+                        continue;
                     };
-                    let count = histogram.entry(class).or_default();
-                    count.add_object(size);
+                    // A class's name is copied once, when it is first met.
+                    match histogram.get_mut(class) {
+                        Some(count) => count.add_object(size),
+                        None => histogram
+                            .entry(class.to_owned())
+                            .or_default()
+                            .add_object(size),
+                    }
                 }
             }
             _ => {}

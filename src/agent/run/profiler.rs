@@ -134,15 +134,22 @@ impl Profiler {
     pub fn vm_init(&'static self, jni: Option<&JniEnv>, main_thread: LocalThread<'_>) {
         let run = &self.run;
         let env = run.jvmti.env();
-        self.write_start(&env, jni);
-        for engine in self.engines.all() {
-            engine.vm_init(run, jni);
-        }
-        run.lifecycle.begin();
+        self.begin(&env, jni);
         self.thread_started(jni, main_thread);
         run.writer.flush();
         self.enable_live_events(&env);
         self.start_engines(jni);
+    }
+
+    /// What a profile's start writes and does, from VM init or an attach:
+    /// the file header and the classes loaded so far, each engine's own
+    /// start, then events are taken.
+    fn begin(&self, env: &Jvmti, jni: Option<&JniEnv>) {
+        self.write_start(env, jni);
+        for engine in self.engines.all() {
+            engine.vm_init(&self.run, jni);
+        }
+        self.run.lifecycle.begin();
     }
 
     /// Attached to a running JVM (`hprof-rs attach`): what VM init does,
@@ -152,11 +159,7 @@ impl Profiler {
     pub fn attached(&'static self, jni: Option<&JniEnv>) {
         let run = &self.run;
         let env = run.jvmti.env();
-        self.write_start(&env, jni);
-        for engine in self.engines.all() {
-            engine.vm_init(run, jni);
-        }
-        run.lifecycle.begin();
+        self.begin(&env, jni);
         self.enable_live_events(&env);
         if let Some(jni) = jni {
             for thread in jvm::all_threads(jni, &env) {

@@ -433,6 +433,29 @@ pub enum HeapEntry {
     },
 }
 
+impl HeapEntry {
+    /// The dotted class name and size in bytes of an object or array
+    /// (`OBJ` or `ARR`); `None` for roots and classes.
+    pub fn class_and_size(&self) -> Option<(&str, u64)> {
+        match self {
+            HeapEntry::Object {
+                class_name, size, ..
+            } => Some((class_name, *size)),
+            HeapEntry::ObjectArray {
+                array_class_name,
+                size,
+                ..
+            }
+            | HeapEntry::PrimitiveArray {
+                array_class_name,
+                size,
+                ..
+            } => Some((array_class_name, *size)),
+            HeapEntry::Root(_) | HeapEntry::Class { .. } => None,
+        }
+    }
+}
+
 /// `HEAP DUMP BEGIN (%u objects, %u bytes) <ctime>` ... `HEAP DUMP END`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeapDumpSection {
