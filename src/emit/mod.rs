@@ -236,13 +236,13 @@ impl Emitter {
         }
         let unwritten: Vec<_> = {
             let mut written = self.written.lock();
-            let classes = model.classes.iter_from(written.classes_looked_at);
-            let unwritten: Vec<_> = classes
+            let first = written.classes_to_look_at(model.classes.len());
+            model
+                .classes
+                .iter_from(first)
                 .filter(|c| written.class(c.serial))
                 .cloned()
-                .collect();
-            written.classes_looked_at = model.classes.len();
-            unwritten
+                .collect()
         };
         for class in unwritten {
             let name_id = self.name(model, &signature_to_name(&class.signature), &mut out);
@@ -400,10 +400,9 @@ impl Emitter {
             let Some(trace) = model.traces.get(serial).cloned() else {
                 continue;
             };
-            let trace = &trace;
             match self.format {
                 Format::Ascii => {
-                    let section = Section::Trace(ascii_trace(model, trace));
+                    let section = Section::Trace(ascii_trace(model, &trace));
                     ascii::writer::write_section(&section, out);
                 }
                 Format::Binary => {

@@ -17,7 +17,7 @@ pub struct Written {
     /// How many of the model's classes were looked at for LOAD CLASS: each
     /// was written then (or before, by a heap dump), so the next look
     /// starts after them, not at the first class of the run.
-    pub classes_looked_at: usize,
+    classes_looked_at: usize,
 }
 
 impl Written {
@@ -36,6 +36,13 @@ impl Written {
         serial
             .checked_sub(FIRST_CLASS_SERIAL)
             .is_some_and(|index| self.classes.insert(index))
+    }
+
+    /// Of a class table now holding `count` classes, the index of the first
+    /// one not yet looked at for LOAD CLASS; the rest count as looked at
+    /// from here on.
+    pub fn classes_to_look_at(&mut self, count: usize) -> usize {
+        std::mem::replace(&mut self.classes_looked_at, count)
     }
 
     /// Notes trace `serial` as printed; true the first time.
