@@ -273,6 +273,9 @@ impl MethodTiming {
             return Vec::new();
         };
         let Some(drained) = tracker.drain(env, jni) else {
+            eprintln!(
+                "HPROF: cpu=times could not read the timing tables at this dump (busy, or the dump came from inside them); the next dump has these calls"
+            );
             return Vec::new();
         };
         let Drained {
