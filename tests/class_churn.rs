@@ -205,7 +205,7 @@ fn unload_run(jdk: &common::Jdk, scratch: &str, options: &str, copies: u64) -> (
     (file, stderr)
 }
 
-/// The frame keys the verbose dump line `HPROF: <u> classes unloaded so
+/// The frame keys the dump line (hidden option X=0x200000) `HPROF: <u> classes unloaded so
 /// far, <l> loaded; <k> frame keys held` gives.
 fn frame_keys_held(stderr: &str) -> u64 {
     let line = stderr
@@ -230,7 +230,7 @@ fn unloaded_classes_get_unload_class_records_and_leave_the_tables() {
             let (file, stderr) = unload_run(
                 jdk,
                 &scratch,
-                "heap=sites,depth=8,format=b,cutoff=0",
+                "heap=sites,depth=8,format=b,cutoff=0,X=0x200000",
                 copies,
             );
             keys.push(frame_keys_held(&stderr));
@@ -284,5 +284,41 @@ fn unloaded_classes_get_unload_class_records_and_leave_the_tables() {
             "{}: frame keys held after 200 and 600 unloaded copies: {keys:?}",
             jdk.label
         );
+    });
+}
+
+/// cpu=times keeps its call tree in the Java heap, where a heap this small
+/// runs out while the tracker grows a table; the agent's dump at heap
+/// exhaustion then comes on that very thread, which holds the tracker's
+/// lock. It waited for that lock for ever before (2 of 5 runs hung on JDK
+/// 17 by hand; where the heap runs out varies, so this test may pass on the
+/// old agent too); now the dump goes on without the tables (it says so) and
+/// the exit dump has every call. Whatever the program makes of the short
+/// heap, the JVM ends and the file is complete.
+#[test]
+fn a_dump_at_heap_exhaustion_inside_the_call_tree_never_hangs() {
+    common::on_each(&common::jdks_of(&[17, 25]), |jdk| {
+        for round in 0..2 {
+            let dir = common::scratch_dir(&format!("churn-times-oom-{round}-{}", jdk.label));
+            let file = dir.join("times.txt");
+            let mut cmd = common::java_command(jdk, &dir);
+            cmd.arg("-Xmx64m")
+                .arg(common::agentpath_arg(&format!(
+                    "cpu=times,file={}",
+                    file.display()
+                )))
+                .args(["ClassChurn", "distinct", "30000"]);
+            let out = common::run_timeout(&mut cmd, std::time::Duration::from_secs(150));
+            let what = format!(
+                "cpu=times, ClassChurn distinct 30000, -Xmx64m, {}",
+                jdk.label
+            );
+            assert!(out.status.code().is_some(), "{what}: ended by a signal");
+            let profile = AsciiProfile::read(&file);
+            assert!(
+                profile.first_cpu(CpuTitle::TimeMs).is_some(),
+                "{what}: a CPU TIME block"
+            );
+        }
     });
 }

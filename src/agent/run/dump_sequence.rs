@@ -58,11 +58,11 @@ pub fn dump(run: &Run, engines: &Engines, jni: Option<&JniEnv>) {
 }
 
 /// Every class unloaded so far taken out of the tables, their keys gone;
-/// with `verbose=y`, what the tables hold after it.
+/// with the hidden `X` bit TABLE_SIZES_AT_DUMPS, what the tables hold after it.
 fn retire_unloaded_for_dump(run: &Run, model: &mut Model) {
     crate::agent::run::classes::retire_unloaded(model);
     model.frames.settle();
-    if run.options.verbose {
+    if run.options.experiment & crate::options::experiment::TABLE_SIZES_AT_DUMPS != 0 {
         eprintln!(
             "HPROF: {} classes unloaded so far, {} loaded; {} frame keys held",
             model.classes.unloaded_from(0).len(),
