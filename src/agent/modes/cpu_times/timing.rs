@@ -13,6 +13,7 @@ use crate::agent::jvm;
 use crate::agent::jvm::timing_tracker::{Drained, Tracker};
 use crate::agent::run::class_reloads::{ClassReloads, FirstNumbers};
 use crate::bci::{self, Injection};
+use crate::options::ClassFilter;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -51,6 +52,10 @@ struct TimedClasses {
     reloads: ClassReloads,
 }
 
+/// How many frames below a catching method that is not timed are searched
+/// for the nearest timed one (see `exception_caught`).
+const CATCH_SCAN_FRAMES: u32 = 256;
+
 /// How often the clock thread updates the Tracker's clock.
 const CLOCK_PERIOD: std::time::Duration = std::time::Duration::from_micros(100);
 
@@ -59,6 +64,10 @@ pub struct MethodTiming {
     /// Frames per trace (2 for cpu=old).
     depth: u32,
     injection: Injection,
+    /// `include=` / `exclude=`: the classes to time.
+    filter: ClassFilter,
+    /// Classes the filter left as they were loaded.
+    left_as_loaded: std::sync::atomic::AtomicU64,
     /// Methods by class number and method number.
     classes: Mutex<TimedClasses>,
     /// jmethodID -> method key, for ExceptionCatch.
@@ -74,11 +83,14 @@ pub struct MethodTiming {
 }
 
 impl MethodTiming {
-    /// Timing with traces of `depth` frames.
-    pub fn new(depth: u32) -> Self {
+    /// Timing with traces of `depth` frames, of the classes `filter`
+    /// chooses.
+    pub fn new(depth: u32, filter: ClassFilter) -> Self {
         Self {
             depth: depth.max(1),
             injection: Injection::tracker(),
+            filter,
+            left_as_loaded: std::sync::atomic::AtomicU64::new(0),
             classes: Mutex::default(),
             by_method_id: Mutex::default(),
             tracker: Mutex::new(None),
@@ -146,6 +158,13 @@ impl MethodTiming {
         {
             return None;
         }
+        // A class the filter leaves out gets no new class file at all (and
+        // one the JVM names no name cannot match a filter).
+        if self.filter.is_active() && !name.is_some_and(|n| self.filter.times(n)) {
+            self.left_as_loaded
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return None;
+        }
         let mut classes = self.classes.lock();
         if let Some(again) = name.and_then(|n| self.rewrite_again(&classes, n, bytes)) {
             classes.reloads.note_reused();
@@ -194,6 +213,21 @@ impl MethodTiming {
         Some(format!("cpu=times: {reloads}, {methods} methods numbered"))
     }
 
+    /// What `verbose=y` says at a dump under `include=` / `exclude=`: how
+    /// many classes were rewritten and how many left as they were loaded.
+    pub fn describe_filter(&self) -> Option<String> {
+        if !self.filter.is_active() {
+            return None;
+        }
+        let timed = self.classes.lock().list.len();
+        let left = self
+            .left_as_loaded
+            .load(std::sync::atomic::Ordering::Relaxed);
+        Some(format!(
+            "cpu=times: include/exclude: {timed} classes rewritten, {left} left as loaded"
+        ))
+    }
+
     /// What method key names.
     pub fn method(&self, key: u64) -> Option<TimedMethod> {
         let classes = self.classes.lock();
@@ -239,12 +273,24 @@ impl MethodTiming {
     }
 
     /// ExceptionCatch, on the catching thread: the calls above the catching
-    /// method ended by the exception.
+    /// method ended by the exception. Under a filter the catching method
+    /// may not be timed: the calls above the nearest timed method below it
+    /// ended then (searched in at most `CATCH_SCAN_FRAMES` frames).
     pub fn exception_caught(&self, env: &Jvmti, jni: Option<&JniEnv>, method: jni::jmethodID) {
         let (Some(jni), Some(tracker)) = (jni, self.tracker()) else {
             return;
         };
-        if let Some(key) = self.key_of(env, method) {
+        let key = self.key_of(env, method).or_else(|| {
+            if !self.filter.is_active() {
+                return None;
+            }
+            let frames = jvm::stack_frames(env, jvm::Local::null(), CATCH_SCAN_FRAMES);
+            frames
+                .iter()
+                .skip(1)
+                .find_map(|&(frame_method, _)| self.key_of(env, frame_method as jni::jmethodID))
+        });
+        if let Some(key) = key {
             tracker.caught(jni, key);
         }
     }
