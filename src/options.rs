@@ -385,7 +385,8 @@ impl<'a> Parser<'a> {
                 options.alloc_interval = byte_count(text).ok_or(ALLOC_INTERVAL_ERROR)?;
             }
             "include" | "exclude" => {
-                let value = input.value(&format!("syntax error parsing {name}=PATTERN[:PATTERN...]"))?;
+                let value =
+                    input.value(&format!("syntax error parsing {name}=PATTERN[:PATTERN...]"))?;
                 options.class_filter.add(name, value)?;
             }
             "alloc_count" => {

@@ -69,7 +69,12 @@ impl ClassFilter {
         } else {
             self.include.extend(patterns);
         }
-        let total: usize = self.include.iter().chain(&self.exclude).map(|p| p.0.len()).sum();
+        let total: usize = self
+            .include
+            .iter()
+            .chain(&self.exclude)
+            .map(|p| p.0.len())
+            .sum();
         if total > PATTERN_TEXT_MAX {
             return Err(format!(
                 "include and exclude patterns may hold at most {PATTERN_TEXT_MAX} characters in all"
@@ -88,7 +93,10 @@ impl Pattern {
             return None;
         }
         let is_name_char = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
-        if !text.chars().all(|c| c == '.' || c == '*' || is_name_char(c)) {
+        if !text
+            .chars()
+            .all(|c| c == '.' || c == '*' || is_name_char(c))
+        {
             return None;
         }
         let internal = text.replace('.', "/");
@@ -196,10 +204,24 @@ mod tests {
     #[test]
     fn bad_patterns_are_refused() {
         for bad in [
-            "", ":", "a::b", "a.", ".a", "a..b", "a/b", "a.***", "a b", "a-b", "a,b", "com.acme.*:",
+            "",
+            ":",
+            "a::b",
+            "a.",
+            ".a",
+            "a..b",
+            "a/b",
+            "a.***",
+            "a b",
+            "a-b",
+            "a,b",
+            "com.acme.*:",
         ] {
             let err = ClassFilter::default().add("include", bad).unwrap_err();
-            assert!(err.starts_with("include option value must be"), "{bad:?}: {err}");
+            assert!(
+                err.starts_with("include option value must be"),
+                "{bad:?}: {err}"
+            );
         }
         assert!(ClassFilter::default().add("exclude", "é.ü$1.*").is_ok());
         let long = "a".repeat(PATTERN_TEXT_MAX + 1);

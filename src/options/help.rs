@@ -40,16 +40,8 @@ const TABLE: &[(&str, &str, &str)] = &[
         "bytecode|events (hprof-rs)",
         "bytecode*",
     ),
-    (
-        "include=<patterns>",
-        "time only these (hprof-rs)",
-        "all",
-    ),
-    (
-        "exclude=<patterns>",
-        "never time these (hprof-rs)",
-        "none",
-    ),
+    ("include=<patterns>", "time only these (hprof-rs)", "all"),
+    ("exclude=<patterns>", "never time these (hprof-rs)", "none"),
 ];
 
 const TITLE: &str = "     HPROF-RS: Heap and CPU Profiling Agent (drop-in replacement for HPROF)";
