@@ -90,6 +90,9 @@ MODES = {m.key: m for m in [
     # rewritten and timed; on the other workloads nothing matches.
     Mode("times-javac-comp", "cpu=times,include=com.sun.tools.javac.comp.*",
          "cpu=times,include=com.sun.tools.javac.comp.*", ("CPU TIME (ms) BEGIN",)),
+    # ... and a filter nothing matches: what cpu=times costs the classes it leaves out.
+    Mode("times-nothing", "cpu=times,include=nothing.matches.*",
+         "cpu=times,include=nothing.matches.*", ("CPU TIME (ms) BEGIN",)),
     Mode("monitor", "monitor=y", "monitor=y", ("MONITOR TIME BEGIN", "MONITOR DUMP BEGIN")),
     Mode("dump", "heap=dump", "heap=dump", ("HEAP DUMP BEGIN",)),
     Mode("dump-b", "heap=dump,format=b", "heap=dump,format=b",
@@ -136,7 +139,7 @@ def baseline_first(order: List[Mode]) -> List[Mode]:
 # interval=1, and the JVMTI stack path beside the signal handler's).
 SAMPLES_COMPARISON_MODES = ["samples-1", "samples-jvmti", "samples-jvmti-1", "samples-nodebug"]
 # cpu=times filtered to one package, also run only when --modes names it.
-FILTERED_TIMES_MODES = ["times-javac-comp"]
+FILTERED_TIMES_MODES = ["times-javac-comp", "times-nothing"]
 PROFILING_MODES = ["none", "samples", "sites", "sites-events", "sites-sampled", "sites-bytecode", "times",
                    "monitor", "jfr", "jfr-monitor"]
 STARTUP_MODES = ["none", "samples", "sites", "sites-sampled", "sites-bytecode", "times",

@@ -11,6 +11,7 @@
 
 use crate::agent::jvm;
 use crate::agent::jvm::timing_tracker::{Drained, Tracker};
+use crate::agent::jvm::tracker_probe::CallsInProgress;
 use crate::agent::run::class_reloads::{ClassReloads, FirstNumbers};
 use crate::bci::{self, Injection};
 use crate::options::ClassFilter;
@@ -77,6 +78,8 @@ pub struct MethodTiming {
     /// jmethodID -> method key, for ExceptionCatch.
     by_method_id: Mutex<HashMap<u64, Option<u64>>>,
     tracker: Mutex<Option<Tracker>>,
+    /// Reads whether a thread has timed calls in progress (with a filter).
+    probe: Mutex<Option<CallsInProgress>>,
     /// The Tracker's trace tree as drained so far: per node, its method key
     /// and its caller node (negative: none).
     nodes: Mutex<Vec<(u64, i64)>>,
@@ -99,6 +102,7 @@ impl MethodTiming {
             classes: Mutex::default(),
             by_method_id: Mutex::default(),
             tracker: Mutex::new(None),
+            probe: Mutex::new(None),
             nodes: Mutex::default(),
             failure_reported: std::sync::atomic::AtomicBool::new(false),
             clock_stop: std::sync::atomic::AtomicBool::new(false),
@@ -113,6 +117,9 @@ impl MethodTiming {
     pub fn engage(&self, jni: &JniEnv) -> Result<(), String> {
         let tracker = Tracker::define(jni, self.depth)?;
         *self.tracker.lock() = Some(tracker);
+        if self.filter.is_active() {
+            *self.probe.lock() = CallsInProgress::look_up(jni, &tracker);
+        }
         tracker.set_engaged(jni, 0xFFFF);
         Ok(())
     }
@@ -283,14 +290,19 @@ impl MethodTiming {
 
     /// ExceptionCatch, on the catching thread: the calls above the catching
     /// method ended by the exception. Under a filter the catching method
-    /// may not be timed: the calls above the nearest timed method below it
-    /// ended then (searched in at most `CATCH_SCAN_FRAMES` frames).
+    /// may not be timed: if the thread has timed calls in progress, the
+    /// calls above the nearest timed method below it ended then (searched
+    /// in at most `CATCH_SCAN_FRAMES` frames).
     pub fn exception_caught(&self, env: &Jvmti, jni: Option<&JniEnv>, method: jni::jmethodID) {
         let (Some(jni), Some(tracker)) = (jni, self.tracker()) else {
             return;
         };
         let key = self.key_of(env, method).or_else(|| {
             if !self.filter.is_active() {
+                return None;
+            }
+            let probe = *self.probe.lock();
+            if probe.is_some_and(|p| !p.on_current_thread(jni, &tracker)) {
                 return None;
             }
             self.stacks_searched
@@ -454,6 +466,33 @@ fn parse_costs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_class_outside_the_filter_gets_no_new_class_file() {
+        let mut filter = ClassFilter::default();
+        let parsed = crate::options::parse(Some("cpu=times,include=com.acme.*"), None);
+        if let Ok(crate::options::Parsed::Options(options)) = parsed {
+            filter = options.class_filter;
+        }
+        let timing = MethodTiming::new(4, filter);
+        // Any real class file will do (not the Tracker's, which is never
+        // rewritten): LockTracker's, under other names.
+        let bytes = bci::LOCK_TRACKER_CLASS_FILE;
+        assert!(timing.rewrite(Some("org/other/Bar"), bytes).is_none());
+        assert!(timing.rewrite(Some("com/acme/deep/Bar"), bytes).is_none());
+        assert!(timing.rewrite(None, bytes).is_none(), "no name, no match");
+        assert!(timing.rewrite(Some("com/acme/Foo"), bytes).is_some());
+        assert_eq!(
+            timing.describe_filter().as_deref(),
+            Some(
+                "cpu=times: include/exclude: 1 classes rewritten, 3 left as loaded; \
+                 0 catches in untimed methods searched"
+            )
+        );
+        let unfiltered = MethodTiming::new(4, ClassFilter::default());
+        assert!(unfiltered.rewrite(Some("org/other/Bar"), bytes).is_some());
+        assert_eq!(unfiltered.describe_filter(), None);
+    }
 
     #[test]
     fn drained_data_decodes_per_trace() {
