@@ -240,7 +240,7 @@ impl MethodTiming {
             .load(std::sync::atomic::Ordering::Relaxed);
         Some(format!(
             "cpu=times: include/exclude: {timed} classes rewritten, {left} left as loaded; \
-             {searched} catches in untimed methods searched"
+             stacks searched at untimed catches: {searched}"
         ))
     }
 
@@ -486,7 +486,7 @@ mod tests {
             timing.describe_filter().as_deref(),
             Some(
                 "cpu=times: include/exclude: 1 classes rewritten, 3 left as loaded; \
-                 0 catches in untimed methods searched"
+                 stacks searched at untimed catches: 0"
             )
         );
         let unfiltered = MethodTiming::new(4, ClassFilter::default());
