@@ -86,6 +86,13 @@ MODES = {m.key: m for m in [
     Mode("sites-bytecode", "heap=sites,alloc_count=bytecode", "heap=sites,alloc_count=bytecode",
          ("SITES BEGIN",)),
     Mode("times", "cpu=times", "cpu=times", ("CPU TIME (ms) BEGIN",)),
+    # cpu=times with a filter: only javac's attribution package (com.sun.tools.javac.comp) is
+    # rewritten and timed; on the other workloads nothing matches.
+    Mode("times-javac-comp", "cpu=times,include=com.sun.tools.javac.comp.*",
+         "cpu=times,include=com.sun.tools.javac.comp.*", ("CPU TIME (ms) BEGIN",)),
+    # ... and a filter nothing matches: what cpu=times costs the classes it leaves out.
+    Mode("times-nothing", "cpu=times,include=nothing.matches.*",
+         "cpu=times,include=nothing.matches.*", ("CPU TIME (ms) BEGIN",)),
     Mode("monitor", "monitor=y", "monitor=y", ("MONITOR TIME BEGIN", "MONITOR DUMP BEGIN")),
     Mode("dump", "heap=dump", "heap=dump", ("HEAP DUMP BEGIN",)),
     Mode("dump-b", "heap=dump,format=b", "heap=dump,format=b",
@@ -131,6 +138,8 @@ def baseline_first(order: List[Mode]) -> List[Mode]:
 # Extra modes a profiling workload runs only when --modes names them (cpu=samples at
 # interval=1, and the JVMTI stack path beside the signal handler's).
 SAMPLES_COMPARISON_MODES = ["samples-1", "samples-jvmti", "samples-jvmti-1", "samples-nodebug"]
+# cpu=times filtered to one package, also run only when --modes names it.
+FILTERED_TIMES_MODES = ["times-javac-comp", "times-nothing"]
 PROFILING_MODES = ["none", "samples", "sites", "sites-events", "sites-sampled", "sites-bytecode", "times",
                    "monitor", "jfr", "jfr-monitor"]
 STARTUP_MODES = ["none", "samples", "sites", "sites-sampled", "sites-bytecode", "times",
@@ -442,8 +451,8 @@ class Row:
 
 def offered_modes(workload) -> List[str]:
     """The modes a workload can run: its own, and for a profiling workload the comparison
-    modes of cpu=samples (run only when --modes names them)."""
-    extra = SAMPLES_COMPARISON_MODES if workload.modes is PROFILING_MODES else []
+    modes of cpu=samples and the filtered cpu=times (run only when --modes names them)."""
+    extra = SAMPLES_COMPARISON_MODES + FILTERED_TIMES_MODES if workload.modes is PROFILING_MODES else []
     return workload.modes + extra
 
 

@@ -9,12 +9,14 @@
 //! This module is pure: it neither prints nor exits. The agent prints
 //! [`help_text`] or [`OptionError::message`] and ends the process itself.
 
+mod class_filter;
 mod cnum;
 pub mod experiment;
 mod help;
 
 use std::fmt;
 
+pub use class_filter::{ClassFilter, PATTERN_TEXT_MAX};
 pub use help::help_text;
 
 /// Output format (`format=a|b`).
@@ -95,6 +97,9 @@ pub struct Options {
     pub alloc_count_bytecode: bool,
     /// Whether `alloc_count` was given.
     pub alloc_count_given: bool,
+    /// hprof-rs addition, `include=` / `exclude=`: the classes cpu=times
+    /// and cpu=old rewrite and time (all but the agent's own by default).
+    pub class_filter: ClassFilter,
     /// The full combined option string (command line + "," +
     /// `_JAVA_HPROF_OPTIONS`), as used in error messages.
     pub combined: String,
@@ -136,6 +141,7 @@ impl Default for Options {
             alloc_interval: 0,
             alloc_count_bytecode: false,
             alloc_count_given: false,
+            class_filter: ClassFilter::default(),
             combined: String::new(),
         }
     }
@@ -378,6 +384,11 @@ impl<'a> Parser<'a> {
                 let text = input.value(ALLOC_INTERVAL_ERROR)?;
                 options.alloc_interval = byte_count(text).ok_or(ALLOC_INTERVAL_ERROR)?;
             }
+            "include" | "exclude" => {
+                let value =
+                    input.value(&format!("syntax error parsing {name}=PATTERN[:PATTERN...]"))?;
+                options.class_filter.add(name, value)?;
+            }
             "alloc_count" => {
                 options.alloc_count_bytecode = match input.value(ALLOC_COUNT_ERROR)? {
                     "bytecode" => true,
@@ -453,6 +464,11 @@ impl<'a> Parser<'a> {
         }
         if o.alloc_count_bytecode && o.alloc_interval != 0 {
             return Err("alloc_count=bytecode counts every allocation: it cannot be combined with alloc_interval".into());
+        }
+        // hprof-rs addition: the filters choose what cpu=times|old rewrites;
+        // heap=sites counts in every class whatever they say.
+        if o.class_filter.is_active() && !o.cpu_times {
+            return Err("include and exclude choose the classes cpu=times|old times: they need cpu=times or cpu=old".into());
         }
         o.prof_trace_depth = if o.cpu_old { 2 } else { o.depth };
         if !(o.cpu_samples || o.cpu_times || o.monitor || o.heap_sites || o.heap_dump) {

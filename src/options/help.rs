@@ -40,6 +40,8 @@ const TABLE: &[(&str, &str, &str)] = &[
         "bytecode|events (hprof-rs)",
         "bytecode*",
     ),
+    ("include=<patterns>", "time only these (hprof-rs)", "all"),
+    ("exclude=<patterns>", "never time these (hprof-rs)", "none"),
 ];
 
 const TITLE: &str = "     HPROF-RS: Heap and CPU Profiling Agent (drop-in replacement for HPROF)";
@@ -79,6 +81,11 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "    (fast; traces of up to 4 frames), events with one JVM event per",
             "    object. *bytecode unless thread=y, depth above 4, alloc_interval,",
             "    cpu=times|old or net= is given, which take events.",
+            "  - include and exclude are hprof-rs additions for cpu=times|old: class",
+            "    patterns separated by ':' (include=com.acme.*:org.foo.Bar); * stays",
+            "    within a package, ** takes in subpackages, and a class takes in its",
+            "    nested classes. Only the matching classes are rewritten and timed;",
+            "    exclude wins over include.",
         ],
     ),
     (
@@ -166,6 +173,8 @@ force=y|n              force output to <file>         y
 verbose=y|n            print messages about dumps     y
 alloc_interval=<size>  alloc sampling (hprof-rs)      0 (exact)
 alloc_count=<how>      bytecode|events (hprof-rs)     bytecode*
+include=<patterns>     time only these (hprof-rs)     all
+exclude=<patterns>     never time these (hprof-rs)    none
 
 Obsolete Options
 ----------------

@@ -605,3 +605,47 @@ fn a_file_name_that_is_not_utf8_is_recovered_byte_for_byte() {
     assert_eq!(super::raw_file_value(b"heap=sites,file=out.txt"), None);
     assert_eq!(super::raw_file_value(b"heap=sites,depth=\xff"), None);
 }
+
+#[test]
+fn include_and_exclude_choose_the_timed_classes() {
+    let options = ok("cpu=times,include=com.acme.*:org.foo.Bar,exclude=com.acme.Slow");
+    let filter = &options.class_filter;
+    assert!(filter.is_active());
+    assert!(filter.times("com/acme/Fast") && filter.times("org/foo/Bar$1"));
+    assert!(!filter.times("com/acme/Slow") && !filter.times("java/lang/String"));
+    // Repeated options and the environment add patterns.
+    let parsed = parse(Some("cpu=old,include=a.*"), Some("include=b.C")).unwrap();
+    let Parsed::Options(options) = parsed else {
+        panic!("{parsed:?}")
+    };
+    assert!(options.class_filter.times("a/X") && options.class_filter.times("b/C"));
+    assert!(!ok("cpu=times").class_filter.is_active());
+}
+
+#[test]
+fn include_and_exclude_errors() {
+    let syntax = "include option value must be class or package patterns separated by ':', \
+                  e.g. com.acme.*:org.foo.Bar (* within a package, ** across packages)";
+    assert_eq!(error("cpu=times,include=com..acme"), syntax);
+    assert_eq!(error("cpu=times,include=com/acme/*"), syntax);
+    assert_eq!(
+        error("cpu=times,exclude=a:"),
+        syntax.replacen("include", "exclude", 1)
+    );
+    assert_eq!(
+        error("cpu=times,include="),
+        "syntax error parsing include=PATTERN[:PATTERN...]"
+    );
+    let needs_times = "include and exclude choose the classes cpu=times|old times: \
+                       they need cpu=times or cpu=old";
+    assert_eq!(error("include=com.acme.*"), needs_times);
+    assert_eq!(error("heap=sites,exclude=com.acme.*"), needs_times);
+    assert_eq!(error("cpu=samples,include=a.B"), needs_times);
+    // Each value fits the 4096 bytes of a value; together they do not.
+    let half = vec!["abcdefgh"; 300].join(":");
+    let many = format!("cpu=times,include={half},exclude={half}");
+    assert_eq!(
+        error(&many),
+        "include and exclude patterns may hold at most 4096 characters in all"
+    );
+}

@@ -68,7 +68,7 @@ impl Tracker {
         }
     }
 
-    fn class(&self) -> jni::jclass {
+    pub(crate) fn class(&self) -> jni::jclass {
         self.class.raw() as jni::jclass
     }
 

@@ -52,7 +52,7 @@ impl Engines {
     pub fn new(options: &Options, heap_dump_dir: Option<PrivateDir>) -> Self {
         let method_times = options
             .cpu_times
-            .then(|| MethodTimes::new(options.prof_trace_depth));
+            .then(|| MethodTimes::new(options.prof_trace_depth, options.class_filter.clone()));
         if options.heap_sites && options.alloc_count_bytecode && options.thread {
             eprintln!(
                 "HPROF: alloc_count=bytecode counts a site for all threads together: \

@@ -10,6 +10,7 @@ use crate::agent::run::engine::{Engine, Run};
 use crate::emit::clock::ctime_now;
 use crate::emit::times::TraceTime;
 use crate::model::Model;
+use crate::options::ClassFilter;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -29,11 +30,11 @@ pub struct MethodTimes {
 }
 
 impl MethodTimes {
-    /// Timing with traces of `depth` frames (the Tracker class is defined
-    /// at VM init, see `start`).
-    pub fn new(depth: u32) -> Self {
+    /// Timing with traces of `depth` frames of the classes `filter` chooses
+    /// (the Tracker class is defined at VM init, see `start`).
+    pub fn new(depth: u32, filter: ClassFilter) -> Self {
         Self {
-            timing: MethodTiming::new(depth),
+            timing: MethodTiming::new(depth, filter),
             drained: Mutex::default(),
         }
     }
@@ -164,10 +165,13 @@ impl Engine for MethodTimes {
         if let Some(jni) = jni {
             *self.drained.lock() = self.timing.take_costs(&run.jvmti.env(), jni);
         }
-        if run.options.verbose
-            && let Some(reloads) = self.timing.describe()
-        {
-            eprintln!("\nHPROF: {reloads}");
+        if run.options.verbose {
+            for line in [self.timing.describe(), self.timing.describe_filter()]
+                .into_iter()
+                .flatten()
+            {
+                eprintln!("\nHPROF: {line}");
+            }
         }
         Ok(())
     }

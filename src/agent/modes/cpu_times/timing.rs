@@ -11,9 +11,11 @@
 
 use crate::agent::jvm;
 use crate::agent::jvm::timing_tracker::{Drained, Tracker};
+use crate::agent::jvm::tracker_probe::CallsInProgress;
 use crate::agent::run::class_reloads::{ClassReloads, FirstNumbers};
 use crate::agent::run::method_cache::MethodCache;
 use crate::bci::{self, Injection};
+use crate::options::ClassFilter;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 
@@ -51,6 +53,12 @@ struct TimedClasses {
     reloads: ClassReloads,
 }
 
+/// How many frames below a catching method that is not timed are searched
+/// for the nearest timed one (see `exception_caught`): first a few (where
+/// it nearly always is: 1 to 5 frames down in javac), then this many.
+const CATCH_SCAN_FIRST: u32 = 8;
+const CATCH_SCAN_FRAMES: u32 = 256;
+
 /// How often the clock thread updates the Tracker's clock.
 const CLOCK_PERIOD: std::time::Duration = std::time::Duration::from_micros(100);
 
@@ -59,11 +67,19 @@ pub struct MethodTiming {
     /// Frames per trace (2 for cpu=old).
     depth: u32,
     injection: Injection,
+    /// `include=` / `exclude=`: the classes to time.
+    filter: ClassFilter,
+    /// Classes the filter left as they were loaded.
+    left_as_loaded: std::sync::atomic::AtomicU64,
+    /// Exceptions caught in untimed methods whose stack was searched.
+    stacks_searched: std::sync::atomic::AtomicU64,
     /// Methods by class number and method number.
     classes: Mutex<TimedClasses>,
     /// jmethodID -> method key, for ExceptionCatch.
     by_method_id: Mutex<MethodCache<u64, Option<u64>>>,
     tracker: Mutex<Option<Tracker>>,
+    /// Reads whether a thread has timed calls in progress (with a filter).
+    probe: Mutex<Option<CallsInProgress>>,
     /// The Tracker's trace tree as drained so far: per node, its method key
     /// and its caller node (negative: none).
     nodes: Mutex<Vec<(u64, i64)>>,
@@ -74,14 +90,19 @@ pub struct MethodTiming {
 }
 
 impl MethodTiming {
-    /// Timing with traces of `depth` frames.
-    pub fn new(depth: u32) -> Self {
+    /// Timing with traces of `depth` frames, of the classes `filter`
+    /// chooses.
+    pub fn new(depth: u32, filter: ClassFilter) -> Self {
         Self {
             depth: depth.max(1),
             injection: Injection::tracker(),
+            filter,
+            left_as_loaded: std::sync::atomic::AtomicU64::new(0),
+            stacks_searched: std::sync::atomic::AtomicU64::new(0),
             classes: Mutex::default(),
             by_method_id: Mutex::default(),
             tracker: Mutex::new(None),
+            probe: Mutex::new(None),
             nodes: Mutex::default(),
             failure_reported: std::sync::atomic::AtomicBool::new(false),
             clock_stop: std::sync::atomic::AtomicBool::new(false),
@@ -96,6 +117,9 @@ impl MethodTiming {
     pub fn engage(&self, jni: &JniEnv) -> Result<(), String> {
         let tracker = Tracker::define(jni, self.depth)?;
         *self.tracker.lock() = Some(tracker);
+        if self.filter.is_active() {
+            *self.probe.lock() = CallsInProgress::look_up(jni, &tracker);
+        }
         tracker.set_engaged(jni, 0xFFFF);
         Ok(())
     }
@@ -146,6 +170,13 @@ impl MethodTiming {
         {
             return None;
         }
+        // A class the filter leaves out gets no new class file at all (and
+        // one the JVM names no name cannot match a filter).
+        if self.filter.is_active() && !name.is_some_and(|n| self.filter.times(n)) {
+            self.left_as_loaded
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return None;
+        }
         let mut classes = self.classes.lock();
         if let Some(again) = name.and_then(|n| self.rewrite_again(&classes, n, bytes)) {
             classes.reloads.note_reused();
@@ -194,6 +225,25 @@ impl MethodTiming {
         Some(format!("cpu=times: {reloads}, {methods} methods numbered"))
     }
 
+    /// What `verbose=y` says at a dump under `include=` / `exclude=`: how
+    /// many classes were rewritten and how many left as they were loaded.
+    pub fn describe_filter(&self) -> Option<String> {
+        if !self.filter.is_active() {
+            return None;
+        }
+        let timed = self.classes.lock().list.len();
+        let left = self
+            .left_as_loaded
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let searched = self
+            .stacks_searched
+            .load(std::sync::atomic::Ordering::Relaxed);
+        Some(format!(
+            "cpu=times: include/exclude: {timed} classes rewritten, {left} left as loaded; \
+             stacks searched at untimed catches: {searched}"
+        ))
+    }
+
     /// What method key names.
     pub fn method(&self, key: u64) -> Option<TimedMethod> {
         let classes = self.classes.lock();
@@ -239,14 +289,39 @@ impl MethodTiming {
     }
 
     /// ExceptionCatch, on the catching thread: the calls above the catching
-    /// method ended by the exception.
+    /// method ended by the exception. Under a filter the catching method
+    /// may not be timed: if the thread has timed calls in progress, the
+    /// calls above the nearest timed method below it ended then (searched
+    /// in at most `CATCH_SCAN_FRAMES` frames).
     pub fn exception_caught(&self, env: &Jvmti, jni: Option<&JniEnv>, method: jni::jmethodID) {
         let (Some(jni), Some(tracker)) = (jni, self.tracker()) else {
             return;
         };
-        if let Some(key) = self.key_of(env, method) {
+        let key = self.key_of(env, method).or_else(|| {
+            if !self.filter.is_active() {
+                return None;
+            }
+            let probe = *self.probe.lock();
+            if probe.is_some_and(|p| !p.on_current_thread(jni, &tracker)) {
+                return None;
+            }
+            self.stacks_searched
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.nearest_timed_below_catcher(env, CATCH_SCAN_FIRST)
+                .or_else(|| self.nearest_timed_below_catcher(env, CATCH_SCAN_FRAMES))
+        });
+        if let Some(key) = key {
             tracker.caught(jni, key);
         }
+    }
+
+    /// The key of the innermost timed method among the `depth` frames of
+    /// the current thread below its top one (the catching method).
+    fn nearest_timed_below_catcher(&self, env: &Jvmti, depth: u32) -> Option<u64> {
+        jvm::stack_frames(env, jvm::Local::null(), depth)
+            .iter()
+            .skip(1)
+            .find_map(|&(method, _)| self.key_of(env, method as jni::jmethodID))
     }
 
     /// ThreadEnd, on the ending thread: the Tracker folds the thread's
@@ -394,6 +469,33 @@ fn parse_costs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_class_outside_the_filter_gets_no_new_class_file() {
+        let mut filter = ClassFilter::default();
+        let parsed = crate::options::parse(Some("cpu=times,include=com.acme.*"), None);
+        if let Ok(crate::options::Parsed::Options(options)) = parsed {
+            filter = options.class_filter;
+        }
+        let timing = MethodTiming::new(4, filter);
+        // Any real class file will do (not the Tracker's, which is never
+        // rewritten): LockTracker's, under other names.
+        let bytes = bci::LOCK_TRACKER_CLASS_FILE;
+        assert!(timing.rewrite(Some("org/other/Bar"), bytes).is_none());
+        assert!(timing.rewrite(Some("com/acme/deep/Bar"), bytes).is_none());
+        assert!(timing.rewrite(None, bytes).is_none(), "no name, no match");
+        assert!(timing.rewrite(Some("com/acme/Foo"), bytes).is_some());
+        assert_eq!(
+            timing.describe_filter().as_deref(),
+            Some(
+                "cpu=times: include/exclude: 1 classes rewritten, 3 left as loaded; \
+                 stacks searched at untimed catches: 0"
+            )
+        );
+        let unfiltered = MethodTiming::new(4, ClassFilter::default());
+        assert!(unfiltered.rewrite(Some("org/other/Bar"), bytes).is_some());
+        assert_eq!(unfiltered.describe_filter(), None);
+    }
 
     #[test]
     fn drained_data_decodes_per_trace() {
