@@ -54,6 +54,10 @@
  *     total nanoseconds, where owner >= 0 indexes threads and owner < 0
  *     stands for the folded totals of thread serial -owner-1; failure is
  *     the first error that stopped a thread's timing, or null.
+ *  7. Attached to a running JVM, where this class may be left from an
+ *     earlier profile (a class cannot be undefined): call reset() before
+ *     engaging it again. Every thread's timing, the trace tree and the
+ *     folded totals start over, as in a class just defined.
  */
 package hprof_rs;
 
@@ -71,11 +75,17 @@ public final class Tracker {
     private static volatile long now;
     /** The first error that stopped a thread's timing. */
     private static volatile Throwable failure;
+    /**
+     * Which profile this is (reset() counts them): a thread's timing made
+     * for an earlier profile is dropped at its next timed call. Plain: it
+     * changes only while `engaged` is 0, and the hooks read `engaged` first.
+     */
+    private static int generation;
 
     private static final ThreadLocal<Tracker> CURRENT = new ThreadLocal<>();
     /** Stands in for a thread's timing while it is being made, so that
      * instrumented code run meanwhile is not timed (and cannot recurse). */
-    private static final Tracker MAKING = new Tracker(null);
+    private static final Tracker MAKING = new Tracker(null, 0);
 
     /**
      * The lock guarding everything static below: a flag, not a monitor. A
@@ -83,7 +93,7 @@ public final class Tracker {
      * thread running timed scheduler code then waited on it for good; an
      * unlock is a plain volatile write, which no error can skip.
      */
-    private static final Tracker LOCKS = new Tracker(null);
+    private static final Tracker LOCKS = new Tracker(null, 0);
     private volatile int locked;
     private static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<Tracker> LOCKED =
             java.util.concurrent.atomic.AtomicIntegerFieldUpdater.newUpdater(Tracker.class, "locked");
@@ -91,19 +101,19 @@ public final class Tracker {
     // Everything static below is guarded by LOCKS (lock(); ...; LOCKS.locked = 0).
 
     /** Live threads' timing, for drain(); each knows its slot. */
-    private static Tracker[] all = new Tracker[16];
+    private static Tracker[] all;
     private static int allCount;
     /** Sweep dead threads when allCount reaches this. */
-    private static int sweepAt = 16;
+    private static int sweepAt;
 
     // The trace tree: node -> method, caller node (-1: none), trace length.
-    private static long[] nodeMethod = new long[256];
-    private static int[] nodeCaller = new int[256];
-    private static int[] nodeLength = new int[256];
-    private static int[] nodeHash = new int[256];
+    private static long[] nodeMethod;
+    private static int[] nodeCaller;
+    private static int[] nodeLength;
+    private static int[] nodeHash;
     private static int nodeCount;
     /** Node by (caller, method); a slot holds node + 1, 0 = empty. */
-    private static int[] nodeIndex = new int[512];
+    private static int[] nodeIndex;
     /** Nodes drain() reported so far. */
     private static int nodesDrained;
     /** Scratch for trimming a trace to depth - 1 frames. */
@@ -122,10 +132,13 @@ public final class Tracker {
 
     static {
         MAKING.busy = true;
+        clearThreadsAndTree();
         clearFolded();
     }
 
     private final Thread thread;
+    /** The profile it was made for (see `generation`). */
+    private final int madeFor;
     /** Set while this thread runs the tracker's own code (no re-entry). */
     private boolean busy;
     /** Set when an error stopped this thread's timing: busy stays set. */
@@ -160,8 +173,9 @@ public final class Tracker {
     private int[] memoTrace = filled(32);
     private int memoCount;
 
-    private Tracker(Thread thread) {
+    private Tracker(Thread thread, int madeFor) {
         this.thread = thread;
+        this.madeFor = madeFor;
     }
 
     private static int[] filled(int n) {
@@ -179,10 +193,13 @@ public final class Tracker {
 
     private static Tracker current() {
         Tracker t = CURRENT.get();
-        if (t == null) {
+        // (MAKING, of no thread, is never replaced: it stands in while a
+        // thread's timing is being made.)
+        if (t == null || (t.thread != null && t.madeFor != generation)) {
+            t = null;
             CURRENT.set(MAKING);
             try {
-                Tracker made = new Tracker(Thread.currentThread());
+                Tracker made = new Tracker(Thread.currentThread(), generation);
                 list(made);
                 t = made;
             } finally {
@@ -480,6 +497,11 @@ public final class Tracker {
     private static int node(int caller, long method) {
         lock();
         try {
+            if (caller >= nodeCount) {
+                // A node of the tree before a reset(), on a thread still
+                // timing a call it entered then.
+                caller = -1;
+            }
             int d = depth < 1 ? 1 : depth;
             int parent = caller;
             if (caller >= 0 && nodeLength[caller] >= d) {
@@ -574,6 +596,37 @@ public final class Tracker {
         last.slot = t.slot;
         all[--allCount] = null;
         t.slot = -1;
+    }
+
+    /**
+     * Called by the agent before it engages the class again for a new
+     * profile (engaged is 0): everything starts over. A thread's own
+     * timing is dropped at its next timed call (see current()).
+     */
+    private static void reset() {
+        lock();
+        try {
+            generation++;
+            clearThreadsAndTree();
+            clearFolded();
+            failure = null;
+            now = 0;
+        } finally {
+            LOCKS.locked = 0;
+        }
+    }
+
+    private static void clearThreadsAndTree() {
+        all = new Tracker[16];
+        allCount = 0;
+        sweepAt = 16;
+        nodeMethod = new long[256];
+        nodeCaller = new int[256];
+        nodeLength = new int[256];
+        nodeHash = new int[256];
+        nodeIndex = new int[512];
+        nodeCount = 0;
+        nodesDrained = 0;
     }
 
     private static void clearFolded() {

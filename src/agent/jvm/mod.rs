@@ -22,6 +22,7 @@ pub mod jmm;
 pub mod libjvm;
 pub mod lock_tracker;
 pub mod object_tags;
+pub mod retransform;
 pub mod shared_archive;
 pub mod thread_field_env;
 pub mod timing_tracker;

@@ -38,11 +38,21 @@ pub struct Drained {
 impl Tracker {
     /// Defines the Tracker class in the boot loader from the embedded bytes,
     /// sets its trace depth and looks up what the agent uses of it. Once
-    /// per run.
+    /// per run. A profile attached after another one stopped finds the
+    /// class that one defined (a class is defined once) and resets it.
     pub fn define(jni: &JniEnv, depth: u32) -> Result<Self, String> {
         // (The bytes are a class file of this very name: bci/tracker.rs.)
-        let class =
-            jvm::define_boot_class(jni, bci::TRACKER_CLASS, bci::TRACKER_CLASS_FILE, "Tracker")?;
+        let (class, defined_before) = match jvm::define_boot_class(
+            jni,
+            bci::TRACKER_CLASS,
+            bci::TRACKER_CLASS_FILE,
+            "Tracker",
+        ) {
+            Ok(class) => (class, false),
+            Err(why) => jvm::find_class(jni, bci::TRACKER_CLASS)
+                .map(|found| (GlobalRef::new(jni, found.get()), true))
+                .ok_or(why)?,
+        };
         let raw = class.raw() as jni::jclass;
         let missing = |what: &str| format!("the Tracker has no {what}");
         // SAFETY: names and signatures are those of Tracker.java (checked by
@@ -53,6 +63,13 @@ impl Tracker {
                 |(name, signature): (&str, &str)| jni.get_static_field_id(raw, name, signature);
             let method =
                 |(name, signature): (&str, &str)| jni.get_static_method_id(raw, name, signature);
+            if defined_before {
+                let reset = method(bci::TRACKER_RESET).ok_or_else(|| missing("reset method"))?;
+                jni.call_static_void_method(raw, reset, &[]);
+                if clear_exception(jni) {
+                    return Err("the Tracker left by an earlier profile cannot be reset".into());
+                }
+            }
             let depth_field =
                 field(bci::TRACKER_DEPTH_FIELD).ok_or_else(|| missing("depth field"))?;
             jni.set_static_int_field(raw, depth_field, depth.min(i32::MAX as u32) as i32);
