@@ -14,6 +14,8 @@ import java.io.InputStreamReader;
  *            stack walker: larger while its class is rewritten (an
  *            injected call comes first), the same as before the attach
  *            once its own byte code is back
+ *   fail     calls fail(), which calls AttachTarget.hot() once and throws,
+ *            caught in serve(): `failed`
  *   enter    serves commands in a new serve() frame until `leave`:
  *            `entered`, then `left` (a call that can span a stop and the
  *            next attach)
@@ -26,6 +28,11 @@ public class AttachTimed {
         for (int i = 0; i < calls; i++) {
             sink += AttachTarget.hot();
         }
+    }
+
+    static void fail() {
+        sink += AttachTarget.hot();
+        throw new IllegalStateException("failing on purpose");
     }
 
     static int probe() {
@@ -46,6 +53,13 @@ public class AttachTimed {
                 case "work":
                     run(Integer.parseInt(words[1]));
                     say("worked " + words[1]);
+                    break;
+                case "fail":
+                    try {
+                        fail();
+                    } catch (IllegalStateException expected) {
+                        say("failed");
+                    }
                     break;
                 case "probe":
                     say("probe=" + probe());

@@ -174,7 +174,10 @@ fn cpu_samples_then_heap_sites_attached_and_stopped_leave_the_program_unchanged(
 /// What AttachTimed is told, in order, and where a profile is attached
 /// (`Attach(options)`) or stopped: 300 calls of `AttachTarget.hot` in the first
 /// cpu=times profile, made inside a `serve` frame entered then and left in
-/// the second one, which gets 200 + 100 calls; 40 under cpu=old. `probe`
+/// the second one, which gets 200 + 1 + 100 calls (the one from `fail()`,
+/// which ends by an exception caught in a frame running since before the
+/// attach); 40 under cpu=old. (`cutoff=0`: one call can take no tick of the
+/// Tracker's clock on a loaded machine, and its row none of the total.) `probe`
 /// reads the byte code offset of a call in `probe()`: before, while
 /// attached, after the first stop and after the last one.
 enum Step {
@@ -185,15 +188,16 @@ enum Step {
 
 const TIMED_SESSION: &[Step] = &[
     Step::Send("probe", "probe="),
-    Step::Attach("cpu=times,file=times-1.txt"),
+    Step::Attach("cpu=times,cutoff=0,file=times-1.txt"),
     Step::Send("probe", "probe="),
     Step::Send("enter", "entered"),
     Step::Send("work 300", "worked 300"),
     Step::Stop,
     Step::Send("probe", "probe="),
-    Step::Attach("cpu=times,file=times-2.txt"),
+    Step::Attach("cpu=times,cutoff=0,file=times-2.txt"),
     Step::Send("work 200", "worked 200"),
     Step::Send("leave", "left"),
+    Step::Send("fail", "failed"),
     Step::Send("work 100", "worked 100"),
     Step::Stop,
     Step::Attach("cpu=old,file=old.txt"),
@@ -294,7 +298,7 @@ fn cpu_times_attached_counts_the_calls_made_meanwhile_and_gives_the_classes_back
         // Exactly the calls made while each profile ran.
         let calls = |file: &str| calls_ranked_first(&dir.join(file), HOT, &what);
         assert_eq!(calls("times-1.txt"), 300, "{what}: first profile");
-        assert_eq!(calls("times-2.txt"), 300, "{what}: second profile");
+        assert_eq!(calls("times-2.txt"), 301, "{what}: second profile");
         let old = AsciiProfile::read(&dir.join("old.txt"));
         let hot_from_run = old.old_prof_rows().into_iter().find(|r| {
             r.callee.as_deref() == Some("AttachTarget.hot()J")
