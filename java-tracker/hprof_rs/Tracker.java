@@ -56,8 +56,9 @@
  *     the first error that stopped a thread's timing, or null.
  *  7. Attached to a running JVM, where this class may be left from an
  *     earlier profile (a class cannot be undefined): call reset() before
- *     engaging it again. Every thread's timing, the trace tree and the
- *     folded totals start over, as in a class just defined.
+ *     engaging it again, and after the last drain() of an attached
+ *     profile. Every thread's timing, the trace tree and the folded totals
+ *     start over, as in a class just defined, and their memory is let go.
  */
 package hprof_rs;
 
@@ -220,7 +221,7 @@ public final class Tracker {
                     try {
                         t.enter(((long) cnum << 32) | (mnum & 0xFFFFFFFFL), clock());
                     } catch (Throwable e) {
-                        t.failed |= stops(e);
+                        t.failed |= stops(t, e);
                     } finally {
                         t.busy = t.failed;
                     }
@@ -241,7 +242,7 @@ public final class Tracker {
                     try {
                         t.exit(((long) cnum << 32) | (mnum & 0xFFFFFFFFL), clock());
                     } catch (Throwable e) {
-                        t.failed |= stops(e);
+                        t.failed |= stops(t, e);
                     } finally {
                         t.busy = t.failed;
                     }
@@ -257,11 +258,13 @@ public final class Tracker {
      * timing: all but a StackOverflowError, which leaves the state
      * consistent. Remembers the first. No calls: the stack may be full.
      */
-    private static boolean stops(Throwable e) {
+    private static boolean stops(Tracker t, Throwable e) {
         if (e instanceof StackOverflowError) {
             return false;
         }
-        if (failure == null) {
+        // (An error in a thread's timing of an earlier profile, let go of
+        // by reset(), is none of the current profile's.)
+        if (failure == null && (t == null || t.madeFor == generation)) {
             failure = e;
         }
         return true;
@@ -285,7 +288,7 @@ public final class Tracker {
                 }
             }
         } catch (Throwable e) {
-            t.failed |= stops(e);
+            t.failed |= stops(t, e);
         } finally {
             t.busy = t.failed;
         }
@@ -313,7 +316,7 @@ public final class Tracker {
                 LOCKS.locked = 0;
             }
         } catch (Throwable e) {
-            stops(e);
+            stops(null, e);
         }
     }
 
@@ -600,12 +603,17 @@ public final class Tracker {
 
     /**
      * Called by the agent before it engages the class again for a new
-     * profile (engaged is 0): everything starts over. A thread's own
-     * timing is dropped at its next timed call (see current()).
+     * profile, and when an attached profile stops (engaged is 0):
+     * everything starts over. A thread's own timing, still held by its
+     * thread-local, gives up its tables now and is replaced at the
+     * thread's next timed call (see current()).
      */
     private static void reset() {
         lock();
         try {
+            for (int i = 0; i < allCount; i++) {
+                all[i].letGo();
+            }
             generation++;
             clearThreadsAndTree();
             clearFolded();
@@ -614,6 +622,36 @@ public final class Tracker {
         } finally {
             LOCKS.locked = 0;
         }
+    }
+
+    /**
+     * Under LOCKS: this timing is never used again; its tables are
+     * replaced by small ones. Its thread is in no timed call (engaged is
+     * 0), or at worst in one begun before: it then fails inside the
+     * tracker's try, not counted and not reported (see stops()).
+     */
+    private void letGo() {
+        busy = true;
+        failed = true;
+        stackMethod = new long[1];
+        stackTrace = new int[1];
+        stackStart = new long[1];
+        stackCallees = new long[1];
+        top = 0;
+        localNode = new int[1];
+        localHash = new int[1];
+        calls = new long[1];
+        selfNanos = new long[1];
+        totalNanos = new long[1];
+        drainedCalls = new long[0];
+        drainedSelf = new long[0];
+        drainedTotal = new long[0];
+        traceCount = 0;
+        localIndex = new int[2];
+        memoCaller = new int[2];
+        memoMethod = new long[2];
+        memoTrace = filled(2);
+        memoCount = 0;
     }
 
     private static void clearThreadsAndTree() {

@@ -17,6 +17,7 @@ pub struct Tracker {
     drain: jni::jmethodID,
     caught: jni::jmethodID,
     ended: jni::jmethodID,
+    reset: jni::jmethodID,
 }
 
 // SAFETY: field and method identifiers stay valid on every thread while
@@ -63,17 +64,9 @@ impl Tracker {
                 |(name, signature): (&str, &str)| jni.get_static_field_id(raw, name, signature);
             let method =
                 |(name, signature): (&str, &str)| jni.get_static_method_id(raw, name, signature);
-            if defined_before {
-                let reset = method(bci::TRACKER_RESET).ok_or_else(|| missing("reset method"))?;
-                jni.call_static_void_method(raw, reset, &[]);
-                if clear_exception(jni) {
-                    return Err("the Tracker left by an earlier profile cannot be reset".into());
-                }
-            }
             let depth_field =
                 field(bci::TRACKER_DEPTH_FIELD).ok_or_else(|| missing("depth field"))?;
-            jni.set_static_int_field(raw, depth_field, depth.min(i32::MAX as u32) as i32);
-            Ok(Tracker {
+            let tracker = Tracker {
                 class,
                 engaged: field(bci::TRACKER_ENGAGED_FIELD)
                     .ok_or_else(|| missing("engaged field"))?,
@@ -81,8 +74,24 @@ impl Tracker {
                 drain: method(bci::TRACKER_DRAIN).ok_or_else(|| missing("drain method"))?,
                 caught: method(bci::TRACKER_CAUGHT).ok_or_else(|| missing("caught method"))?,
                 ended: method(bci::TRACKER_ENDED).ok_or_else(|| missing("ended method"))?,
-            })
+                reset: method(bci::TRACKER_RESET).ok_or_else(|| missing("reset method"))?,
+            };
+            if defined_before && !tracker.reset(jni) {
+                return Err("the Tracker left by an earlier profile cannot be reset".into());
+            }
+            jni.set_static_int_field(raw, depth_field, depth.min(i32::MAX as u32) as i32);
+            Ok(tracker)
         }
+    }
+
+    /// `reset()`, while it is not engaged: every thread's timing, the trace
+    /// tree and the folded totals start over (and their memory is let go).
+    /// False if it threw.
+    pub fn reset(&self, jni: &JniEnv) -> bool {
+        // SAFETY: `reset` is Tracker.reset(), a static void method of the
+        // Tracker class.
+        unsafe { jni.call_static_void_method(self.class(), self.reset, &[]) };
+        !clear_exception(jni)
     }
 
     fn class(&self) -> jni::jclass {

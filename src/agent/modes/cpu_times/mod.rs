@@ -175,10 +175,11 @@ impl Engine for MethodTimes {
     }
 
     /// Attached, at the stop: the rewritten classes get their own byte code
-    /// back.
+    /// back, and the Tracker lets go of what it kept for this profile.
     fn detach(&self, run: &Run, jni: Option<&JniEnv>) {
         if let (true, Some(jni)) = (self.attached, jni) {
             attached::restore_classes(&self.timing, &run.jvmti.env(), jni, run.options.verbose);
+            self.timing.forget_costs(jni);
         }
     }
 

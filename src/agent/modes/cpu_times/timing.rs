@@ -129,6 +129,14 @@ impl MethodTiming {
         }
     }
 
+    /// An attached profile stopped, its costs read: the Tracker lets go of
+    /// the trace tree and the threads' tables it kept for them.
+    pub fn forget_costs(&self, jni: &JniEnv) {
+        if let Some(tracker) = self.tracker() {
+            tracker.reset(jni);
+        }
+    }
+
     /// At VM death: calls stop being timed and the clock thread ends.
     pub fn disengage(&self, jni: &JniEnv) {
         if let Some(tracker) = self.tracker() {
