@@ -12,6 +12,9 @@ import java.lang.reflect.Method;
  *   <li>{@code distinct <n> [per]}: like {@code reload}, but copy {@code i} is renamed
  *       {@code Churn<i as 6 hex digits>} (and its nested class with it), as generated
  *       proxies and scripts get a fresh name each; prints the same two lines.
+ *   <li>{@code unload <n> [per]}: like {@code distinct}, then collects the garbage until
+ *       every copy's two classes have unloaded (their class objects weakly held; at most
+ *       200 collections); prints the same two lines and {@code unloaded=<classes gone>}.
  *   <li>{@code soak <seconds>}: every second, 50 fresh loaders each define ChurnPlugin
  *       and 20 short threads each call {@code make(100)} on one of them; prints
  *       {@code READY} at start and {@code DONE rounds=<seconds>} at the end. Everything
@@ -31,6 +34,9 @@ public class ClassChurn {
                 break;
             case "distinct":
                 distinct(Integer.parseInt(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 3);
+                break;
+            case "unload":
+                unload(Integer.parseInt(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 3);
                 break;
             case "soak":
                 soak(Integer.parseInt(args[1]));
@@ -120,6 +126,29 @@ public class ClassChurn {
         }
         System.out.println("pieces=" + ((long) n * per));
         System.out.println("sum=" + sum);
+    }
+
+    static void unload(int n, int per) throws Exception {
+        byte[] piece = pieceBytes();
+        java.util.List<java.lang.ref.WeakReference<Class<?>>> classes = new java.util.ArrayList<>();
+        long sum = 0;
+        for (int i = 0; i < n; i++) {
+            Method make = freshDistinctMake(i, piece);
+            sum += (Long) make.invoke(null, per);
+            Class<?> plugin = make.getDeclaringClass();
+            classes.add(new java.lang.ref.WeakReference<>(plugin));
+            Class<?> nested = Class.forName(plugin.getName() + "$Piece", false, plugin.getClassLoader());
+            classes.add(new java.lang.ref.WeakReference<>(nested));
+        }
+        System.out.println("pieces=" + ((long) n * per));
+        System.out.println("sum=" + sum);
+        long gone = 0;
+        for (int round = 0; round < 200 && gone < classes.size(); round++) {
+            System.gc();
+            Thread.sleep(10);
+            gone = classes.stream().filter(c -> c.get() == null).count();
+        }
+        System.out.println("unloaded=" + gone);
     }
 
     static void soak(int seconds) throws Exception {

@@ -707,3 +707,78 @@ fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// `net=` attached: the profile goes to `hprof-rs listen`, which can ask for
+/// a section mid-run (`hprof-rs send cpu`); the stop writes the last dump
+/// down the socket and closes it, which ends `listen --once`; the program
+/// prints and exits as alone. One JDK: the socket and its protocol do not
+/// depend on it (tests/net_protocol.rs runs them from start on every JDK).
+#[test]
+fn net_attached_sends_the_profile_to_the_listener_until_the_stop() {
+    common::on_each(&common::jdks_of(&[21]), |jdk| {
+        let what = format!("attach net= on {}", jdk.label);
+        let dir = common::scratch_dir(&format!("attach-net-{}", jdk.label));
+        let alone = output_alone(jdk, &dir);
+        let held = [
+            std::net::TcpListener::bind("127.0.0.1:0").expect("a free port"),
+            std::net::TcpListener::bind("127.0.0.1:0").expect("a free port"),
+        ];
+        let [port, control] = held.map(|l| l.local_addr().unwrap().port());
+        let received = dir.join("received.txt");
+        let mut listen = Command::new(common::hprof_rs_bin());
+        listen
+            .args(["listen", "--once", "--port", &port.to_string()])
+            .args(["--control-port", &control.to_string(), "-o"])
+            .arg(&received)
+            .stdin(std::process::Stdio::null());
+        let mut front = Spawned::spawn(&mut listen);
+        front.wait_for_line(
+            &format!("hprof-rs: listening on 127.0.0.1:{port}"),
+            READY_WAIT,
+        );
+        let target = start_target(jdk, &dir, TARGET_SECONDS);
+        let pid = target.pid();
+
+        attach_ok(
+            &dir,
+            pid,
+            &format!("cpu=samples,net=127.0.0.1:{port}"),
+            &what,
+        );
+        front.wait_for_line(
+            &format!("hprof-rs: JVM 1 connected, writing {}", received.display()),
+            READY_WAIT,
+        );
+        std::thread::sleep(PROFILED);
+        let mut send = Command::new(common::hprof_rs_bin());
+        send.args(["send", "--port", &control.to_string(), "cpu"]);
+        common::assert_success(&common::run(&mut send), &format!("{what}: send cpu"));
+        std::thread::sleep(PROFILED);
+        attach_ok(&dir, pid, "stop", &what);
+        common::assert_success(&front.wait_timeout(EXIT_WAIT), &format!("{what}: listen"));
+        assert_eq!(
+            agent_threads(pid),
+            Vec::<String>::new(),
+            "{what}: after stop"
+        );
+
+        let out = target.wait_timeout(EXIT_WAIT);
+        assert_unchanged(&out, &alone, &what);
+        // The section sent mid-run, then the stop's: both rank the hot
+        // method first, the second with more samples.
+        let profile = AsciiProfile::read_whole_file(&received);
+        let totals: Vec<u64> = profile
+            .sections
+            .iter()
+            .filter_map(|s| match s {
+                Section::Cpu(cpu) if cpu.title == CpuTitle::Samples => {
+                    assert_eq!(cpu.rows[0].method.as_deref(), Some(HOT), "{what}: {cpu:?}");
+                    Some(cpu.total)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(totals.len(), 2, "{what}: CPU SAMPLES sections {totals:?}");
+        assert!(0 < totals[0] && totals[0] < totals[1], "{what}: {totals:?}");
+    });
+}

@@ -6,7 +6,6 @@ mod common;
 use common::{AsciiProfile, Jdk};
 use hprof_rs::format::ascii::SiteRow;
 use hprof_rs::format::binary::{self, RecordBody};
-use std::collections::HashMap;
 use std::fs;
 use std::process::Command;
 
@@ -405,28 +404,16 @@ fn binary_alloc_sites_carry_the_exact_counts() {
             );
             let file =
                 binary::reader::parse(&fs::read(dir.join("java.hprof")).unwrap()).expect("parses");
-            let mut names = HashMap::new();
-            let mut class_names = HashMap::new();
+            let mut class_names = common::class_names::ClassNames::default();
             let mut item_sites: Vec<&binary::AllocSite> = Vec::new();
             for record in &file.records {
-                match &record.body {
-                    RecordBody::Utf8 { id, text } => {
-                        names.insert(*id, String::from_utf8_lossy(text).into_owned());
-                    }
-                    RecordBody::LoadClass {
-                        class_serial,
-                        name_id,
-                        ..
-                    } => {
-                        class_names.insert(*class_serial, names[name_id].clone());
-                    }
-                    RecordBody::AllocSites { sites, .. } => {
-                        item_sites.extend(sites.iter().filter(|s| {
-                            class_names.get(&s.class_serial).map(String::as_str)
-                                == Some("AllocSites$Item")
-                        }));
-                    }
-                    _ => {}
+                class_names.note(&record.body);
+                if let RecordBody::AllocSites { sites, .. } = &record.body {
+                    item_sites.extend(
+                        sites
+                            .iter()
+                            .filter(|s| class_names.of(s.class_serial) == Some("AllocSites$Item")),
+                    );
                 }
             }
             assert_eq!(

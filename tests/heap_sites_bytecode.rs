@@ -339,47 +339,6 @@ fn javac_writes_the_same_class_files_when_its_allocations_are_counted() {
     assert!(compared > 1000, "only {compared} class files compared");
 }
 
-/// The stack a rewritten frame costs. The calling context keeps two more
-/// `long` locals in every rewritten frame (the window the method was
-/// called with, and that window shifted with the method's first call
-/// site), so a recursion that just fits its stack without the agent can
-/// overflow under the default heap=sites. Interpreted frames make it
-/// exact and the same on every JDK: StackDepth's descend() (one `new` and
-/// two calls per level) reaches 8,428 levels on a 1 MiB stack without the
-/// agent and 6,550 with it (22% fewer); a stack a third larger gives the
-/// rewritten recursion all its levels back, as README.md advises.
-#[test]
-fn a_rewritten_recursion_needs_at_most_a_third_more_stack() {
-    common::on_each(&common::jdks(), |jdk| {
-        let label = &jdk.label;
-        let dir = common::scratch_dir(&format!("bytecode-stack-depth-{label}"));
-        let levels = |options: Option<&str>, stack_kib: &str| -> u64 {
-            let mut cmd = common::java_command(jdk, &dir);
-            cmd.arg("-Xint");
-            if let Some(options) = options {
-                cmd.arg(common::agentpath_arg(options));
-            }
-            cmd.args(["StackDepth", "1", stack_kib]);
-            let out = common::run(&mut cmd);
-            common::assert_success(&out, &format!("StackDepth on {label}"));
-            common::printed(&common::stdout_text(&out), "max")
-        };
-        let without = levels(None, "1024");
-        let with = levels(Some("heap=sites"), "1024");
-        let with_more_stack = levels(Some("heap=sites"), "1366");
-        assert!(
-            with * 100 >= without * 75,
-            "{label}: {with} levels with the agent, {without} without: \
-             a rewritten frame grew by more than a third"
-        );
-        assert!(
-            with_more_stack >= without,
-            "{label}: {with_more_stack} levels with the agent on a stack a third \
-             larger, {without} without"
-        );
-    });
-}
-
 /// Lines of `make<n>` in the generated `ManyNews`, one `new` each.
 const MANY_NEWS: [usize; 2] = [500, 1_000];
 /// Calls of each `make<n>`.

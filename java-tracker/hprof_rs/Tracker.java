@@ -53,7 +53,11 @@
  *     trace with new completed calls: owner, node, calls, self nanoseconds,
  *     total nanoseconds, where owner >= 0 indexes threads and owner < 0
  *     stands for the folded totals of thread serial -owner-1; failure is
- *     the first error that stopped a thread's timing, or null.
+ *     the first error that stopped a thread's timing, or null. drain()
+ *     returns null instead when the tables cannot be read: the calling
+ *     thread is inside them (a dump on a Java heap gone short, while this
+ *     thread grew a table) or another thread holds them for 5 seconds;
+ *     what grew is then reported by the next drain().
  *  7. Attached to a running JVM, where this class may be left from an
  *     earlier profile (a class cannot be undefined): call reset() before
  *     engaging it again, and after the last drain() of an attached
@@ -99,7 +103,7 @@ public final class Tracker {
     private static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<Tracker> LOCKED =
             java.util.concurrent.atomic.AtomicIntegerFieldUpdater.newUpdater(Tracker.class, "locked");
 
-    // Everything static below is guarded by LOCKS (lock(); ...; LOCKS.locked = 0).
+    // Everything static below is guarded by LOCKS (lock(); ...; unlock()).
 
     /** Live threads' timing, for drain(); each knows its slot. */
     private static Tracker[] all;
@@ -185,11 +189,42 @@ public final class Tracker {
         return a;
     }
 
-    /** Takes the lock; the caller releases it (LOCKS.locked = 0) in a finally. */
+    /** The thread holding LOCKS, or null: set once it is taken, cleared before it is let go. */
+    private static volatile Thread owner;
+
+    /** How long drain() waits for another thread to let go of LOCKS. */
+    private static final long DRAIN_PATIENCE_NANOS = 5_000_000_000L;
+
+    /** Takes the lock; the caller releases it (unlock()) in a finally. */
     private static void lock() {
         while (!LOCKED.compareAndSet(LOCKS, 0, 1)) {
             Thread.yield();
         }
+        owner = Thread.currentThread();
+    }
+
+    private static void unlock() {
+        owner = null;
+        LOCKS.locked = 0;
+    }
+
+    /**
+     * lock() for drain(), which the agent calls at a dump: false, without the
+     * lock, when this thread holds it already (the dump of a Java heap gone
+     * short came while this thread grew one of the tables) or when another
+     * thread keeps it for DRAIN_PATIENCE_NANOS. A dump must never wait for ever.
+     */
+    private static boolean lockForDrain() {
+        Thread me = Thread.currentThread();
+        long start = System.nanoTime();
+        while (!LOCKED.compareAndSet(LOCKS, 0, 1)) {
+            if (owner == me || System.nanoTime() - start > DRAIN_PATIENCE_NANOS) {
+                return false;
+            }
+            Thread.yield();
+        }
+        owner = me;
+        return true;
     }
 
     private static Tracker current() {
@@ -313,7 +348,7 @@ public final class Tracker {
                     }
                 }
             } finally {
-                LOCKS.locked = 0;
+                unlock();
             }
         } catch (Throwable e) {
             stops(null, e);
@@ -512,7 +547,7 @@ public final class Tracker {
             }
             return intern(parent, method);
         } finally {
-            LOCKS.locked = 0;
+            unlock();
         }
     }
 
@@ -587,7 +622,7 @@ public final class Tracker {
             t.slot = allCount;
             all[allCount++] = t;
         } finally {
-            LOCKS.locked = 0;
+            unlock();
         }
     }
 
@@ -620,7 +655,7 @@ public final class Tracker {
             failure = null;
             now = 0;
         } finally {
-            LOCKS.locked = 0;
+            unlock();
         }
     }
 
@@ -782,7 +817,9 @@ public final class Tracker {
         Tracker mine = CURRENT.get();
         CURRENT.set(MAKING);
         try {
-            lock();
+            if (!lockForDrain()) {
+                return null;
+            }
             try {
                 out = new long[256];
                 outSize = 0;
@@ -807,7 +844,7 @@ public final class Tracker {
                 nodesDrained = nodeCount;
                 return result;
             } finally {
-                LOCKS.locked = 0;
+                unlock();
             }
         } finally {
             CURRENT.set(mine);

@@ -227,22 +227,29 @@ impl Emitter {
         out
     }
 
-    /// Binary LOAD CLASS records for classes not yet announced (nothing in ASCII,
+    /// Binary LOAD CLASS records for classes not yet announced, then UNLOAD
+    /// CLASS for those unloaded since the last call (nothing in ASCII,
     /// which has no class records outside heap dumps).
     pub fn class_loads(&self, model: &mut Model) -> Vec<u8> {
         let mut out = Vec::new();
         if self.format == Format::Ascii {
             return out;
         }
-        let unwritten: Vec<_> = {
+        let (unwritten, unloaded): (Vec<_>, Vec<u32>) = {
             let mut written = self.written.lock();
             let first = written.classes_to_look_at(model.classes.len());
-            model
+            let unwritten = model
                 .classes
                 .iter_from(first)
                 .filter(|c| written.class(c.serial))
                 .cloned()
-                .collect()
+                .collect();
+            let all_unloaded = model.classes.unloaded_from(0).len();
+            let first_unload = written.unloads_to_write(all_unloaded);
+            (
+                unwritten,
+                model.classes.unloaded_from(first_unload).to_vec(),
+            )
         };
         for class in unwritten {
             let name_id = self.name(model, &signature_to_name(&class.signature), &mut out);
@@ -253,6 +260,9 @@ impl Emitter {
                 name_id,
             };
             self.record(body, &mut out);
+        }
+        for class_serial in unloaded {
+            self.record(RecordBody::UnloadClass { class_serial }, &mut out);
         }
         out
     }

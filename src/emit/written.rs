@@ -18,6 +18,8 @@ pub struct Written {
     /// was written then (or before, by a heap dump), so the next look
     /// starts after them, not at the first class of the run.
     classes_looked_at: usize,
+    /// How many of the model's unloaded classes have their UNLOAD CLASS.
+    unloads_written: usize,
 }
 
 impl Written {
@@ -43,6 +45,12 @@ impl Written {
     /// from here on.
     pub fn classes_to_look_at(&mut self, count: usize) -> usize {
         std::mem::replace(&mut self.classes_looked_at, count)
+    }
+
+    /// Of `count` classes unloaded so far, the index of the first one
+    /// without its UNLOAD CLASS; the rest count as written from here on.
+    pub fn unloads_to_write(&mut self, count: usize) -> usize {
+        std::mem::replace(&mut self.unloads_written, count)
     }
 
     /// Notes trace `serial` as printed; true the first time.

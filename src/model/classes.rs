@@ -22,6 +22,11 @@ pub struct ClassEntry {
 pub struct ClassTable {
     entries: Vec<ClassEntry>,
     by_object: HashMap<u64, usize>,
+    /// Serials of the classes unloaded, in the order their unloading was
+    /// seen. An unloaded class keeps its entry (its serial and name, which
+    /// rows and binary records already printed refer to) but not its place
+    /// among the class objects: no object of it will be seen again.
+    unloaded: Vec<u32>,
 }
 
 impl ClassTable {
@@ -75,6 +80,34 @@ impl ClassTable {
         self.entries.get(first..).unwrap_or_default().iter()
     }
 
+    /// Class `serial` has unloaded: its class object is forgotten. False
+    /// for a serial not known or already unloaded.
+    pub fn unload(&mut self, serial: u32) -> bool {
+        let Some(entry) = self.by_serial(serial) else {
+            return false;
+        };
+        let object_id = entry.object_id;
+        match self.by_object.get(&object_id) {
+            Some(&i) if self.entries[i].serial == serial => {
+                self.by_object.remove(&object_id);
+                self.unloaded.push(serial);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The serials of the unloaded classes from the `first`-th on, in the
+    /// order they unloaded.
+    pub fn unloaded_from(&self, first: usize) -> &[u32] {
+        self.unloaded.get(first..).unwrap_or_default()
+    }
+
+    /// Number of classes whose class object is known (loaded classes).
+    pub fn loaded_len(&self) -> usize {
+        self.by_object.len()
+    }
+
     /// Number of classes seen.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -107,5 +140,23 @@ mod tests {
         assert!(classes.by_serial(99_999).is_none());
         let serials: Vec<u32> = classes.iter().map(|c| c.serial).collect();
         assert_eq!(serials, [100_000, 100_001]);
+    }
+
+    #[test]
+    fn an_unloaded_class_keeps_its_serial_and_name_but_not_its_object() {
+        let mut classes = ClassTable::default();
+        classes.intern(0x5000_0001, "LA;", 300_000);
+        classes.intern(0x5000_0002, "LB;", 300_000);
+        assert!(classes.unload(100_000));
+        assert!(!classes.unload(100_000), "once only");
+        assert!(!classes.unload(100_007), "unknown serial");
+        assert!(classes.get(0x5000_0001).is_none());
+        assert_eq!(classes.by_serial(100_000).unwrap().signature, "LA;");
+        assert_eq!(classes.unloaded_from(0), [100_000]);
+        assert!(classes.unloaded_from(1).is_empty());
+        assert_eq!((classes.len(), classes.loaded_len()), (2, 1));
+        // A new class object (the identifier cannot come back, but a new
+        // serial is what a new class gets).
+        assert_eq!(classes.intern(0x5000_0003, "LA;", 300_000), 100_002);
     }
 }

@@ -2,7 +2,7 @@
 //! names and a line number once, when first seen.
 
 use super::ids::IdSpace;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 /// Line number value for "unknown" (no line table, native, `lineno=n`).
@@ -46,13 +46,33 @@ pub struct FrameFacts {
 pub struct FrameTable {
     wide: bool,
     entries: Vec<FrameEntry>,
-    by_key: HashMap<FrameKey, usize>,
+    by_key: HashMap<FrameKey, KeySlot>,
+    /// Classes unloaded whose keys are still in `by_key`: they go in one
+    /// pass once enough have gathered (see [`FrameTable::forget_class`]).
+    retiring: HashSet<u32>,
     /// Entries by their bytecode location and a hash of what they show
     /// (names, source, line): a method of a class defined again in a fresh
     /// loader has a jmethodID of its own but shows the same frame at the
     /// same location, and shares its entry (a key costs about 40 bytes; an
     /// entry with its names a few hundred).
     by_shown: HashMap<(i64, u64), usize>,
+}
+
+/// Where a key's frame is, and the class of the key's method (the key goes
+/// when that class unloads; the entry, which traces refer to, stays).
+#[derive(Debug, Clone, Copy)]
+struct KeySlot {
+    index: u32,
+    class_serial: u32,
+}
+
+impl KeySlot {
+    fn new(index: usize, class_serial: u32) -> Self {
+        Self {
+            index: index as u32,
+            class_serial,
+        }
+    }
 }
 
 /// A hash of what a frame shows: everything but its class serial, which
@@ -99,20 +119,24 @@ impl FrameTable {
 
     /// The frame identifier for `key`, calling `resolve` only for a new key.
     pub fn intern(&mut self, key: FrameKey, resolve: impl FnOnce() -> FrameFacts) -> u64 {
-        if let Some(&i) = self.by_key.get(&key) {
-            return self.entries[i].id;
+        if let Some(slot) = self.by_key.get(&key)
+            && (self.retiring.is_empty() || !self.retiring.contains(&slot.class_serial))
+        {
+            return self.entries[slot.index as usize].id;
         }
         let facts = resolve();
+        let class_serial = facts.class_serial;
         let shown = (key.location, shown_hash(&facts));
         if let Some(&i) = self.by_shown.get(&shown)
             && self.entries[i].shows(&facts)
         {
-            self.by_key.insert(key, i);
+            self.by_key.insert(key, KeySlot::new(i, class_serial));
             return self.entries[i].id;
         }
         let id = IdSpace::Frame.id(self.entries.len() as u64 + 1, self.wide);
         self.by_shown.entry(shown).or_insert(self.entries.len());
-        self.by_key.insert(key, self.entries.len());
+        self.by_key
+            .insert(key, KeySlot::new(self.entries.len(), class_serial));
         self.entries.push(FrameEntry {
             id,
             class_serial: facts.class_serial,
@@ -123,6 +147,39 @@ impl FrameTable {
             line: facts.line,
         });
         id
+    }
+
+    /// Class `serial` has unloaded: the keys of its methods go (a JVM may
+    /// give a method of a later class the identifier one of them had). The
+    /// frames stay, for the traces that show them. Keys go in one pass over
+    /// the table once the classes waiting make a sixteenth of its keys, so
+    /// that each key costs its removal once, not a pass per class; until
+    /// then a key of a waiting class is not trusted.
+    pub fn forget_class(&mut self, serial: u32) {
+        self.retiring.insert(serial);
+        if self.retiring.len() * 16 >= self.by_key.len() {
+            self.settle();
+        }
+    }
+
+    /// Removes now the keys of every class [`forget_class`](Self::forget_class)
+    /// was told of; returns how many went.
+    pub fn settle(&mut self) -> usize {
+        if self.retiring.is_empty() {
+            return 0;
+        }
+        let before = self.by_key.len();
+        let retiring = std::mem::take(&mut self.retiring);
+        self.by_key
+            .retain(|_, slot| !retiring.contains(&slot.class_serial));
+        self.by_key.shrink_to(self.by_key.len() * 2);
+        before - self.by_key.len()
+    }
+
+    /// Number of keys held (one per method and location seen, of classes
+    /// still loaded).
+    pub fn key_count(&self) -> usize {
+        self.by_key.len()
     }
 
     /// The frame with identifier `id`.
@@ -181,6 +238,69 @@ mod tests {
         );
         assert_ne!(a, other);
         assert_eq!(frames.get(a).unwrap().method_name, "main");
+    }
+
+    #[test]
+    fn an_unloaded_class_takes_its_keys_but_leaves_its_frames() {
+        let mut frames = FrameTable::default();
+        let key = |method| FrameKey {
+            method,
+            location: 4,
+        };
+        let kept = frames.intern(key(1), || facts("kept"));
+        let gone = frames.intern(key(2), || FrameFacts {
+            class_serial: 100_001,
+            ..facts("gone")
+        });
+        frames.forget_class(100_001);
+        assert_eq!(
+            frames.key_count(),
+            1,
+            "a sixteenth reached: settled at once"
+        );
+        assert_eq!(frames.get(gone).unwrap().method_name, "gone");
+        // The JVM hands the unloaded method's identifier to a new method:
+        // it is resolved afresh.
+        let reused = frames.intern(key(2), || FrameFacts {
+            class_serial: 100_002,
+            ..facts("reused")
+        });
+        assert_ne!(reused, gone);
+        assert_eq!(frames.intern(key(1), || panic!("kept key")), kept);
+    }
+
+    #[test]
+    fn keys_of_waiting_classes_are_not_trusted_before_they_go() {
+        let mut frames = FrameTable::default();
+        for method in 0..40 {
+            frames.intern(
+                FrameKey {
+                    method,
+                    location: 0,
+                },
+                || FrameFacts {
+                    class_serial: 100_000 + method as u32,
+                    ..facts(&format!("m{method}"))
+                },
+            );
+        }
+        frames.forget_class(100_003);
+        assert_eq!(frames.key_count(), 40, "one of 40 waits");
+        let again = frames.intern(
+            FrameKey {
+                method: 3,
+                location: 0,
+            },
+            || FrameFacts {
+                class_serial: 100_050,
+                ..facts("other")
+            },
+        );
+        assert_eq!(frames.get(again).unwrap().method_name, "other");
+        assert_eq!(frames.settle(), 0, "its key was replaced by the new one");
+        frames.forget_class(100_004);
+        assert_eq!(frames.settle(), 1);
+        assert_eq!(frames.key_count(), 39);
     }
 
     #[test]

@@ -47,6 +47,19 @@ impl Model {
     }
 }
 
+impl Model {
+    /// Class `serial` has unloaded: the tables keyed by its class object
+    /// and its methods let go of it (rows, traces and frames that name it
+    /// stay, as HPROF kept them). False for a class not known as loaded.
+    pub fn unload_class(&mut self, serial: u32) -> bool {
+        if !self.classes.unload(serial) {
+            return false;
+        }
+        self.frames.forget_class(serial);
+        true
+    }
+}
+
 /// What carrying a JVM-made heap dump into the output asks of the model:
 /// this file's serials for the dump's own classes and stack traces. The
 /// emitter holds no lock of the model; the model locked behind a mutex

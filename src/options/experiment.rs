@@ -60,3 +60,8 @@ pub const SLOW_FILE_WRITE: i64 = 0x80000;
 /// sampling: only to measure that design's cost against sampling's
 /// (docs/decisions.md); its stop leaves the classes rewritten.
 pub const ATTACH_BYTECODE_COUNTING: i64 = 0x10_0000;
+
+/// Makes every dump say on standard error how many classes the tables know
+/// as unloaded and loaded, and how many frame keys they hold: proves that
+/// what is kept by class or method shrinks when classes unload.
+pub const TABLE_SIZES_AT_DUMPS: i64 = 0x20_0000;

@@ -15,6 +15,7 @@
 //! missing from the matrix or from `.cache` is a failure, never a skip.
 #![allow(dead_code)]
 
+pub mod class_names;
 pub mod jdk_compiler;
 pub mod profile;
 pub mod visualvm;

@@ -15,9 +15,13 @@
 //!
 //! ```text
 //! entry:        invokestatic HprofRsContext.takeWindow; lstore L
-//!               lload L; bipush 21; lshl; ldc <base>; i2l; ladd; lstore N
-//! before calls: lload N; (bi|si)push <offset>; i2l; ladd; invokestatic HprofRsContext.setWindow
+//! before calls: lload L; ldc <base>; [(bi|si)push <offset>; iadd]; invokestatic HprofRsContext.setWindow
 //! ```
+//!
+//! One `long` local is all a frame keeps: every slot added to a method is
+//! stack an interpreted frame of it takes, so a recursion that fits its
+//! stack without the agent must fit with it (the shift and the call site's
+//! addition are the accessor's, which the JIT inlines).
 //!
 //! The field is package-private: the code reaches it through the accessor
 //! class the agent defines in `java.lang` (`context_accessor.rs`), whose two
@@ -26,8 +30,8 @@
 //! A class's call sites are numbered in a row from a base, the one
 //! constant the class gets (a constant per call site made the JVM's
 //! retransformation of the classes loaded before VM init, which merges
-//! constant pools, take 0.6 s instead of 0.2 s): the entry code also keeps
-//! `L << 21 | base` in a second local, and each call adds its offset.
+//! constant pools, take 0.6 s instead of 0.2 s): each call adds its offset
+//! to the base.
 //!
 //! A method grows by about 10 bytes per call: HotSpot never compiles a
 //! method of more than 8,000 bytes of bytecode ([`HUGE_METHOD_LIMIT`]), so
@@ -41,12 +45,13 @@ use super::class_file::ClassFile;
 use super::code::op;
 use super::constant_pool::ConstantPool;
 use super::context_accessor::{
-    CONTEXT_ACCESSOR_CLASS, CONTEXT_FIELD, CONTEXT_FIELD_ACCESS, SET_WINDOW, TAKE_WINDOW,
+    CONTEXT_ACCESSOR_CLASS, CONTEXT_FIELD, CONTEXT_FIELD_ACCESS, SET_WINDOW, SITE_SHIFT,
+    TAKE_WINDOW,
 };
 use super::inject::push_constant;
 
-/// Bits of one call site in the window.
-pub const CALL_SITE_BITS: u32 = 21;
+/// Bits of one call site in the window (the accessor's shift).
+pub const CALL_SITE_BITS: u32 = SITE_SHIFT as u32;
 
 /// The largest call-site number: 2,097,151 (0 means no call site).
 pub const MAX_CALL_SITE: u32 = (1 << CALL_SITE_BITS) - 1;
@@ -62,9 +67,7 @@ const LLOAD: u8 = 22;
 const LLOAD_0: u8 = 30;
 const LSTORE: u8 = 55;
 const LSTORE_0: u8 = 63;
-const LSHL: u8 = 121;
-const I2L: u8 = 133;
-const LADD: u8 = 97;
+const IADD: u8 = 96;
 
 /// A window as the tracker keys it: its top bit, what is left of a fourth
 /// call site that no trace shows, dropped.
@@ -107,22 +110,17 @@ impl ContextRefs {
     }
 
     /// The entry code: the thread's window into `local`, the field
-    /// cleared, and the callees' window less their call site into
-    /// `local + 2`. Needs 4 stack slots.
+    /// cleared. Needs 2 stack slots.
     pub(crate) fn entry_code(&self, local: u16) -> Vec<u8> {
-        let mut out = Vec::with_capacity(32);
+        let mut out = Vec::with_capacity(8);
         Self::invoke(&mut out, self.take_window);
         local_insn(&mut out, LSTORE, LSTORE_0, local);
-        local_insn(&mut out, LLOAD, LLOAD_0, local);
-        out.extend_from_slice(&[op::BIPUSH, CALL_SITE_BITS as u8, LSHL]);
-        push_constant(&mut out, self.base);
-        out.extend_from_slice(&[I2L, LADD]);
-        local_insn(&mut out, LSTORE, LSTORE_0, local + 2);
         out
     }
 
     /// The code before the call `offset` places after the class's base:
-    /// the callee's window set from `local + 2`. Needs 4 stack slots.
+    /// the callee's window set from `local` and the call's number (the
+    /// accessor shifts the one and adds the other). Needs 4 stack slots.
     pub(crate) fn call_code(
         &self,
         pool: &mut ConstantPool<'_>,
@@ -130,16 +128,21 @@ impl ContextRefs {
         offset: i32,
     ) -> Result<Vec<u8>, String> {
         let mut out = Vec::with_capacity(16);
-        local_insn(&mut out, LLOAD, LLOAD_0, local + 2);
+        local_insn(&mut out, LLOAD, LLOAD_0, local);
+        push_constant(&mut out, self.base);
         match offset {
-            -128..=127 => out.extend_from_slice(&[op::BIPUSH, offset as u8]),
+            0 => {}
+            -128..=127 => out.extend_from_slice(&[op::BIPUSH, offset as u8, IADD]),
             -32768..=32767 => {
                 out.push(op::SIPUSH);
                 put_u16(&mut out, offset as u16);
+                out.push(IADD);
             }
-            _ => push_constant(&mut out, pool.add_integer(offset)?),
+            _ => {
+                push_constant(&mut out, pool.add_integer(offset)?);
+                out.push(IADD);
+            }
         }
-        out.extend_from_slice(&[I2L, LADD]);
         Self::invoke(&mut out, self.set_window);
         Ok(out)
     }

@@ -11,7 +11,7 @@
 //!
 //! ```text
 //! takeWindow()J:      invokestatic Thread.currentThread; dup; getfield context; lstore_0; lconst_0; putfield context; lload_0; lreturn
-//! setWindow(J)V:      invokestatic Thread.currentThread; lload_0; putfield context; return
+//! setWindow(JI)V:     invokestatic Thread.currentThread; lload_0; bipush 21; lshl; iload_2; i2l; lor; putfield context; return
 //! ```
 
 use super::bytes::{Reader, put_u16, put_u32};
@@ -27,14 +27,19 @@ pub const CONTEXT_ACCESSOR_CLASS: &str = "java/lang/HprofRsContext";
 /// `takeWindow()J`: the thread's window, the field cleared.
 pub const TAKE_WINDOW: (&str, &str) = ("takeWindow", "()J");
 
-/// `setWindow(J)V`: the thread's window set.
-pub const SET_WINDOW: (&str, &str) = ("setWindow", "(J)V");
+/// `setWindow(JI)V`: the thread's window set to the caller's window
+/// shifted by a call site, with the call site's number added.
+pub const SET_WINDOW: (&str, &str) = ("setWindow", "(JI)V");
 
 /// Whether `internal_name` is one of the agent's own classes (the
 /// trackers in `hprof_rs/`, this accessor), which nothing rewrites.
 pub fn is_agent_class(internal_name: &str) -> bool {
     internal_name.starts_with("hprof_rs/") || internal_name == CONTEXT_ACCESSOR_CLASS
 }
+
+/// How far `setWindow` shifts the caller's window: the bits of one call
+/// site (`call_context::CALL_SITE_BITS`).
+pub(crate) const SITE_SHIFT: u8 = 21;
 
 /// `ACC_SYNTHETIC` alone: package-private, marked as made by a tool.
 pub(crate) const CONTEXT_FIELD_ACCESS: u16 = 0x1000;
@@ -53,6 +58,11 @@ const LSTORE_0: u8 = 63;
 const LLOAD_0: u8 = 30;
 const LCONST_0: u8 = 9;
 const LRETURN: u8 = 173;
+const BIPUSH: u8 = 16;
+const LSHL: u8 = 121;
+const ILOAD_2: u8 = 28;
+const I2L: u8 = 133;
+const LOR: u8 = 129;
 const RETURN: u8 = 177;
 
 /// The accessor's class file.
@@ -90,7 +100,22 @@ pub fn context_accessor_class_file() -> Result<Vec<u8>, String> {
             ),
             (
                 SET_WINDOW,
-                vec![op::INVOKESTATIC, 0, 0, LLOAD_0, PUTFIELD, 0, 0, RETURN],
+                vec![
+                    op::INVOKESTATIC,
+                    0,
+                    0,
+                    LLOAD_0,
+                    BIPUSH,
+                    SITE_SHIFT,
+                    LSHL,
+                    ILOAD_2,
+                    I2L,
+                    LOR,
+                    PUTFIELD,
+                    0,
+                    0,
+                    RETURN,
+                ],
             ),
         ] {
             let mut code = code;
@@ -105,6 +130,8 @@ pub fn context_accessor_class_file() -> Result<Vec<u8>, String> {
                 if let Some(index) = operand {
                     code[at + 1..at + 3].copy_from_slice(&index.to_be_bytes());
                     at += 3;
+                } else if code[at] == BIPUSH {
+                    at += 2;
                 } else {
                     at += 1;
                 }
@@ -136,8 +163,9 @@ pub fn context_accessor_class_file() -> Result<Vec<u8>, String> {
         put_u16(&mut out, 1); // attributes: Code
         put_u16(&mut out, code_name);
         put_u32(&mut out, 12 + code.len() as u32);
-        put_u16(&mut out, 3); // max_stack: a Thread and a long
-        put_u16(&mut out, 2); // max_locals: one long
+        // A Thread, a long and then a second long; locals a long and an int.
+        put_u16(&mut out, 5); // max_stack
+        put_u16(&mut out, 3); // max_locals
         put_u32(&mut out, code.len() as u32);
         out.extend_from_slice(&code);
         put_u16(&mut out, 0); // exception table

@@ -674,11 +674,11 @@ fn count_in_method(
         entry: vec![],
         before: vec![vec![]; insns.len()],
         after: vec![vec![]; insns.len()],
-        // A call's context code needs 4 slots (long, long), a counting
-        // call 2, or 4 with the context.
+        // A call's context code needs 4 slots (long, int, int), a
+        // counting call 2, or 4 with the context.
         extra_stack: if context.is_some() { 4 } else { 2 },
-        // The context and the callees' window less their call site.
-        extra_long_locals: if context.is_some() { 2 } else { 0 },
+        // The context.
+        extra_long_locals: u16::from(context.is_some()),
     };
     let mut found = Vec::with_capacity(allocations);
     let mut calls_found = Vec::new();

@@ -18,10 +18,12 @@
 //! documented as safe to send between threads.
 
 pub mod alloc_tracker;
+pub mod class_unloads;
 pub mod jmm;
 pub mod libjvm;
 pub mod lock_tracker;
 pub mod object_tags;
+pub mod own_env;
 pub mod retransform;
 pub mod shared_archive;
 pub mod thread_field_env;
@@ -601,6 +603,11 @@ impl VmHandle {
     /// Wraps the VM pointer given at load time.
     pub fn new(vm: *mut jni::JavaVM) -> Self {
         Self(vm)
+    }
+
+    /// The VM pointer, for an environment of the agent's own.
+    pub fn raw(&self) -> *mut jni::JavaVM {
+        self.0
     }
 
     /// Attaches the calling (native) thread as a daemon Java thread named

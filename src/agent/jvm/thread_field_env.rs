@@ -18,59 +18,26 @@
 //! a redefinition by another agent, which hands the hook the class file
 //! without the field, passes through this hook first.
 
+use super::own_env;
 use crate::bci;
 use jvmti_bindings::prelude::*;
-use std::ffi::{CStr, c_char, c_uchar, c_void};
+use std::ffi::{CStr, c_char, c_uchar};
 
 /// Creates the environment, asks the early ClassFileLoadHook and enables
 /// it. Called from Agent_OnLoad, before the JVM loads any class.
 pub fn install(vm: *mut jni::JavaVM) -> Result<(), String> {
-    if vm.is_null() {
-        return Err("no JavaVM".into());
-    }
-    let mut raw: *mut c_void = std::ptr::null_mut();
-    // SAFETY: `vm` is the JavaVM Agent_OnLoad was given; GetEnv writes one
-    // pointer.
-    let code = unsafe { ((**vm).GetEnv)(vm, &mut raw, jvmti::JVMTI_VERSION_1_0) };
-    if code != jni::JNI_OK || raw.is_null() {
-        return Err(format!("GetEnv(JVMTI 1.0) returned {code}"));
-    }
-    let env = raw as *mut jvmti::jvmtiEnv;
-    // SAFETY: a live JVMTI environment's function table.
-    let functions = unsafe { &*(*env).functions };
+    let env = own_env::create(vm, jvmti::JVMTI_VERSION_1_0)?;
     let mut caps = jvmti::jvmtiCapabilities::default();
     caps.set_can_generate_early_class_hook_events(true);
     caps.set_can_generate_all_class_hook_events(true);
-    let add = functions.AddCapabilities.ok_or("no AddCapabilities")?;
-    // SAFETY: `env` is live; `caps` outlives the call.
-    check(unsafe { add(env, &caps) }, "AddCapabilities")?;
     let mut callbacks = jvmti::jvmtiEventCallbacks::default();
     callbacks.ClassFileLoadHook = Some(class_file_load_hook);
-    let set = functions.SetEventCallbacks.ok_or("no SetEventCallbacks")?;
-    let size = std::mem::size_of::<jvmti::jvmtiEventCallbacks>() as jni::jint;
-    // SAFETY: as above; the JVM copies the table.
-    check(unsafe { set(env, &callbacks, size) }, "SetEventCallbacks")?;
-    let mode = functions
-        .SetEventNotificationMode
-        .ok_or("no SetEventNotificationMode")?;
-    // SAFETY: as above; a null thread enables the event for every thread.
-    let enabled = unsafe {
-        mode(
-            env,
-            jvmti::JVMTI_ENABLE,
-            jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
-            std::ptr::null_mut(),
-        )
-    };
-    check(enabled, "enabling the ClassFileLoadHook")
-}
-
-fn check(error: jvmti::jvmtiError, what: &str) -> Result<(), String> {
-    if error == jvmti::jvmtiError::NONE {
-        Ok(())
-    } else {
-        Err(format!("{what}: {error:?}"))
-    }
+    own_env::listen(
+        env,
+        &caps,
+        &callbacks,
+        jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
+    )
 }
 
 /// Thread's class file with the field (unchanged when it has it already);

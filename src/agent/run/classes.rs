@@ -3,8 +3,8 @@
 //! ClassLoad events after it, and from the first allocation of an instance.
 
 use crate::agent::jvm::object_tags::is_allocation_tag;
-use crate::agent::jvm::{self, LocalClass};
-use crate::model::{ClassTable, ObjectIds};
+use crate::agent::jvm::{self, LocalClass, class_unloads};
+use crate::model::{ClassTable, Model, ObjectIds};
 use jvmti_bindings::prelude::*;
 
 /// A class as the model knows it.
@@ -45,6 +45,22 @@ pub fn intern_class(
         // gets a serial and an identifier.
         let _ = jvm::set_tag(env, class, object_id);
     }
-    let serial = classes.intern(object_id, &signature, trace_serial);
+    let (serial, new) = classes.intern_announced(object_id, &signature, trace_serial);
+    if new {
+        class_unloads::watch(class.raw() as jni::jclass, serial);
+    }
     Some(KnownClass { serial, object_id })
+}
+
+/// Takes the classes unloaded since the last look out of the model's
+/// tables keyed by class or method; returns how many. Cheap when there
+/// are none (one atomic look), so it runs wherever the model is worked on.
+pub fn retire_unloaded(model: &mut Model) -> usize {
+    if !class_unloads::any_unloaded() {
+        return 0;
+    }
+    class_unloads::take_unloaded()
+        .into_iter()
+        .filter(|&serial| model.unload_class(serial))
+        .count()
 }

@@ -3,6 +3,7 @@
 
 use crate::agent::run::engine::Run;
 use crate::agent::run::engines::Engines;
+use crate::model::Model;
 use jvmti_bindings::prelude::*;
 
 /// Writes every engine's section, then flushes. The caller holds the
@@ -30,7 +31,9 @@ pub fn dump(run: &Run, engines: &Engines, jni: Option<&JniEnv>) {
         .all()
         .filter_map(|e| e.prepare_dump(run, jni).err())
         .collect();
+    crate::agent::jvm::class_unloads::post_pending();
     let mut model = run.model.lock();
+    retire_unloaded_for_dump(run, &mut model);
     // Each section goes to the writer as soon as it is made, so that a big
     // profile's sections are never all in memory at once.
     run.writer.write(run.emitter.class_loads(&mut model));
@@ -51,5 +54,20 @@ pub fn dump(run: &Run, engines: &Engines, jni: Option<&JniEnv>) {
     }
     if announce {
         eprintln!(" done.");
+    }
+}
+
+/// Every class unloaded so far taken out of the tables, their keys gone;
+/// with the hidden `X` bit TABLE_SIZES_AT_DUMPS, what the tables hold after it.
+fn retire_unloaded_for_dump(run: &Run, model: &mut Model) {
+    crate::agent::run::classes::retire_unloaded(model);
+    model.frames.settle();
+    if run.options.experiment & crate::options::experiment::TABLE_SIZES_AT_DUMPS != 0 {
+        eprintln!(
+            "HPROF: {} classes unloaded so far, {} loaded; {} frame keys held",
+            model.classes.unloaded_from(0).len(),
+            model.classes.loaded_len(),
+            model.frames.key_count(),
+        );
     }
 }

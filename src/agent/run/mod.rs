@@ -10,6 +10,7 @@ pub mod engine;
 pub mod engines;
 pub mod header;
 pub mod listener;
+pub mod method_cache;
 pub mod profiler;
 pub mod remote;
 pub mod threads;

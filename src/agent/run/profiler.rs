@@ -6,8 +6,9 @@
 //! (run/dump_sequence.rs); with `net=`, the listener thread (run/listener.rs) started at VM
 //! init and stopped at VM death carries out the front end's commands.
 
+use crate::agent::jvm::class_unloads;
 use crate::agent::jvm::{self, JvmtiHandle, LocalClass, LocalThread, VmHandle};
-use crate::agent::run::classes::intern_class;
+use crate::agent::run::classes::{intern_class, retire_unloaded};
 use crate::agent::run::engine::{Lifecycle, Run};
 use crate::agent::run::engines::Engines;
 use crate::agent::run::header;
@@ -145,6 +146,12 @@ impl Profiler {
     /// the file header and the classes loaded so far, each engine's own
     /// start, then events are taken.
     fn begin(&self, env: &Jvmti, jni: Option<&JniEnv>) {
+        if let Err(why) = class_unloads::install(self.run.vm.raw()) {
+            // Only memory is at stake: the tables keep unloaded classes.
+            if self.run.options.verbose {
+                eprintln!("HPROF: class unloading not watched ({why})");
+            }
+        }
         self.write_start(env, jni);
         for engine in self.engines.all() {
             engine.vm_init(&self.run, jni);
@@ -194,6 +201,7 @@ impl Profiler {
         for engine in self.engines.all() {
             engine.detach(&self.run, jni);
         }
+        class_unloads::uninstall();
     }
 
     /// The engines start, then the `net=` listener.
@@ -314,6 +322,7 @@ impl Profiler {
         let thread_serial = threads::trace_thread_serial(run, &env, model, thread);
         let trace = run.traces.intern(&env, model, &frames, thread_serial);
         intern_class(&env, &mut model.classes, &model.objects, class, trace);
+        retire_unloaded(model);
         let bytes = run.emitter.class_loads(model);
         drop(guard);
         run.writer.write(bytes);

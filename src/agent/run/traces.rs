@@ -58,6 +58,9 @@ impl TracePolicy {
         frames: &[RawFrame],
         thread_serial: u32,
     ) -> u32 {
+        // Before a frame is looked up: a key of an unloaded method must not
+        // name a new method given the same identifier.
+        crate::agent::run::classes::retire_unloaded(model);
         let mut ids = Vec::with_capacity(frames.len());
         let depth = self.depth.min(DEPTH_LIMIT.load(Ordering::Relaxed));
         for &(method, location) in frames.iter().take(depth as usize) {

@@ -11,6 +11,7 @@ use crate::agent::jvm::{self, GlobalRef, LocalThread, RawFrame, VmHandle, kind};
 use crate::agent::modes::cpu_samples::async_trace::{self, Taken, Unwalkable, Walker};
 use crate::agent::modes::cpu_samples::cpu_timers::{self, CpuTimer};
 use crate::agent::modes::cpu_samples::polled::PolledThreads;
+use crate::agent::run::method_cache::MethodCache;
 use crate::agent::run::threads::{is_agent_thread, mark_agent_thread};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use jvmti_bindings::prelude::*;
@@ -104,8 +105,9 @@ pub struct CpuSampling {
     refused: AtomicBool,
     /// Whether each method seen in a walked stack is the carrier's entry
     /// into a virtual thread (see [`cut_carrier_frames`]); one entry per
-    /// distinct method sampled, so bounded by the methods loaded.
-    carrier_entry: Mutex<HashMap<u64, bool>>,
+    /// distinct method sampled since classes last unloaded, so bounded by
+    /// the methods loaded.
+    carrier_entry: Mutex<MethodCache<u64, bool>>,
     /// Timed threads by timer slot.
     timed: Mutex<HashMap<usize, Timed>>,
     /// The timed threads still to be looked at (slot and serial), so that
@@ -374,7 +376,7 @@ impl CpuSampling {
     fn cut_carrier_frames(&self, env: &Jvmti, mut frames: Vec<RawFrame>) -> Vec<RawFrame> {
         let mut known = self.carrier_entry.lock();
         let entry = frames.iter().position(|&(method, _)| {
-            *known.entry(method).or_insert_with(|| {
+            known.get_or_learn(method, || {
                 jvm::method_name(env, method).is_some_and(|(name, _)| name == "enterSpecial")
                     && jvm::declaring_class(env, method)
                         .and_then(|class| jvm::class_signature(env, class))

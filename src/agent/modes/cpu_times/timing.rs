@@ -12,10 +12,11 @@
 use crate::agent::jvm;
 use crate::agent::jvm::timing_tracker::{Drained, Tracker};
 use crate::agent::run::class_reloads::{ClassReloads, FirstNumbers};
+use crate::agent::run::method_cache::MethodCache;
 use crate::bci::{self, Injection};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// A method the rewriter instrumented: where it is and what it is called.
 #[derive(Debug, Clone)]
@@ -62,7 +63,7 @@ pub struct MethodTiming {
     /// Methods by class number and method number.
     classes: Mutex<TimedClasses>,
     /// jmethodID -> method key, for ExceptionCatch.
-    by_method_id: Mutex<HashMap<u64, Option<u64>>>,
+    by_method_id: Mutex<MethodCache<u64, Option<u64>>>,
     tracker: Mutex<Option<Tracker>>,
     /// The Tracker's trace tree as drained so far: per node, its method key
     /// and its caller node (negative: none).
@@ -241,7 +242,7 @@ impl MethodTiming {
     /// version of its class).
     fn key_of(&self, env: &Jvmti, method: jni::jmethodID) -> Option<u64> {
         if let Some(known) = self.by_method_id.lock().get(&(method as u64)) {
-            return *known;
+            return known;
         }
         let (name, descriptor) = jvm::method_name(env, method as u64)?;
         let class = jvm::declaring_class(env, method as u64)?;
@@ -304,6 +305,9 @@ impl MethodTiming {
             return Vec::new();
         };
         let Some(drained) = tracker.drain(env, jni) else {
+            eprintln!(
+                "HPROF: cpu=times could not read the timing tables at this dump (busy, or the dump came from inside them); the next dump has these calls"
+            );
             return Vec::new();
         };
         let Drained {

@@ -23,6 +23,7 @@ use crate::agent::jvm::lock_tracker::{
 use crate::agent::jvm::{self, Local, LocalClass, RawFrame};
 use crate::agent::modes::monitor::lock_sites::Sites;
 use crate::agent::run::engine::{Engine, Run};
+use crate::agent::run::method_cache::MethodCache;
 use crate::agent::run::threads;
 use crate::bci;
 use crate::emit::clock::ctime_now;
@@ -58,7 +59,7 @@ pub struct LockWaits {
     names: Mutex<Vec<String>>,
     sites: Sites,
     /// Per (method, lock number): is the frame part of the lock's own code?
-    lock_code: Mutex<HashMap<(u64, u64), bool>>,
+    lock_code: Mutex<MethodCache<(u64, u64), bool>>,
 }
 
 impl LockWaits {
@@ -110,7 +111,7 @@ impl LockWaits {
     /// java.util.concurrent.locks (LockSupport, the synchronizers, their
     /// locks), or the lock's class and its nested classes.
     fn is_lock_code(&self, env: &Jvmti, method: u64, lock: u64, lock_name: &str) -> bool {
-        if let Some(&known) = self.lock_code.lock().get(&(method, lock)) {
+        if let Some(known) = self.lock_code.lock().get(&(method, lock)) {
             return known;
         }
         let class = jvm::declaring_class(env, method)
