@@ -9,6 +9,10 @@ Each round runs every mode once, in turn, on each workload, with Debian's OpenJD
                      attach (X=0x100000, a measuring bit: the design not chosen)
   stopped            cpu=samples,heap=sites attached at 1 s and stopped at 2 s: the rest of
                      the run is after the stop
+  cpu=times          attached 1 s after the start (the loaded classes retransformed with
+                     the timing hooks), to the end
+  stopped cpu=times  cpu=times attached at 1 s and stopped at 2 s (the classes retransformed
+                     back): the rest of the run is after the stop
 The figure is the workload's wall time from its start to its exit (the attach and stop
 commands run beside it); the attach command's own time is given for the attached modes.
 Prints a Markdown table of medians (and min-max) for BENCHMARKS.md.
@@ -38,6 +42,8 @@ MODES = {
     "heap=sites": ("heap=sites", None),
     "bytecode (a)": ("heap=sites,X=0x100000", None),
     "stopped": ("cpu=samples,heap=sites", 1.0),
+    "cpu=times": ("cpu=times", None),
+    "stopped cpu=times": ("cpu=times", 1.0),
 }
 
 

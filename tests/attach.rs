@@ -4,7 +4,9 @@
 //! whole profile with the fixture's hot method first and its allocated
 //! class in SITES, while the program prints and exits as it does alone;
 //! heap=dump attached writes a dump that hprof-slurp and VisualVM's heap
-//! library read; a JVM in its own pid and mount namespace (unshare) is
+//! library read; cpu=times and cpu=old attached count exactly the calls
+//! made while they ran (java-fixtures/AttachTimed.java) and leave no class
+//! rewritten; a JVM in its own pid and mount namespace (unshare) is
 //! attached by its host pid; the errors leave the target running.
 
 mod common;
@@ -166,6 +168,156 @@ fn cpu_samples_then_heap_sites_attached_and_stopped_leave_the_program_unchanged(
         assert_hot_first(&dir.join("cpu.txt"), &what);
         assert_items_allocated(&dir.join("sites.txt"), &what);
         assert_items_allocated(&dir.join("to-the-end.txt"), &what);
+    });
+}
+
+/// What AttachTimed is told, in order, and where a profile is attached
+/// (`Attach(options)`) or stopped: 300 calls of `AttachTarget.hot` in the first
+/// cpu=times profile, made inside a `serve` frame entered then and left in
+/// the second one, which gets 200 + 1 + 100 calls (the one from `fail()`,
+/// which ends by an exception caught in a frame running since before the
+/// attach); 40 under cpu=old. (`cutoff=0`: one call can take no tick of the
+/// Tracker's clock on a loaded machine, and its row none of the total.) `probe`
+/// reads the byte code offset of a call in `probe()`: before, while
+/// attached, after the first stop and after the last one.
+enum Step {
+    Send(&'static str, &'static str),
+    Attach(&'static str),
+    Stop,
+}
+
+const TIMED_SESSION: &[Step] = &[
+    Step::Send("probe", "probe="),
+    Step::Attach("cpu=times,cutoff=0,file=times-1.txt"),
+    Step::Send("probe", "probe="),
+    Step::Send("enter", "entered"),
+    Step::Send("work 300", "worked 300"),
+    Step::Stop,
+    Step::Send("probe", "probe="),
+    Step::Attach("cpu=times,cutoff=0,file=times-2.txt"),
+    Step::Send("work 200", "worked 200"),
+    Step::Send("leave", "left"),
+    Step::Send("fail", "failed"),
+    Step::Send("work 100", "worked 100"),
+    Step::Stop,
+    Step::Attach("cpu=old,file=old.txt"),
+    Step::Send("work 40", "worked 40"),
+    Step::Stop,
+    Step::Send("probe", "probe="),
+    Step::Send("exit", ""),
+];
+
+/// AttachTimed run through TIMED_SESSION, attached to (`attached`) or not:
+/// its output and the probe offsets it printed.
+fn timed_session(jdk: &Jdk, dir: &Path, attached: bool) -> (Output, Vec<u32>) {
+    let mut cmd = common::java_command(jdk, dir);
+    cmd.arg("AttachTimed").stdin(std::process::Stdio::piped());
+    let mut target = Spawned::spawn(&mut cmd);
+    target.wait_for_line("READY", READY_WAIT);
+    let pid = target.pid();
+    let mut probes = Vec::new();
+    for step in TIMED_SESSION {
+        match step {
+            Step::Send(command, answer) => {
+                target.send_line(command);
+                if !answer.is_empty() {
+                    let line = target.wait_for_line_starting(answer, READY_WAIT);
+                    if let Some(offset) = line.strip_prefix("probe=") {
+                        probes.push(offset.parse().expect("a byte code offset"));
+                    }
+                }
+            }
+            Step::Attach(options) if attached => attach_ok(dir, pid, options, "AttachTimed"),
+            Step::Stop if attached => attach_ok(dir, pid, "stop", "AttachTimed"),
+            _ => {}
+        }
+    }
+    (target.wait_timeout(EXIT_WAIT), probes)
+}
+
+/// The calls of `method` in the CPU TIME block of `path`, all traces
+/// together; the block's first row must be `method`'s.
+fn calls_ranked_first(path: &Path, method: &str, what: &str) -> u64 {
+    let profile = AsciiProfile::read_whole_file(path);
+    let cpu = profile
+        .first_cpu(CpuTitle::TimeMs)
+        .unwrap_or_else(|| panic!("{what}: no CPU TIME in {}", path.display()));
+    assert_eq!(
+        cpu.rows[0].method.as_deref(),
+        Some(method),
+        "{what}: {}: {cpu:?}",
+        path.display()
+    );
+    let of = |name: &str| {
+        cpu.rows
+            .iter()
+            .filter(|r| r.method.as_deref() == Some(name))
+            .map(|r| r.count)
+            .sum::<u64>()
+    };
+    assert_eq!(
+        of("AttachTimed.serve"),
+        0,
+        "{what}: serve() never ends within a profile that saw it begin"
+    );
+    of(method)
+}
+
+#[test]
+fn cpu_times_attached_counts_the_calls_made_meanwhile_and_gives_the_classes_back() {
+    common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
+        let what = format!("cpu=times attached on {}", jdk.label);
+        let dir = common::scratch_dir(&format!("attach-times-{}", jdk.label));
+        let (alone, alone_probes) = timed_session(jdk, &dir, false);
+        common::assert_exit_code(&alone, 42, &format!("{what}: without the agent"));
+        let (out, probes) = timed_session(jdk, &dir, true);
+        common::assert_exit_code(&out, 42, &what);
+
+        // The second probe ran while AttachTimed was rewritten: an injected
+        // call comes first. Before the attach, after a stop and after the
+        // last one, probe() runs its own byte code.
+        let original = alone_probes[0];
+        assert!(alone_probes.iter().all(|&p| p == original), "{what}");
+        assert!(probes[1] > original, "{what}: not rewritten: {probes:?}");
+        assert_eq!(
+            [probes[0], probes[2], probes[3]],
+            [original; 3],
+            "{what}: a class still rewritten after a stop"
+        );
+        // Everything else the program printed is what it prints alone.
+        let stdout = common::stdout_text(&out).replace(
+            &format!("probe={}\n", probes[1]),
+            &format!("probe={original}\n"),
+        );
+        assert_eq!(
+            stdout,
+            common::stdout_text(&alone),
+            "{what}: stdout changed"
+        );
+
+        // Exactly the calls made while each profile ran.
+        let calls = |file: &str| calls_ranked_first(&dir.join(file), HOT, &what);
+        assert_eq!(calls("times-1.txt"), 300, "{what}: first profile");
+        assert_eq!(calls("times-2.txt"), 301, "{what}: second profile");
+        let old = AsciiProfile::read(&dir.join("old.txt"));
+        let hot_from_run = old.old_prof_rows().into_iter().find(|r| {
+            r.callee.as_deref() == Some("AttachTarget.hot()J")
+                && r.caller.as_deref() == Some("AttachTimed.run(I)V")
+        });
+        assert_eq!(
+            hot_from_run.map(|r| r.count),
+            Some(40),
+            "{what}: cpu=old: {:?}",
+            old.old_prof_rows()
+        );
+
+        // Each attach retransformed the loaded classes and each stop gave
+        // them back, with no error.
+        let stderr = common::stderr_text(&out);
+        assert!(!stderr.contains("HPROF ERROR"), "{what}: {stderr}");
+        let said = |start: &str| stderr.lines().filter(|l| l.starts_with(start)).count();
+        assert_eq!(said("HPROF: cpu=times attached: "), 3, "{what}: {stderr}");
+        assert_eq!(said("HPROF: cpu=times stopped: "), 3, "{what}: {stderr}");
     });
 }
 
@@ -521,7 +673,6 @@ fn refusals_exit_1_and_leave_the_target_running() {
     let target = start_target(&jdk, &dir, "6");
     let pid = target.pid();
     attach_refused(&dir, pid, "stop", "nothing to stop", &what);
-    attach_refused(&dir, pid, "cpu=times", "refused the options", &what);
     attach_refused(&dir, pid, "depth=banana", "refused the options", &what);
     // Another user's JVM (we are root: run the tool as nobody).
     if is_root() && Path::new("/usr/bin/setpriv").exists() {

@@ -204,7 +204,7 @@ fn injected_calls_count_every_call_and_return_exactly() {
 }
 
 #[test]
-fn the_real_tracker_is_inert_until_engaged() {
+fn the_real_tracker_is_inert_until_engaged_and_starts_over_when_reset() {
     let dir = common::scratch_dir("bci-run-tracker");
     let classpath = dir.join("classes");
     rewrite_into(
@@ -232,6 +232,15 @@ fn the_real_tracker_is_inert_until_engaged() {
         assert_eq!(
             result, "RESULT timed fib(10)=55 calls=177",
             "{}: engaged tracker",
+            jdk.label
+        );
+        // Reset between two spans (as a second attach does): the second
+        // counts its own 177 calls, not the caller that began before.
+        let reset = run_workload(jdk, &classpath, Some(&boot), "reset");
+        assert_eq!(
+            result_line(&reset),
+            "RESULT reset fib(10)=110 before=177 after=177",
+            "{}: reset tracker",
             jdk.label
         );
     });

@@ -58,6 +58,11 @@
  *     thread is inside them (a dump on a Java heap gone short, while this
  *     thread grew a table) or another thread holds them for 5 seconds;
  *     what grew is then reported by the next drain().
+ *  7. Attached to a running JVM, where this class may be left from an
+ *     earlier profile (a class cannot be undefined): call reset() before
+ *     engaging it again, and after the last drain() of an attached
+ *     profile. Every thread's timing, the trace tree and the folded totals
+ *     start over, as in a class just defined, and their memory is let go.
  */
 package hprof_rs;
 
@@ -75,11 +80,17 @@ public final class Tracker {
     private static volatile long now;
     /** The first error that stopped a thread's timing. */
     private static volatile Throwable failure;
+    /**
+     * Which profile this is (reset() counts them): a thread's timing made
+     * for an earlier profile is dropped at its next timed call. Plain: it
+     * changes only while `engaged` is 0, and the hooks read `engaged` first.
+     */
+    private static int generation;
 
     private static final ThreadLocal<Tracker> CURRENT = new ThreadLocal<>();
     /** Stands in for a thread's timing while it is being made, so that
      * instrumented code run meanwhile is not timed (and cannot recurse). */
-    private static final Tracker MAKING = new Tracker(null);
+    private static final Tracker MAKING = new Tracker(null, 0);
 
     /**
      * The lock guarding everything static below: a flag, not a monitor. A
@@ -87,7 +98,7 @@ public final class Tracker {
      * thread running timed scheduler code then waited on it for good; an
      * unlock is a plain volatile write, which no error can skip.
      */
-    private static final Tracker LOCKS = new Tracker(null);
+    private static final Tracker LOCKS = new Tracker(null, 0);
     private volatile int locked;
     private static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<Tracker> LOCKED =
             java.util.concurrent.atomic.AtomicIntegerFieldUpdater.newUpdater(Tracker.class, "locked");
@@ -95,19 +106,19 @@ public final class Tracker {
     // Everything static below is guarded by LOCKS (lock(); ...; unlock()).
 
     /** Live threads' timing, for drain(); each knows its slot. */
-    private static Tracker[] all = new Tracker[16];
+    private static Tracker[] all;
     private static int allCount;
     /** Sweep dead threads when allCount reaches this. */
-    private static int sweepAt = 16;
+    private static int sweepAt;
 
     // The trace tree: node -> method, caller node (-1: none), trace length.
-    private static long[] nodeMethod = new long[256];
-    private static int[] nodeCaller = new int[256];
-    private static int[] nodeLength = new int[256];
-    private static int[] nodeHash = new int[256];
+    private static long[] nodeMethod;
+    private static int[] nodeCaller;
+    private static int[] nodeLength;
+    private static int[] nodeHash;
     private static int nodeCount;
     /** Node by (caller, method); a slot holds node + 1, 0 = empty. */
-    private static int[] nodeIndex = new int[512];
+    private static int[] nodeIndex;
     /** Nodes drain() reported so far. */
     private static int nodesDrained;
     /** Scratch for trimming a trace to depth - 1 frames. */
@@ -126,10 +137,13 @@ public final class Tracker {
 
     static {
         MAKING.busy = true;
+        clearThreadsAndTree();
         clearFolded();
     }
 
     private final Thread thread;
+    /** The profile it was made for (see `generation`). */
+    private final int madeFor;
     /** Set while this thread runs the tracker's own code (no re-entry). */
     private boolean busy;
     /** Set when an error stopped this thread's timing: busy stays set. */
@@ -164,8 +178,9 @@ public final class Tracker {
     private int[] memoTrace = filled(32);
     private int memoCount;
 
-    private Tracker(Thread thread) {
+    private Tracker(Thread thread, int madeFor) {
         this.thread = thread;
+        this.madeFor = madeFor;
     }
 
     private static int[] filled(int n) {
@@ -214,10 +229,13 @@ public final class Tracker {
 
     private static Tracker current() {
         Tracker t = CURRENT.get();
-        if (t == null) {
+        // (MAKING, of no thread, is never replaced: it stands in while a
+        // thread's timing is being made.)
+        if (t == null || (t.thread != null && t.madeFor != generation)) {
+            t = null;
             CURRENT.set(MAKING);
             try {
-                Tracker made = new Tracker(Thread.currentThread());
+                Tracker made = new Tracker(Thread.currentThread(), generation);
                 list(made);
                 t = made;
             } finally {
@@ -238,7 +256,7 @@ public final class Tracker {
                     try {
                         t.enter(((long) cnum << 32) | (mnum & 0xFFFFFFFFL), clock());
                     } catch (Throwable e) {
-                        t.failed |= stops(e);
+                        t.failed |= stops(t, e);
                     } finally {
                         t.busy = t.failed;
                     }
@@ -259,7 +277,7 @@ public final class Tracker {
                     try {
                         t.exit(((long) cnum << 32) | (mnum & 0xFFFFFFFFL), clock());
                     } catch (Throwable e) {
-                        t.failed |= stops(e);
+                        t.failed |= stops(t, e);
                     } finally {
                         t.busy = t.failed;
                     }
@@ -275,11 +293,13 @@ public final class Tracker {
      * timing: all but a StackOverflowError, which leaves the state
      * consistent. Remembers the first. No calls: the stack may be full.
      */
-    private static boolean stops(Throwable e) {
+    private static boolean stops(Tracker t, Throwable e) {
         if (e instanceof StackOverflowError) {
             return false;
         }
-        if (failure == null) {
+        // (An error in a thread's timing of an earlier profile, let go of
+        // by reset(), is none of the current profile's.)
+        if (failure == null && (t == null || t.madeFor == generation)) {
             failure = e;
         }
         return true;
@@ -303,7 +323,7 @@ public final class Tracker {
                 }
             }
         } catch (Throwable e) {
-            t.failed |= stops(e);
+            t.failed |= stops(t, e);
         } finally {
             t.busy = t.failed;
         }
@@ -331,7 +351,7 @@ public final class Tracker {
                 unlock();
             }
         } catch (Throwable e) {
-            stops(e);
+            stops(null, e);
         }
     }
 
@@ -515,6 +535,11 @@ public final class Tracker {
     private static int node(int caller, long method) {
         lock();
         try {
+            if (caller >= nodeCount) {
+                // A node of the tree before a reset(), on a thread still
+                // timing a call it entered then.
+                caller = -1;
+            }
             int d = depth < 1 ? 1 : depth;
             int parent = caller;
             if (caller >= 0 && nodeLength[caller] >= d) {
@@ -609,6 +634,72 @@ public final class Tracker {
         last.slot = t.slot;
         all[--allCount] = null;
         t.slot = -1;
+    }
+
+    /**
+     * Called by the agent before it engages the class again for a new
+     * profile, and when an attached profile stops (engaged is 0):
+     * everything starts over. A thread's own timing, still held by its
+     * thread-local, gives up its tables now and is replaced at the
+     * thread's next timed call (see current()).
+     */
+    private static void reset() {
+        lock();
+        try {
+            for (int i = 0; i < allCount; i++) {
+                all[i].letGo();
+            }
+            generation++;
+            clearThreadsAndTree();
+            clearFolded();
+            failure = null;
+            now = 0;
+        } finally {
+            unlock();
+        }
+    }
+
+    /**
+     * Under LOCKS: this timing is never used again; its tables are
+     * replaced by small ones. Its thread is in no timed call (engaged is
+     * 0), or at worst in one begun before: it then fails inside the
+     * tracker's try, not counted and not reported (see stops()).
+     */
+    private void letGo() {
+        busy = true;
+        failed = true;
+        stackMethod = new long[1];
+        stackTrace = new int[1];
+        stackStart = new long[1];
+        stackCallees = new long[1];
+        top = 0;
+        localNode = new int[1];
+        localHash = new int[1];
+        calls = new long[1];
+        selfNanos = new long[1];
+        totalNanos = new long[1];
+        drainedCalls = new long[0];
+        drainedSelf = new long[0];
+        drainedTotal = new long[0];
+        traceCount = 0;
+        localIndex = new int[2];
+        memoCaller = new int[2];
+        memoMethod = new long[2];
+        memoTrace = filled(2);
+        memoCount = 0;
+    }
+
+    private static void clearThreadsAndTree() {
+        all = new Tracker[16];
+        allCount = 0;
+        sweepAt = 16;
+        nodeMethod = new long[256];
+        nodeCaller = new int[256];
+        nodeLength = new int[256];
+        nodeHash = new int[256];
+        nodeIndex = new int[512];
+        nodeCount = 0;
+        nodesDrained = 0;
     }
 
     private static void clearFolded() {

@@ -123,18 +123,11 @@ fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str) -> jni::jint
     jni::JNI_OK
 }
 
-/// The options as the live phase can have them: cpu=times (and cpu=old)
-/// rewrite every method from the JVM's start, so they are refused;
-/// heap=sites samples allocations (docs/attach.md says why); the stop
-/// always writes the file.
+/// The options as the live phase can have them: heap=sites samples
+/// allocations (docs/attach.md says why); the stop always writes the file.
+/// (cpu=times and cpu=old retransform the classes loaded before the
+/// attach: `modes/cpu_times/attached.rs`.)
 fn for_live_phase(mut options: Options) -> Result<Options, String> {
-    if options.cpu_times {
-        return Err(
-            "cpu=times and cpu=old are not available attached (they time every method \
-                    from the JVM's start); use cpu=samples, or start the JVM with -agentpath"
-                .into(),
-        );
-    }
     let measuring_bytecode =
         options.experiment & options::experiment::ATTACH_BYTECODE_COUNTING != 0;
     if options.heap_sites && measuring_bytecode {
@@ -169,7 +162,10 @@ fn new_profiler(
     };
     let writer = OutputWriter::start(sink)
         .map_err(|e| format!("cannot start the output writer thread: {e}"))?;
-    let engines = Engines::new(&options, heap_dump_dir);
+    let mut engines = Engines::new(&options, heap_dump_dir);
+    if let Some(times) = engines.method_times.as_mut() {
+        times.set_attached();
+    }
     if let Err(why) = setup_jvmti(jvmti, &engines, Phase::Live) {
         writer.abandon();
         for engine in engines.all() {

@@ -28,7 +28,7 @@ use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::fs::{self, File};
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Write as _};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Output, Stdio};
@@ -701,24 +701,35 @@ impl Spawned {
     }
 
     /// Waits until the process prints a line that starts with `start` on
-    /// stdout, like [`wait_for_line`](Self::wait_for_line).
-    pub fn wait_for_line_starting(&mut self, start: &str, timeout: Duration) {
-        self.wait_for_line_where(start, |got| got.starts_with(start), timeout);
+    /// stdout, like [`wait_for_line`](Self::wait_for_line); returns it.
+    pub fn wait_for_line_starting(&mut self, start: &str, timeout: Duration) -> String {
+        self.wait_for_line_where(start, |got| got.starts_with(start), timeout)
     }
 
-    /// Waits for a line (without its end) that `wanted` accepts; `line`
-    /// describes it in the panic message.
+    /// Writes `line` and a line end to the process's standard input (the
+    /// command must have asked for `Stdio::piped()` there).
+    pub fn send_line(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().expect("stdin is piped");
+        writeln!(stdin, "{line}")
+            .and_then(|()| stdin.flush())
+            .unwrap_or_else(|e| panic!("`{}`: cannot send {line:?}: {e}", self.command));
+    }
+
+    /// Waits for a line (without its end) that `wanted` accepts, and
+    /// returns it; `line` describes it in the panic message.
     fn wait_for_line_where(
         &mut self,
         line: &str,
         wanted: impl Fn(&str) -> bool,
         timeout: Duration,
-    ) {
+    ) -> String {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
-                Ok(got) if wanted(got.trim_end_matches(['\n', '\r'])) => return,
+                Ok(got) if wanted(got.trim_end_matches(['\n', '\r'])) => {
+                    return got.trim_end_matches(['\n', '\r']).to_owned();
+                }
                 Ok(_) => {}
                 Err(RecvTimeoutError::Timeout) => {
                     self.kill_and_panic(&format!("no line {line:?} on stdout within {timeout:?}"))

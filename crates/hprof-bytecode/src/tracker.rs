@@ -43,6 +43,11 @@ pub const TRACKER_ENDED: (&str, &str) = ("ended", "(I)V");
 /// catching thread, with the catching method's key.
 pub const TRACKER_CAUGHT: (&str, &str) = ("caught", "(J)V");
 
+/// The private static method the agent calls before it engages a Tracker
+/// left from an earlier profile (attached to a running JVM): every thread's
+/// timing, the trace tree and the folded totals start over.
+pub const TRACKER_RESET: (&str, &str) = ("reset", "()V");
+
 impl Injection {
     /// What `cpu=times` and `cpu=old` inject: `Tracker.CallSite(II)V` on
     /// entry and `Tracker.ReturnSite(II)V` before each return.
@@ -77,6 +82,7 @@ mod tests {
             TRACKER_DRAIN,
             TRACKER_CAUGHT,
             TRACKER_ENDED,
+            TRACKER_RESET,
         ] {
             assert!(
                 names.contains(&expected),

@@ -6,7 +6,9 @@
 //! here, behind safe methods.
 
 use crate::agent::jvm::object_tags::is_allocation_tag;
-use crate::agent::jvm::{self, GlobalRef, Local, LocalClass, LocalObject, OwnedLocal, kind};
+use crate::agent::jvm::{
+    self, GlobalRef, Local, LocalClass, LocalObject, OwnedLocal, kind, retransform,
+};
 use crate::bci;
 use jvmti_bindings::prelude::*;
 use std::collections::HashMap;
@@ -724,36 +726,7 @@ pub fn live_by_class(env: &Jvmti) -> Result<LiveInHeap, jvmti::jvmtiError> {
 /// ClassFileLoadHook, enabled before, sees each again); returns the error
 /// of the last class the JVM refused, if any.
 pub fn retransform_loaded_classes(env: &Jvmti, jni: &JniEnv) -> Option<jvmti::jvmtiError> {
-    let classes = jvm::loaded_classes(env, Some(jni));
-    let modifiable: Vec<jni::jclass> = classes
-        .iter()
-        .map(|c| c.get())
-        // SAFETY: each class is live (owned local references).
-        .filter(|c| unsafe { env.is_modifiable_class(c.raw() as jni::jclass) }.unwrap_or(false))
-        .filter(|c| {
-            jvm::class_signature(env, *c).is_some_and(|s| {
-                let internal = s.strip_prefix('L').and_then(|s| s.strip_suffix(';'));
-                !internal.is_some_and(bci::is_agent_class)
-            })
-        })
-        .map(|c| c.raw() as jni::jclass)
-        .collect();
-    let mut failed = None;
-    // In batches: one class the JVM refuses fails its whole batch, which
-    // is then retried a class at a time.
-    for batch in modifiable.chunks(64) {
-        // SAFETY: every class of the batch is live (owned above).
-        if unsafe { env.retransform_classes(batch) }.is_err() {
-            for class in batch {
-                // SAFETY: as above.
-                if let Err(e) = unsafe { env.retransform_classes(std::slice::from_ref(class)) } {
-                    failed = Some(e);
-                }
-            }
-        }
-    }
-    drop(classes);
-    failed
+    retransform::loaded_classes(env, jni, |_, _| true).refused
 }
 
 /// Loaded classes by JVM signature (`Ljava/lang/String;`, `[I`), for the

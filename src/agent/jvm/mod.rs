@@ -24,6 +24,7 @@ pub mod libjvm;
 pub mod lock_tracker;
 pub mod object_tags;
 pub mod own_env;
+pub mod retransform;
 pub mod shared_archive;
 pub mod thread_field_env;
 pub mod timing_tracker;

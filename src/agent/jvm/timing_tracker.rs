@@ -17,6 +17,7 @@ pub struct Tracker {
     drain: jni::jmethodID,
     caught: jni::jmethodID,
     ended: jni::jmethodID,
+    reset: jni::jmethodID,
 }
 
 // SAFETY: field and method identifiers stay valid on every thread while
@@ -38,11 +39,21 @@ pub struct Drained {
 impl Tracker {
     /// Defines the Tracker class in the boot loader from the embedded bytes,
     /// sets its trace depth and looks up what the agent uses of it. Once
-    /// per run.
+    /// per run. A profile attached after another one stopped finds the
+    /// class that one defined (a class is defined once) and resets it.
     pub fn define(jni: &JniEnv, depth: u32) -> Result<Self, String> {
         // (The bytes are a class file of this very name: bci/tracker.rs.)
-        let class =
-            jvm::define_boot_class(jni, bci::TRACKER_CLASS, bci::TRACKER_CLASS_FILE, "Tracker")?;
+        let (class, defined_before) = match jvm::define_boot_class(
+            jni,
+            bci::TRACKER_CLASS,
+            bci::TRACKER_CLASS_FILE,
+            "Tracker",
+        ) {
+            Ok(class) => (class, false),
+            Err(why) => jvm::find_class(jni, bci::TRACKER_CLASS)
+                .map(|found| (GlobalRef::new(jni, found.get()), true))
+                .ok_or(why)?,
+        };
         let raw = class.raw() as jni::jclass;
         let missing = |what: &str| format!("the Tracker has no {what}");
         // SAFETY: names and signatures are those of Tracker.java (checked by
@@ -55,8 +66,7 @@ impl Tracker {
                 |(name, signature): (&str, &str)| jni.get_static_method_id(raw, name, signature);
             let depth_field =
                 field(bci::TRACKER_DEPTH_FIELD).ok_or_else(|| missing("depth field"))?;
-            jni.set_static_int_field(raw, depth_field, depth.min(i32::MAX as u32) as i32);
-            Ok(Tracker {
+            let tracker = Tracker {
                 class,
                 engaged: field(bci::TRACKER_ENGAGED_FIELD)
                     .ok_or_else(|| missing("engaged field"))?,
@@ -64,8 +74,24 @@ impl Tracker {
                 drain: method(bci::TRACKER_DRAIN).ok_or_else(|| missing("drain method"))?,
                 caught: method(bci::TRACKER_CAUGHT).ok_or_else(|| missing("caught method"))?,
                 ended: method(bci::TRACKER_ENDED).ok_or_else(|| missing("ended method"))?,
-            })
+                reset: method(bci::TRACKER_RESET).ok_or_else(|| missing("reset method"))?,
+            };
+            if defined_before && !tracker.reset(jni) {
+                return Err("the Tracker left by an earlier profile cannot be reset".into());
+            }
+            jni.set_static_int_field(raw, depth_field, depth.min(i32::MAX as u32) as i32);
+            Ok(tracker)
         }
+    }
+
+    /// `reset()`, while it is not engaged: every thread's timing, the trace
+    /// tree and the folded totals start over (and their memory is let go).
+    /// False if it threw.
+    pub fn reset(&self, jni: &JniEnv) -> bool {
+        // SAFETY: `reset` is Tracker.reset(), a static void method of the
+        // Tracker class.
+        unsafe { jni.call_static_void_method(self.class(), self.reset, &[]) };
+        !clear_exception(jni)
     }
 
     pub(crate) fn class(&self) -> jni::jclass {

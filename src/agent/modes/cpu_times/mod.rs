@@ -3,6 +3,7 @@
 //! reads the Tracker's costs and writes the CPU TIME section, or for
 //! cpu=old the old "prof" table, naming each timed method.
 
+mod attached;
 pub mod timing;
 mod traces;
 
@@ -27,6 +28,9 @@ pub struct MethodTimes {
     timing: MethodTiming,
     /// The costs read in the dump's first step, for its section.
     drained: Mutex<Vec<Drained>>,
+    /// Attached to a running JVM: the classes loaded before are
+    /// retransformed at the start and restored at the stop (attached.rs).
+    attached: bool,
 }
 
 impl MethodTimes {
@@ -36,7 +40,13 @@ impl MethodTimes {
         Self {
             timing: MethodTiming::new(depth, filter),
             drained: Mutex::default(),
+            attached: false,
         }
+    }
+
+    /// The profile starts in a running JVM (`hprof-rs attach`).
+    pub fn set_attached(&mut self) {
+        self.attached = true;
     }
 
     /// The Tracker link (for the class-rewriting and exception callbacks).
@@ -107,7 +117,14 @@ impl Engine for MethodTimes {
         _potential: &jvmti::jvmtiCapabilities,
     ) {
         caps.set_can_generate_all_class_hook_events(true);
-        caps.set_can_generate_exception_events(true);
+        if self.attached {
+            // (Exception events are for agents loaded at the JVM's start
+            // only: attached, an exit by exception is seen when a timed
+            // caller returns; docs/attach.md.)
+            caps.set_can_retransform_classes(true);
+        } else {
+            caps.set_can_generate_exception_events(true);
+        }
     }
 
     /// Engages the Tracker and starts its clock; the class-rewriting and
@@ -120,12 +137,19 @@ impl Engine for MethodTimes {
         match timing.engage(jni) {
             Ok(()) => {
                 timing.start_clock(run.vm);
-                let events = [
-                    jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
-                    jvmti::JVMTI_EVENT_EXCEPTION_CATCH,
-                ];
-                if let Err(error) = run.jvmti.env().enable_events_global(&events) {
+                let events: &[jvmti::jvmtiEvent] = if self.attached {
+                    &[jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK]
+                } else {
+                    &[
+                        jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
+                        jvmti::JVMTI_EVENT_EXCEPTION_CATCH,
+                    ]
+                };
+                let env = run.jvmti.env();
+                if let Err(error) = env.enable_events_global(events) {
                     eprintln!("HPROF ERROR: cpu=times cannot run: events ({error:?})");
+                } else if self.attached {
+                    attached::time_loaded_classes(&env, jni, run.options.verbose);
                 }
             }
             Err(why) => eprintln!("HPROF ERROR: cpu=times cannot run: {why}"),
@@ -148,6 +172,15 @@ impl Engine for MethodTimes {
     fn stop(&self, _run: &Run, jni: Option<&JniEnv>) {
         if let Some(jni) = jni {
             self.timing.disengage(jni);
+        }
+    }
+
+    /// Attached, at the stop: the rewritten classes get their own byte code
+    /// back, and the Tracker lets go of what it kept for this profile.
+    fn detach(&self, run: &Run, jni: Option<&JniEnv>) {
+        if let (true, Some(jni)) = (self.attached, jni) {
+            attached::restore_classes(&self.timing, &run.jvmti.env(), jni, run.options.verbose);
+            self.timing.forget_costs(jni);
         }
     }
 

@@ -18,6 +18,7 @@ use crate::bci::{self, Injection};
 use crate::options::ClassFilter;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
+use std::collections::HashSet;
 
 /// A method the rewriter instrumented: where it is and what it is called.
 #[derive(Debug, Clone)]
@@ -87,6 +88,9 @@ pub struct MethodTiming {
     failure_reported: std::sync::atomic::AtomicBool,
     clock_stop: std::sync::atomic::AtomicBool,
     clock_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Set when an attached profile stops: the hook passes every class
+    /// unchanged, so that a retransformed class gets its own byte code back.
+    passing_unchanged: std::sync::atomic::AtomicBool,
 }
 
 impl MethodTiming {
@@ -107,6 +111,7 @@ impl MethodTiming {
             failure_reported: std::sync::atomic::AtomicBool::new(false),
             clock_stop: std::sync::atomic::AtomicBool::new(false),
             clock_thread: Mutex::new(None),
+            passing_unchanged: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -149,6 +154,14 @@ impl MethodTiming {
         }
     }
 
+    /// An attached profile stopped, its costs read: the Tracker lets go of
+    /// the trace tree and the threads' tables it kept for them.
+    pub fn forget_costs(&self, jni: &JniEnv) {
+        if let Some(tracker) = self.tracker() {
+            tracker.reset(jni);
+        }
+    }
+
     /// At VM death: calls stop being timed and the clock thread ends.
     pub fn disengage(&self, jni: &JniEnv) {
         if let Some(tracker) = self.tracker() {
@@ -178,6 +191,11 @@ impl MethodTiming {
             return None;
         }
         let mut classes = self.classes.lock();
+        // (Read under the lock: a class is either listed before the stop
+        // takes the names, or passed unchanged.)
+        if self.passing_unchanged() {
+            return None;
+        }
         if let Some(again) = name.and_then(|n| self.rewrite_again(&classes, n, bytes)) {
             classes.reloads.note_reused();
             return Some(again);
@@ -214,6 +232,20 @@ impl MethodTiming {
                 (&a.name, &a.descriptor, a.rewritten) == (&b.name, &b.descriptor, b.rewritten)
             });
         same.then_some(outcome.bytes)
+    }
+
+    /// From now on the hook passes every class unchanged (an attached
+    /// profile stops); the names of the classes it rewrote so far.
+    pub fn pass_unchanged(&self) -> HashSet<String> {
+        let classes = self.classes.lock();
+        self.passing_unchanged
+            .store(true, std::sync::atomic::Ordering::Release);
+        classes.list.iter().map(|(name, _)| name.clone()).collect()
+    }
+
+    fn passing_unchanged(&self) -> bool {
+        self.passing_unchanged
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// What `verbose=y` says at a dump of the rewriting once a class was

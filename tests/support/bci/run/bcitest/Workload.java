@@ -8,7 +8,8 @@ import java.util.function.IntSupplier;
  * rewrites these classes and checks the counts exactly (the expected table
  * is there). "Workload count" runs and prints CountingTracker's counts;
  * "Workload plain" just runs; "Workload engage" engages the real
- * hprof_rs.Tracker, whose natives nobody registered. Every mode prints
+ * hprof_rs.Tracker, whose natives nobody registered; "Workload reset"
+ * resets it in the middle of a timed call. Every mode prints
  * "RESULT <text>", the same whether rewritten or not.
  */
 public class Workload {
@@ -22,6 +23,10 @@ public class Workload {
     public static void main(String[] args) throws Exception {
         if (args[0].equals("engage")) {
             engageRealTracker();
+            return;
+        }
+        if (args[0].equals("reset")) {
+            resetRealTracker();
             return;
         }
         System.out.println("RESULT " + run());
@@ -185,6 +190,11 @@ public class Workload {
         } finally {
             engaged.setInt(null, 0);
         }
+        System.out.println("RESULT timed fib(10)=" + result + " calls=" + drainedCalls(tracker));
+    }
+
+    /** drain()'s completed calls, all traces together. */
+    static long drainedCalls(Class<?> tracker) throws Exception {
         java.lang.reflect.Method drain = tracker.getDeclaredMethod("drain");
         drain.setAccessible(true);
         // Per trace: owner, node, calls, self ns, total ns.
@@ -193,6 +203,34 @@ public class Workload {
         for (int at = 0; at + 5 <= data.length; at += 5) {
             calls += data[at + 2];
         }
-        System.out.println("RESULT timed fib(10)=" + result + " calls=" + calls);
+        return calls;
+    }
+
+    /**
+     * What an agent attached again does to the Tracker an earlier profile
+     * left: reset() between two engaged spans, inside spanning(), a call
+     * the second span sees end but never saw begin.
+     */
+    static void resetRealTracker() throws Exception {
+        Class<?> tracker = Class.forName("hprof_rs.Tracker");
+        Field engaged = tracker.getDeclaredField("engaged");
+        engaged.setAccessible(true);
+        engaged.setInt(null, 1);
+        long[] before = new long[1];
+        int result = spanning(tracker, engaged, before);
+        engaged.setInt(null, 0);
+        System.out.println("RESULT reset fib(10)=" + result + " before=" + before[0]
+                + " after=" + drainedCalls(tracker));
+    }
+
+    static int spanning(Class<?> tracker, Field engaged, long[] before) throws Exception {
+        int result = fib(10);
+        engaged.setInt(null, 0);
+        before[0] = drainedCalls(tracker);
+        java.lang.reflect.Method reset = tracker.getDeclaredMethod("reset");
+        reset.setAccessible(true);
+        reset.invoke(null);
+        engaged.setInt(null, 1);
+        return result + fib(10);
     }
 }
