@@ -207,9 +207,10 @@ fn javac_output_is_unchanged_under_cpu_times() {
     };
     let plain = compile("plain", None);
     let timed = compile("timed", Some("cpu=times"));
-    let mut names: Vec<_> = fs::read_dir(&plain)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
+    // Fixtures in packages (filtered/app/...) compile into folders.
+    let mut names: Vec<_> = common::jdk_compiler::files_under(&plain)
+        .into_iter()
+        .map(|path| path.strip_prefix(&plain).unwrap().to_path_buf())
         .collect();
     names.sort();
     assert!(names.len() >= 10, "too few classes compiled: {names:?}");

@@ -17,7 +17,7 @@ pub struct JdkCompilerSources {
 }
 
 /// Every file under `dir`, recursively.
-fn files_under(dir: &Path) -> Vec<PathBuf> {
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(folder) = pending.pop() {
