@@ -84,9 +84,12 @@ fn heap_sites_counts_every_copy_and_numbers_a_reloaded_class_once() {
             assert!(again >= 2 * (copies - 1), "{again} definitions again");
             numbered.push(sites);
         }
-        assert_eq!(
-            numbered[0], numbered[1],
-            "sites numbered after 300 and 900 copies: the tables grew with the copies"
+        // 600 more copies would number at least 600 more sites if each
+        // copy got its own; the JDK's own classes may differ by a few
+        // between two runs (a loaded machine took 15 more once).
+        assert!(
+            numbered[1] < numbered[0] + 100,
+            "sites numbered after 300 and 900 copies: {numbered:?}: the tables grew with the copies"
         );
     });
 }
