@@ -103,7 +103,7 @@ public final class Tracker {
     private static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<Tracker> LOCKED =
             java.util.concurrent.atomic.AtomicIntegerFieldUpdater.newUpdater(Tracker.class, "locked");
 
-    // Everything static below is guarded by LOCKS (lock(); ...; unlock()).
+    // Everything static below is guarded by LOCKS (lock(); try ... finally { owner = null; LOCKS.locked = 0; }).
 
     /** Live threads' timing, for drain(); each knows its slot. */
     private static Tracker[] all;
@@ -195,17 +195,20 @@ public final class Tracker {
     /** How long drain() waits for another thread to let go of LOCKS. */
     private static final long DRAIN_PATIENCE_NANOS = 5_000_000_000L;
 
-    /** Takes the lock; the caller releases it (unlock()) in a finally. */
+    /**
+     * Takes the lock; the caller lets it go in a finally with
+     * {@code owner = null; LOCKS.locked = 0;}, written out, not a call: a
+     * StackOverflowError can strike at any call, and one between taking the
+     * lock and entering the try, or in the finally before the lock is let go,
+     * would keep it taken for ever. So nothing here calls anything once the
+     * lock is taken.
+     */
     private static void lock() {
+        Thread me = Thread.currentThread();
         while (!LOCKED.compareAndSet(LOCKS, 0, 1)) {
             Thread.yield();
         }
-        owner = Thread.currentThread();
-    }
-
-    private static void unlock() {
-        owner = null;
-        LOCKS.locked = 0;
+        owner = me;
     }
 
     /**
@@ -348,7 +351,8 @@ public final class Tracker {
                     }
                 }
             } finally {
-                unlock();
+                owner = null;
+                LOCKS.locked = 0;
             }
         } catch (Throwable e) {
             stops(null, e);
@@ -547,7 +551,8 @@ public final class Tracker {
             }
             return intern(parent, method);
         } finally {
-            unlock();
+            owner = null;
+            LOCKS.locked = 0;
         }
     }
 
@@ -622,7 +627,8 @@ public final class Tracker {
             t.slot = allCount;
             all[allCount++] = t;
         } finally {
-            unlock();
+            owner = null;
+            LOCKS.locked = 0;
         }
     }
 
@@ -655,7 +661,8 @@ public final class Tracker {
             failure = null;
             now = 0;
         } finally {
-            unlock();
+            owner = null;
+            LOCKS.locked = 0;
         }
     }
 
@@ -844,7 +851,8 @@ public final class Tracker {
                 nodesDrained = nodeCount;
                 return result;
             } finally {
-                unlock();
+                owner = null;
+                LOCKS.locked = 0;
             }
         } finally {
             CURRENT.set(mine);
