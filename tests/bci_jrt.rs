@@ -60,6 +60,7 @@ fn injection() -> Injection {
         tracker_class: TRACKER.into(),
         entry: Some(("CallSite".into(), "(II)V".into())),
         exit: Some(("ReturnSite".into(), "(II)V".into())),
+        exit_on_throw: true,
     }
 }
 

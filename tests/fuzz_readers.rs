@@ -442,6 +442,7 @@ proptest! {
             tracker_class: "hprof_rs/Tracker".into(),
             entry: Some(("CallSite".into(), "(II)V".into())),
             exit: Some(("ReturnSite".into(), "(II)V".into())),
+            exit_on_throw: true,
         };
         let options = RewriteOptions { widen_all_branches: widen };
         if let Ok(out) = rewrite_class_with(&bytes, 1, &injection, &options) {

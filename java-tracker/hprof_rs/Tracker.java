@@ -7,8 +7,12 @@
  *     ldc <class number>; <push method number>; invokestatic hprof_rs/Tracker.CallSite(II)V
  * and runs
  *     ldc <class number>; <push method number>; invokestatic hprof_rs/Tracker.ReturnSite(II)V
- * before each return instruction. Both do nothing until the agent engages
- * the tracker.
+ * before each return instruction and, when the method is left by an
+ * exception, in a catch-all handler that then rethrows it (constructors
+ * excepted). Both do nothing until the agent engages the tracker. A call
+ * whose exit was not seen (a constructor left by an exception, a frame
+ * running code from before a retransformation) ends when a caller below it
+ * exits.
  *
  * Traces (the method and up to depth-1 callers, method keys (class number
  * << 32 | method number)) are nodes of one tree shared by all threads: a
@@ -43,10 +47,8 @@
  *     so), then set `engaged` to non-zero
  *     (SetStaticIntField; private fields are fine for JNI). Set `engaged`
  *     back to 0 at the start of VMDeath.
- *  4. On JVMTI ExceptionCatch, call caught(key) on the catching thread with
- *     the catching method's key: the calls above it ended by the exception.
- *  5. On JVMTI ThreadEnd, call ended(serial) on the ending thread.
- *  6. At each dump call drain(), which returns
+ *  4. On JVMTI ThreadEnd, call ended(serial) on the ending thread.
+ *  5. At each dump call drain(), which returns
  *     {Thread[] threads, long[] nodes, long[] data, String failure}:
  *     nodes is the first new node's number, then (method key, caller node
  *     or -1) per trace node made since the previous drain; data is, per
@@ -58,7 +60,7 @@
  *     thread is inside them (a dump on a Java heap gone short, while this
  *     thread grew a table) or another thread holds them for 5 seconds;
  *     what grew is then reported by the next drain().
- *  7. Attached to a running JVM, where this class may be left from an
+ *  6. Attached to a running JVM, where this class may be left from an
  *     earlier profile (a class cannot be undefined): call reset() before
  *     engaging it again, and after the last drain() of an attached
  *     profile. Every thread's timing, the trace tree and the folded totals
@@ -306,30 +308,6 @@ public final class Tracker {
             failure = e;
         }
         return true;
-    }
-
-    /** Called by the agent (ExceptionCatch): the calls above `key`'s innermost activation ended. */
-    private static void caught(long key) {
-        Tracker t = CURRENT.get();
-        if (t == null || t.busy) {
-            return;
-        }
-        t.busy = true;
-        try {
-            long time = clock();
-            for (int i = t.top - 1; i >= 0; i--) {
-                if (t.stackMethod[i] == key) {
-                    while (t.top > i + 1) {
-                        t.pop(time);
-                    }
-                    break;
-                }
-            }
-        } catch (Throwable e) {
-            t.failed |= stops(t, e);
-        } finally {
-            t.busy = t.failed;
-        }
     }
 
     /**

@@ -220,12 +220,6 @@ impl Agent for HprofAgent {
         }
     }
 
-    fn exception_catch(&self, context: CallbackContext<'_>, event: ExceptionCatchEvent) {
-        if let Some(timing) = method_timing() {
-            timing.exception_caught(context.jvmti(), context.jni().map(|j| &**j), event.method());
-        }
-    }
-
     fn resource_exhausted<'callback>(
         &self,
         context: CallbackContext<'callback>,

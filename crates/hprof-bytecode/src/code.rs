@@ -27,6 +27,7 @@ pub(crate) mod op {
     pub const IRETURN: u8 = 172;
     pub const RETURN: u8 = 177;
     pub const INVOKESTATIC: u8 = 184;
+    pub const ATHROW: u8 = 191;
     pub const WIDE: u8 = 196;
     pub const IFNULL: u8 = 198;
     pub const IFNONNULL: u8 = 199;

@@ -679,6 +679,7 @@ fn count_in_method(
         extra_stack: if context.is_some() { 4 } else { 2 },
         // The context.
         extra_long_locals: u16::from(context.is_some()),
+        on_throw: vec![],
     };
     let mut found = Vec::with_capacity(allocations);
     let mut calls_found = Vec::new();

@@ -23,6 +23,8 @@ pub(crate) struct Calls {
     pub entry: Option<u16>,
     /// `Methodref` of the exit call, if any.
     pub exit: Option<u16>,
+    /// The exit call also from a catch-all handler that rethrows.
+    pub exit_on_throw: bool,
     /// Widen every 16-bit branch (test knob).
     pub widen_all: bool,
     /// What the calls pass.
@@ -223,13 +225,19 @@ fn local_variables(body: &[u8], layout: &Layout<'_>) -> Result<Vec<u8>, String> 
     })
 }
 
-/// The exception table with start, end and handler mapped to block starts.
+/// The exception table with start, end and handler mapped to block starts,
+/// and last, when given, a catch-all handler at `.1` over `.0..` up to it.
 fn exception_table(
     code: &CodeAttribute<'_>,
     layout: &Layout<'_>,
+    catch_all: Option<(u16, u16)>,
     out: &mut Vec<u8>,
 ) -> Result<(), String> {
-    put_u16(out, code.handlers.len() as u16);
+    let count = code.handlers.len() + usize::from(catch_all.is_some());
+    put_u16(
+        out,
+        u16::try_from(count).map_err(|_| "too many exception handlers")?,
+    );
     for h in &code.handlers {
         let start = layout.target(u32::from(h.start))?;
         let end = layout.block_of(u32::from(h.end))?;
@@ -241,7 +249,43 @@ fn exception_table(
         put_u16(out, layout.target(u32::from(h.handler))? as u16);
         put_u16(out, h.catch_type);
     }
+    if let Some((start, handler)) = catch_all {
+        put_u16(out, start);
+        put_u16(out, handler);
+        put_u16(out, handler);
+        put_u16(out, 0); // any exception
+    }
     Ok(())
+}
+
+/// A StackMapTable `body` (new offsets) with one more frame, at the
+/// catch-all handler `at` past every other: no locals (the handler reads
+/// none, so whatever the method held is assignable to it) and the
+/// exception on the stack.
+fn with_handler_frame(
+    mut body: Vec<u8>,
+    at: u32,
+    pool: &mut ConstantPool<'_>,
+) -> Result<Vec<u8>, String> {
+    let frames = stackmap::decode(&body)?;
+    let delta = match frames.last().map(|f| f.offset) {
+        Some(last) if at > last => at - last - 1,
+        Some(_) => return Err("a stack map frame past the end of the code".into()),
+        None => at,
+    };
+    let count = u16::try_from(frames.len() + 1).map_err(|_| "too many frames")?;
+    body[..2].copy_from_slice(&count.to_be_bytes());
+    let throwable = pool.add_class(b"java/lang/Throwable")?;
+    body.push(255); // full_frame
+    put_u16(
+        &mut body,
+        u16::try_from(delta).map_err(|_| "offset past 65535")?,
+    );
+    put_u16(&mut body, 0);
+    put_u16(&mut body, 1);
+    body.push(7); // Object_variable_info
+    put_u16(&mut body, throwable);
+    Ok(body)
 }
 
 /// One method being rewritten: what the StackMapTable needs to know.
@@ -444,7 +488,13 @@ pub(crate) fn rewrite_code(
         Some(m) if returns => sequence_of(calls, method.index, m, pool)?,
         _ => vec![],
     };
-    if entry.is_empty() && exit.is_empty() {
+    let on_throw = match calls.exit {
+        Some(m) if calls.exit_on_throw && method.name != b"<init>" => {
+            sequence_of(calls, method.index, m, pool)?
+        }
+        _ => vec![],
+    };
+    if entry.is_empty() && exit.is_empty() && on_throw.is_empty() {
         return Ok(None);
     }
     let before = insns
@@ -457,6 +507,7 @@ pub(crate) fn rewrite_code(
         after: vec![vec![]; insns.len()],
         extra_stack: 2,
         extra_long_locals: 0,
+        on_throw,
     };
     relocate_method(
         &code,
@@ -482,6 +533,10 @@ pub(crate) struct Injected {
     /// slot `max_locals` on), set by the entry code before anything else
     /// runs: every stack map frame then lists them.
     pub extra_long_locals: u16,
+    /// A sequence (taking no stack) run when the method is left by an
+    /// exception, if not empty: appended after the code as a catch-all
+    /// handler over everything after the entry sequence, then `athrow`.
+    pub on_throw: Vec<u8>,
 }
 
 /// The new `Code` attribute body of `code` (decoded as `insns`) with
@@ -511,10 +566,19 @@ pub(crate) fn relocate_method(
             layout.len()
         ));
     }
-    let max_stack = code
+    let handler = (!injected.on_throw.is_empty()).then(|| layout.len());
+    let new_len = layout.len() + handler.map_or(0, |_| injected.on_throw.len() as u32 + 1);
+    if new_len > MAX_CODE {
+        return Err(format!("code would grow past 65535 bytes (to {new_len})"));
+    }
+    let mut max_stack = code
         .max_stack
         .checked_add(injected.extra_stack)
         .ok_or("max_stack would pass 65535")?;
+    if handler.is_some() {
+        // The exception, and the two numbers the exit call takes.
+        max_stack = max_stack.max(3);
+    }
 
     // Offsets after widened conditionals become branch targets; from class
     // version 50 on they need a stack map frame.
@@ -555,7 +619,11 @@ pub(crate) fn relocate_method(
                 }
                 stack_map_seen = true;
                 let body = rewrite.stack_map(Some(attribute.info), pool)?;
-                body.ok_or("StackMapTable vanished")?
+                let body = body.ok_or("StackMapTable vanished")?;
+                match handler {
+                    Some(at) => with_handler_frame(body, at, pool)?,
+                    None => body,
+                }
             }
             Known::LineNumbers => line_numbers(attribute.info, &layout)?,
             Known::LocalVariables => local_variables(attribute.info, &layout)?,
@@ -567,21 +635,37 @@ pub(crate) fn relocate_method(
         put_attribute(&mut attributes, attribute.name_index, &body)?;
         attribute_count += 1;
     }
-    if !stack_map_seen && let Some(body) = rewrite.stack_map(None, pool)? {
-        let name = pool.add_utf8(b"StackMapTable")?;
-        put_attribute(&mut attributes, name, &body)?;
-        attribute_count += 1;
+    if !stack_map_seen {
+        let body = rewrite.stack_map(None, pool)?;
+        let body = match (body, handler) {
+            (body, Some(at)) if class.major >= 50 => Some(with_handler_frame(
+                body.unwrap_or_else(|| vec![0, 0]),
+                at,
+                pool,
+            )?),
+            (body, _) => body,
+        };
+        if let Some(body) = body {
+            let name = pool.add_utf8(b"StackMapTable")?;
+            put_attribute(&mut attributes, name, &body)?;
+            attribute_count += 1;
+        }
     }
 
-    let new_code = layout.emit_with(code.code, &injected.entry, |i| {
+    let mut new_code = layout.emit_with(code.code, &injected.entry, |i| {
         (&injected.before[i][..], &injected.after[i][..])
     });
+    if handler.is_some() {
+        new_code.extend_from_slice(&injected.on_throw);
+        new_code.push(op::ATHROW);
+    }
     let mut out = Vec::with_capacity(code.code.len() + new_code.len() + 64);
     put_u16(&mut out, max_stack);
     put_u16(&mut out, max_locals);
     put_u32(&mut out, new_code.len() as u32);
     out.extend_from_slice(&new_code);
-    exception_table(code, &layout, &mut out)?;
+    let catch_all = handler.map(|at| (injected.entry.len() as u16, at as u16));
+    exception_table(code, &layout, catch_all, &mut out)?;
     put_u16(&mut out, attribute_count);
     out.extend_from_slice(&attributes);
     Ok(out)

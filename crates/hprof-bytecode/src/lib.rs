@@ -11,10 +11,14 @@
 //! The class number goes into the constant pool as a `CONSTANT_Integer`
 //! (agents use large numbers); the method number, the method's index in the
 //! class's `methods` table, is pushed with `iconst_<n>`, `bipush` or
-//! `sipush` (`ldc` past 32767). Nothing is injected before `athrow`: a
-//! method left by an exception is the agent's to account for (JVMTI
-//! `ExceptionCatch` and a shadow stack), as HPROF did, and no handler is
-//! added. `max_stack` grows by 2; locals are untouched.
+//! `sipush` (`ldc` past 32767). Nothing is injected before `athrow`; with
+//! [`Injection::exit_on_throw`] (cpu=times) a method left by an exception
+//! runs the exit call too, from a catch-all handler appended to its code
+//! (`<exit call>; athrow`, the last entry of its exception table, so the
+//! method's own handlers come first), which rethrows the same object:
+//! HPROF instead asked the JVM for an event at every catch, which makes
+//! HotSpot deoptimize each frame an exception leaves. `max_stack` grows by
+//! 2 (to 3 at least with the handler); locals are untouched.
 //!
 //! Everything that holds a code offset is relocated: branch and switch
 //! targets (with switch padding recomputed), the exception table,
@@ -103,8 +107,8 @@ pub use lock_tracker::{
     LOCK_TRACKER_REGISTER, LOCK_TRACKER_SITE, PARK_METHODS,
 };
 pub use tracker::{
-    TRACKER_CAUGHT, TRACKER_CLASS, TRACKER_CLASS_FILE, TRACKER_CLOCK_FIELD, TRACKER_DEPTH_FIELD,
-    TRACKER_DRAIN, TRACKER_ENDED, TRACKER_ENGAGED_FIELD, TRACKER_RESET,
+    TRACKER_CLASS, TRACKER_CLASS_FILE, TRACKER_CLOCK_FIELD, TRACKER_DEPTH_FIELD, TRACKER_DRAIN,
+    TRACKER_ENDED, TRACKER_ENGAGED_FIELD, TRACKER_RESET,
 };
 pub use uncounted::uncounted_methods;
 
@@ -135,6 +139,12 @@ pub struct Injection {
     /// Name and descriptor (`(II)V`) of the static method called before
     /// each return instruction, e.g. `("ReturnSite", "(II)V")`.
     pub exit: Option<(String, String)>,
+    /// Call `exit` also when the method is left by an exception: a
+    /// catch-all handler, after every handler of the method's own and
+    /// covering its code from after the entry call, calls `exit` and
+    /// rethrows. Constructors get none (their code before `super()` runs
+    /// with `this` unmade, which a handler over it would have to repeat).
+    pub exit_on_throw: bool,
 }
 
 /// Knobs of [`rewrite_class_with`].
@@ -469,6 +479,7 @@ fn resolve_calls(
         class_number,
         entry,
         exit,
+        exit_on_throw: injection.exit_on_throw,
         widen_all: options.widen_all_branches,
         passed,
     })

@@ -48,6 +48,7 @@ impl Injection {
             tracker_class: LOCK_TRACKER_CLASS.into(),
             entry: Some(("parking".into(), ARGUMENT_CALL_DESCRIPTOR.into())),
             exit: Some(("parked".into(), ARGUMENT_CALL_DESCRIPTOR.into())),
+            exit_on_throw: false,
         }
     }
 }

@@ -158,11 +158,15 @@ fn skip_reason(out: &RewriteOutcome) -> &str {
         .unwrap_or("(not skipped)")
 }
 
+/// The calls cpu=times injects, without the catch-all handler (which the
+/// layout tests would otherwise all have to allow for; see
+/// `a_catch_all_handler_reports_exits_by_exception`).
 fn tracker() -> Injection {
     Injection {
         tracker_class: "hprof_rs/Tracker".into(),
         entry: Some(("CallSite".into(), "(II)V".into())),
         exit: Some(("ReturnSite".into(), "(II)V".into())),
+        exit_on_throw: false,
     }
 }
 
@@ -339,6 +343,86 @@ fn exception_ranges_keep_their_instructions_and_handlers_get_their_exit_calls() 
         .map(|h| (h.start, h.end, h.handler))
         .collect();
     assert_eq!(ranges, [(6, 8, 15), (8, 15, 15)]);
+}
+
+#[test]
+fn a_catch_all_handler_reports_exits_by_exception() {
+    let with_handler = Injection {
+        exit_on_throw: true,
+        ..tracker()
+    };
+    // The method of the test above: its own handler, then ours.
+    let mut b = ClassBuilder::new(52, "p/B");
+    let mut body = Body::new(1, 0, vec![0, 0, 177, 87, 177]);
+    body.handlers = vec![[0, 2, 3, 0], [2, 3, 3, 0]];
+    let frame = vec![0, 1, 64 + 3, 7, 0, 2];
+    b.method(
+        ACC_PUBLIC_STATIC,
+        "h",
+        "()V",
+        Some(body.with("StackMapTable", frame)),
+    );
+    let init = b.method_ref("java/lang/Object", "<init>", "()V");
+    let (hi, lo) = ((init >> 8) as u8, init as u8);
+    b.method(
+        0x0001,
+        "<init>",
+        "()V",
+        Some(Body::new(1, 1, vec![42, 183, hi, lo, 177])),
+    );
+    let out = rewrite_class(&b.build(), 1, &with_handler).unwrap();
+    let (class, code, insns) = code_of(&out.bytes, 0);
+    // As above up to 23, then the handler: the exit call (23..29), athrow.
+    let at: Vec<u32> = insns.iter().map(|i| i.offset).collect();
+    assert_eq!(
+        at,
+        [
+            0, 2, 3, 6, 7, 8, 10, 11, 14, 15, 16, 18, 19, 22, 23, 25, 26, 29
+        ]
+    );
+    assert_call(&class, code.code, &insns, 14, 1, "ReturnSite");
+    assert_eq!(insns[17].opcode, op::ATHROW);
+    let table: Vec<_> = code
+        .handlers
+        .iter()
+        .map(|h| (h.start, h.end, h.handler, h.catch_type))
+        .collect();
+    // The method's own handlers first: the JVM takes the first that covers.
+    // Ours covers everything after the entry call, and catches anything.
+    assert_eq!(table, [(6, 8, 15, 0), (8, 15, 15, 0), (6, 23, 23, 0)]);
+    assert_eq!(
+        code.max_stack, 3,
+        "the exception and the exit call's two numbers"
+    );
+    let frames = stackmap::decode(sub_attribute(&class, &code, "StackMapTable").unwrap()).unwrap();
+    let last = frames.last().unwrap();
+    assert_eq!(last.offset, 23);
+    let FrameKind::Full { locals, stack } = &last.kind else {
+        panic!("a full frame at the handler: {last:?}");
+    };
+    assert!(locals.is_empty());
+    let [VType::Object(thrown)] = stack[..] else {
+        panic!("the exception on the stack: {stack:?}");
+    };
+    assert_eq!(
+        class.pool.class_name(thrown).unwrap(),
+        b"java/lang/Throwable"
+    );
+
+    // A constructor gets none: its code before super() runs with `this`
+    // unmade, which the handler's frame would have to name.
+    let (_, init_code, _) = code_of(&out.bytes, 1);
+    assert!(init_code.handlers.is_empty());
+
+    // A method that only throws gets its exit call from the handler alone,
+    // and a class before version 50 no stack map.
+    let throws = one_method(49, "p/Throws", Body::new(1, 0, vec![1, 191]));
+    let out = rewrite_class(&throws, 1, &with_handler).unwrap();
+    let (class, code, insns) = code_of(&out.bytes, 0);
+    assert_eq!(code.handlers.len(), 1);
+    assert_eq!(insns.last().unwrap().opcode, op::ATHROW);
+    assert_call(&class, code.code, &insns, insns.len() - 4, 1, "ReturnSite");
+    assert!(sub_attribute(&class, &code, "StackMapTable").is_none());
 }
 
 #[test]

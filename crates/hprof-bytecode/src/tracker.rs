@@ -39,10 +39,6 @@ pub const TRACKER_DRAIN: (&str, &str) = ("drain", "()[Ljava/lang/Object;");
 /// thread, with the serial its traces are to be kept under.
 pub const TRACKER_ENDED: (&str, &str) = ("ended", "(I)V");
 
-/// The private static method the agent calls on ExceptionCatch, on the
-/// catching thread, with the catching method's key.
-pub const TRACKER_CAUGHT: (&str, &str) = ("caught", "(J)V");
-
 /// The private static method the agent calls before it engages a Tracker
 /// left from an earlier profile (attached to a running JVM): every thread's
 /// timing, the trace tree and the folded totals start over.
@@ -50,12 +46,15 @@ pub const TRACKER_RESET: (&str, &str) = ("reset", "()V");
 
 impl Injection {
     /// What `cpu=times` and `cpu=old` inject: `Tracker.CallSite(II)V` on
-    /// entry and `Tracker.ReturnSite(II)V` before each return.
+    /// entry and `Tracker.ReturnSite(II)V` before each return and in a
+    /// catch-all handler that rethrows (the Tracker's exit takes the
+    /// innermost call of the method and any left above it).
     pub fn tracker() -> Injection {
         Injection {
             tracker_class: TRACKER_CLASS.into(),
             entry: Some(("CallSite".into(), CALL_DESCRIPTOR.into())),
             exit: Some(("ReturnSite".into(), CALL_DESCRIPTOR.into())),
+            exit_on_throw: true,
         }
     }
 }
@@ -80,7 +79,6 @@ mod tests {
             ("CallSite", "(II)V"),
             ("ReturnSite", "(II)V"),
             TRACKER_DRAIN,
-            TRACKER_CAUGHT,
             TRACKER_ENDED,
             TRACKER_RESET,
         ] {

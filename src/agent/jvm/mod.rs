@@ -28,7 +28,6 @@ pub mod retransform;
 pub mod shared_archive;
 pub mod thread_field_env;
 pub mod timing_tracker;
-pub mod tracker_probe;
 
 use jvmti_bindings::prelude::*;
 use jvmti_bindings::sys::jvmti::jvmtiError;

@@ -15,7 +15,6 @@ pub struct Tracker {
     engaged: jni::jfieldID,
     clock: jni::jfieldID,
     drain: jni::jmethodID,
-    caught: jni::jmethodID,
     ended: jni::jmethodID,
     reset: jni::jmethodID,
 }
@@ -72,7 +71,6 @@ impl Tracker {
                     .ok_or_else(|| missing("engaged field"))?,
                 clock: field(bci::TRACKER_CLOCK_FIELD).ok_or_else(|| missing("clock field"))?,
                 drain: method(bci::TRACKER_DRAIN).ok_or_else(|| missing("drain method"))?,
-                caught: method(bci::TRACKER_CAUGHT).ok_or_else(|| missing("caught method"))?,
                 ended: method(bci::TRACKER_ENDED).ok_or_else(|| missing("ended method"))?,
                 reset: method(bci::TRACKER_RESET).ok_or_else(|| missing("reset method"))?,
             };
@@ -108,20 +106,6 @@ impl Tracker {
     pub fn set_clock(&self, jni: &JniEnv, nanoseconds: i64) {
         // SAFETY: `clock` is the Tracker's static long field.
         unsafe { jni.set_static_long_field(self.class(), self.clock, nanoseconds) };
-    }
-
-    /// `caught(key)`: the calls above method `key` ended by an exception.
-    pub fn caught(&self, jni: &JniEnv, key: u64) {
-        // SAFETY: `caught` is Tracker.caught(long), a static void method of
-        // the Tracker class.
-        unsafe {
-            jni.call_static_void_method(
-                self.class(),
-                self.caught,
-                &[jni::jvalue { j: key as i64 }],
-            );
-        }
-        clear_exception(jni);
     }
 
     /// `ended(serial)`, on the ending thread: its counts go to `serial`.

@@ -117,18 +117,17 @@ impl Engine for MethodTimes {
         _potential: &jvmti::jvmtiCapabilities,
     ) {
         caps.set_can_generate_all_class_hook_events(true);
+        // No exception events: a rewritten method reports its exit by an
+        // exception itself (a catch-all handler that rethrows). While an
+        // agent holds that capability HotSpot deoptimizes every frame an
+        // exception leaves, timed or not.
         if self.attached {
-            // (Exception events are for agents loaded at the JVM's start
-            // only: attached, an exit by exception is seen when a timed
-            // caller returns; docs/attach.md.)
             caps.set_can_retransform_classes(true);
-        } else {
-            caps.set_can_generate_exception_events(true);
         }
     }
 
-    /// Engages the Tracker and starts its clock; the class-rewriting and
-    /// exception events are enabled only once it is engaged.
+    /// Engages the Tracker and starts its clock; the class-rewriting event
+    /// is enabled only once it is engaged.
     fn start(&'static self, run: &'static Run, jni: Option<&JniEnv>) {
         let Some(jni) = jni else {
             return;
@@ -137,16 +136,9 @@ impl Engine for MethodTimes {
         match timing.engage(jni) {
             Ok(()) => {
                 timing.start_clock(run.vm);
-                let events: &[jvmti::jvmtiEvent] = if self.attached {
-                    &[jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK]
-                } else {
-                    &[
-                        jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
-                        jvmti::JVMTI_EVENT_EXCEPTION_CATCH,
-                    ]
-                };
                 let env = run.jvmti.env();
-                if let Err(error) = env.enable_events_global(events) {
+                let events = [jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK];
+                if let Err(error) = env.enable_events_global(&events) {
                     eprintln!("HPROF ERROR: cpu=times cannot run: events ({error:?})");
                 } else if self.attached {
                     attached::time_loaded_classes(&env, jni, run.options.verbose);

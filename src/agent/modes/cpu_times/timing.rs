@@ -11,9 +11,7 @@
 
 use crate::agent::jvm;
 use crate::agent::jvm::timing_tracker::{Drained, Tracker};
-use crate::agent::jvm::tracker_probe::CallsInProgress;
 use crate::agent::run::class_reloads::{ClassReloads, FirstNumbers};
-use crate::agent::run::method_cache::MethodCache;
 use crate::bci::{self, Injection};
 use crate::options::ClassFilter;
 use jvmti_bindings::prelude::*;
@@ -38,12 +36,6 @@ pub struct CallCosts {
     pub total_time: u64,
 }
 
-/// Method key: class number in the high half, method number in the low
-/// (the Tracker computes the same from the two injected constants).
-pub fn method_key(class_number: u32, method_number: u32) -> u64 {
-    (u64::from(class_number) << 32) | u64::from(method_number)
-}
-
 /// The classes rewritten to time their methods.
 #[derive(Default)]
 struct TimedClasses {
@@ -53,12 +45,6 @@ struct TimedClasses {
     /// loaded again keeps its number, so its methods keep their keys.
     reloads: ClassReloads,
 }
-
-/// How many frames below a catching method that is not timed are searched
-/// for the nearest timed one (see `exception_caught`): first a few (where
-/// it nearly always is: 1 to 5 frames down in javac), then this many.
-const CATCH_SCAN_FIRST: u32 = 8;
-const CATCH_SCAN_FRAMES: u32 = 256;
 
 /// How often the clock thread updates the Tracker's clock.
 const CLOCK_PERIOD: std::time::Duration = std::time::Duration::from_micros(100);
@@ -72,15 +58,9 @@ pub struct MethodTiming {
     filter: ClassFilter,
     /// Classes the filter left as they were loaded.
     left_as_loaded: std::sync::atomic::AtomicU64,
-    /// Exceptions caught in untimed methods whose stack was searched.
-    stacks_searched: std::sync::atomic::AtomicU64,
     /// Methods by class number and method number.
     classes: Mutex<TimedClasses>,
-    /// jmethodID -> method key, for ExceptionCatch.
-    by_method_id: Mutex<MethodCache<u64, Option<u64>>>,
     tracker: Mutex<Option<Tracker>>,
-    /// Reads whether a thread has timed calls in progress (with a filter).
-    probe: Mutex<Option<CallsInProgress>>,
     /// The Tracker's trace tree as drained so far: per node, its method key
     /// and its caller node (negative: none).
     nodes: Mutex<Vec<(u64, i64)>>,
@@ -102,11 +82,8 @@ impl MethodTiming {
             injection: Injection::tracker(),
             filter,
             left_as_loaded: std::sync::atomic::AtomicU64::new(0),
-            stacks_searched: std::sync::atomic::AtomicU64::new(0),
             classes: Mutex::default(),
-            by_method_id: Mutex::default(),
             tracker: Mutex::new(None),
-            probe: Mutex::new(None),
             nodes: Mutex::default(),
             failure_reported: std::sync::atomic::AtomicBool::new(false),
             clock_stop: std::sync::atomic::AtomicBool::new(false),
@@ -122,9 +99,6 @@ impl MethodTiming {
     pub fn engage(&self, jni: &JniEnv) -> Result<(), String> {
         let tracker = Tracker::define(jni, self.depth)?;
         *self.tracker.lock() = Some(tracker);
-        if self.filter.is_active() {
-            *self.probe.lock() = CallsInProgress::look_up(jni, &tracker);
-        }
         tracker.set_engaged(jni, 0xFFFF);
         Ok(())
     }
@@ -267,12 +241,8 @@ impl MethodTiming {
         let left = self
             .left_as_loaded
             .load(std::sync::atomic::Ordering::Relaxed);
-        let searched = self
-            .stacks_searched
-            .load(std::sync::atomic::Ordering::Relaxed);
         Some(format!(
-            "cpu=times: include/exclude: {timed} classes rewritten, {left} left as loaded; \
-             stacks searched at untimed catches: {searched}"
+            "cpu=times: include/exclude: {timed} classes rewritten, {left} left as loaded"
         ))
     }
 
@@ -288,74 +258,6 @@ impl MethodTiming {
         })
     }
 
-    /// The method key of a JVM method, if it is instrumented (latest
-    /// version of its class).
-    fn key_of(&self, env: &Jvmti, method: jni::jmethodID) -> Option<u64> {
-        if let Some(known) = self.by_method_id.lock().get(&(method as u64)) {
-            return known;
-        }
-        let (name, descriptor) = jvm::method_name(env, method as u64)?;
-        let class = jvm::declaring_class(env, method as u64)?;
-        let signature = jvm::class_signature(env, class)?;
-        let class_name = signature
-            .strip_prefix('L')
-            .and_then(|s| s.strip_suffix(';'))
-            .unwrap_or(&signature)
-            .to_owned();
-        let classes = self.classes.lock();
-        let key = classes
-            .list
-            .iter()
-            .enumerate()
-            .rev()
-            .find(|(_, (n, _))| *n == class_name)
-            .and_then(|(cnum, (_, methods))| {
-                methods
-                    .iter()
-                    .find(|m| m.rewritten && m.name == name && m.descriptor == descriptor)
-                    .map(|m| method_key(cnum as u32, u32::from(m.index)))
-            });
-        drop(classes);
-        self.by_method_id.lock().insert(method as u64, key);
-        key
-    }
-
-    /// ExceptionCatch, on the catching thread: the calls above the catching
-    /// method ended by the exception. Under a filter the catching method
-    /// may not be timed: if the thread has timed calls in progress, the
-    /// calls above the nearest timed method below it ended then (searched
-    /// in at most `CATCH_SCAN_FRAMES` frames).
-    pub fn exception_caught(&self, env: &Jvmti, jni: Option<&JniEnv>, method: jni::jmethodID) {
-        let (Some(jni), Some(tracker)) = (jni, self.tracker()) else {
-            return;
-        };
-        let key = self.key_of(env, method).or_else(|| {
-            if !self.filter.is_active() {
-                return None;
-            }
-            let probe = *self.probe.lock();
-            if probe.is_some_and(|p| !p.on_current_thread(jni, &tracker)) {
-                return None;
-            }
-            self.stacks_searched
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            self.nearest_timed_below_catcher(env, CATCH_SCAN_FIRST)
-                .or_else(|| self.nearest_timed_below_catcher(env, CATCH_SCAN_FRAMES))
-        });
-        if let Some(key) = key {
-            tracker.caught(jni, key);
-        }
-    }
-
-    /// The key of the innermost timed method among the `depth` frames of
-    /// the current thread below its top one (the catching method).
-    fn nearest_timed_below_catcher(&self, env: &Jvmti, depth: u32) -> Option<u64> {
-        jvm::stack_frames(env, jvm::Local::null(), depth)
-            .iter()
-            .skip(1)
-            .find_map(|&(method, _)| self.key_of(env, method as jni::jmethodID))
-    }
-
     /// ThreadEnd, on the ending thread: the Tracker folds the thread's
     /// counts into the totals of `serial` and drops its state.
     pub fn thread_ended(&self, jni: &JniEnv, serial: u32) {
@@ -365,10 +267,9 @@ impl MethodTiming {
     }
 
     /// The Tracker, copied out of its lock. Never call into the Tracker
-    /// with the lock held: an exception caught inside the Tracker's Java
-    /// code posts ExceptionCatch on this very thread, whose callback takes
-    /// the lock again (an OutOfMemoryError caught in Tracker.ended once
-    /// wedged an ending thread that way, with the Tracker's own lock held).
+    /// with the lock held: its Java code may call back into the agent on
+    /// this very thread (an allocation event; an ExceptionCatch callback
+    /// that took the lock again once wedged an ending thread).
     fn tracker(&self) -> Option<Tracker> {
         *self.tracker.lock()
     }
@@ -519,10 +420,7 @@ mod tests {
         assert!(timing.rewrite(Some("com/acme/Foo"), bytes).is_some());
         assert_eq!(
             timing.describe_filter().as_deref(),
-            Some(
-                "cpu=times: include/exclude: 1 classes rewritten, 3 left as loaded; \
-                 stacks searched at untimed catches: 0"
-            )
+            Some("cpu=times: include/exclude: 1 classes rewritten, 3 left as loaded")
         );
         let unfiltered = MethodTiming::new(4, ClassFilter::default());
         assert!(unfiltered.rewrite(Some("org/other/Bar"), bytes).is_some());
