@@ -90,6 +90,13 @@ public final class Tracker {
     private static int generation;
 
     private static final ThreadLocal<Tracker> CURRENT = new ThreadLocal<>();
+    /**
+     * CURRENT's cache, by the thread object's identity hash (see current()).
+     * Slots of finished threads are cleared when their timing is folded
+     * (fold()), and all at reset(): it never holds more than its 4096
+     * slots' timings of threads gone.
+     */
+    private static final Tracker[] BY_THREAD = new Tracker[4096];
     /** Stands in for a thread's timing while it is being made, so that
      * instrumented code run meanwhile is not timed (and cannot recurse). */
     private static final Tracker MAKING = new Tracker(null, 0);
@@ -232,7 +239,33 @@ public final class Tracker {
         return true;
     }
 
+    /**
+     * This thread's timing: first from BY_THREAD, a table indexed by the
+     * thread's id, then from the thread-local CURRENT (which the table's
+     * slot then caches). A slot may hold a timing of any thread: `thread`
+     * (final, so safely published through the plain array) says whose; two
+     * threads sharing a slot fall back to CURRENT, which stays the truth.
+     * Measured on H2 under cpu=times: 30.5 s against 33.5 s through CURRENT
+     * alone, Rhino 84 s against 104 s. (The identity hash instead was
+     * slower, 41 s: a thread object that other threads join() has an
+     * inflated monitor, and its hash then takes a call into the VM.)
+     */
     private static Tracker current() {
+        Thread me = Thread.currentThread();
+        int slot = (int) me.getId() & (BY_THREAD.length - 1);
+        Tracker t = BY_THREAD[slot];
+        if (t != null && t.thread == me && t.madeFor == generation) {
+            return t;
+        }
+        t = fromThreadLocal();
+        if (t.thread == me) {
+            BY_THREAD[slot] = t;
+        }
+        return t;
+    }
+
+    /** This thread's timing from CURRENT, made if it has none for this profile. */
+    private static Tracker fromThreadLocal() {
         Tracker t = CURRENT.get();
         // (MAKING, of no thread, is never replaced: it stands in while a
         // thread's timing is being made.)
@@ -612,6 +645,10 @@ public final class Tracker {
 
     /** Under LOCKS: `t`'s undrained counts join serial's folded totals; `t` leaves `all`. */
     private static void fold(Tracker t, int serial) {
+        int cached = (int) t.thread.getId() & (BY_THREAD.length - 1);
+        if (BY_THREAD[cached] == t) {
+            BY_THREAD[cached] = null;
+        }
         collect(t, -1, serial);
         Tracker last = all[allCount - 1];
         all[t.slot] = last;
@@ -634,6 +671,7 @@ public final class Tracker {
                 all[i].letGo();
             }
             generation++;
+            java.util.Arrays.fill(BY_THREAD, null);
             clearThreadsAndTree();
             clearFolded();
             failure = null;
