@@ -67,7 +67,6 @@ const LLOAD: u8 = 22;
 const LLOAD_0: u8 = 30;
 const LSTORE: u8 = 55;
 const LSTORE_0: u8 = 63;
-const IADD: u8 = 96;
 
 /// A window as the tracker keys it: its top bit, what is left of a fourth
 /// call site that no trace shows, dropped.
@@ -132,15 +131,15 @@ impl ContextRefs {
         push_constant(&mut out, self.base);
         match offset {
             0 => {}
-            -128..=127 => out.extend_from_slice(&[op::BIPUSH, offset as u8, IADD]),
+            -128..=127 => out.extend_from_slice(&[op::BIPUSH, offset as u8, op::IADD]),
             -32768..=32767 => {
                 out.push(op::SIPUSH);
                 put_u16(&mut out, offset as u16);
-                out.push(IADD);
+                out.push(op::IADD);
             }
             _ => {
                 push_constant(&mut out, pool.add_integer(offset)?);
-                out.push(IADD);
+                out.push(op::IADD);
             }
         }
         Self::invoke(&mut out, self.set_window);

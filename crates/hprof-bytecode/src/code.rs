@@ -26,6 +26,7 @@ pub(crate) mod op {
     pub const LOOKUPSWITCH: u8 = 171;
     pub const IRETURN: u8 = 172;
     pub const RETURN: u8 = 177;
+    pub const IADD: u8 = 96;
     pub const INVOKESTATIC: u8 = 184;
     pub const ATHROW: u8 = 191;
     pub const WIDE: u8 = 196;

@@ -279,6 +279,21 @@ pub fn rewrite_counting_allocations(
     makers: &[CallRule],
     first_call_site: Option<u32>,
 ) -> Result<CountingOutcome, BciError> {
+    rewrite_counting_allocations_with(class_file, first_site, makers, first_call_site, false)
+}
+
+/// [`rewrite_counting_allocations`]; with `compact_sites` each site's number
+/// is pushed as the class's first number plus an offset, so that the class
+/// gains two constants rather than one per site (for a retransformation,
+/// where each new constant costs the JVM a scan of the old pool), at 2 to
+/// 4 bytes of code per site.
+pub fn rewrite_counting_allocations_with(
+    class_file: &[u8],
+    first_site: u32,
+    makers: &[CallRule],
+    first_call_site: Option<u32>,
+    compact_sites: bool,
+) -> Result<CountingOutcome, BciError> {
     let mut class = ClassFile::parse(class_file)?;
     let malformed = |what: String| BciError::Malformed { offset: 0, what };
     let this_name = class.this_name()?;
@@ -350,6 +365,7 @@ pub fn rewrite_counting_allocations(
         let report = &mut methods[index];
         let numbering = Numbering {
             first_site: next_site,
+            compact_base: compact_sites.then_some(first_site),
             first_call_site: next_call_site,
             call_site_base: base,
             makers,
@@ -478,7 +494,7 @@ impl TrackerCalls {
         &mut self,
         pool: &mut ConstantPool<'_>,
         action: CallAction,
-        site: u32,
+        (site, push): (u32, SitePush),
         context: Option<u16>,
     ) -> Result<Vec<u8>, String> {
         let class = encode_modified_utf8(ALLOC_TRACKER_CLASS);
@@ -492,7 +508,7 @@ impl TrackerCalls {
             None => *slot.insert(pool.add_method_ref(&class, name, descriptor)?),
         };
         match action {
-            CallAction::Made => counting_call(pool, true, site, method, context),
+            CallAction::Made => counting_call(pool, true, push, (site, 0), method, context),
             CallAction::Generated => {
                 let mut out = Vec::with_capacity(3);
                 out.push(op::INVOKESTATIC);
@@ -541,6 +557,9 @@ struct CountedMethod {
 /// Where a method's numbering starts, and what else it rewrites.
 struct Numbering<'r> {
     first_site: u32,
+    /// The class's first site number, which compact site pushes add
+    /// offsets to (`Some`), or every site its own constant (`None`).
+    compact_base: Option<u32>,
     first_call_site: u32,
     /// The class's first call-site number, which the code adds offsets to.
     call_site_base: u32,
@@ -583,21 +602,67 @@ fn with_context(descriptor: &str, contexts: bool) -> String {
     }
 }
 
-/// `ldc[_w] <value>; invokestatic method`, with `dup` first when `dup` and
+/// How a counting call pushes its site value: its own constant, or (with
+/// a class base) the base's constant plus the offset (`ldc base; bipush
+/// k; iadd`), so that a class appends two constants, not one per site.
+/// Every constant a retransformation appends costs HotSpot a scan of the
+/// class's old pool (VM_RedefineClasses::merge_constant_pools), which made
+/// retransforming the classes loaded before VM init most of heap=sites'
+/// start-up; the price is 2 to 4 bytes of code per site.
+#[derive(Clone, Copy)]
+enum SitePush {
+    Constant,
+    FromBase(u32),
+}
+
+impl SitePush {
+    /// For `value`, a site number (`shift` 0) or a site number shifted
+    /// left by `shift` with bits below.
+    fn code(
+        self,
+        pool: &mut ConstantPool<'_>,
+        out: &mut Vec<u8>,
+        value: u32,
+        shift: u32,
+    ) -> Result<(), String> {
+        if let SitePush::FromBase(base) = self {
+            let base_value = base << shift;
+            if let Some(offset) = value.checked_sub(base_value).filter(|&o| o <= 32767) {
+                push_constant(out, pool.add_integer(base_value as i32)?);
+                match offset {
+                    0 => {}
+                    1..=5 => out.extend_from_slice(&[op::ICONST_0 + offset as u8, op::IADD]),
+                    6..=127 => out.extend_from_slice(&[op::BIPUSH, offset as u8, op::IADD]),
+                    _ => {
+                        out.push(op::SIPUSH);
+                        put_u16(out, offset as u16);
+                        out.push(op::IADD);
+                    }
+                }
+                return Ok(());
+            }
+        }
+        push_constant(out, pool.add_integer(value as i32)?);
+        Ok(())
+    }
+}
+
+/// `<push value>; invokestatic method`, with `dup` first when `dup` and
 /// `lload <context>` before the call when there is a context local.
+#[allow(clippy::too_many_arguments)]
 fn counting_call(
     pool: &mut ConstantPool<'_>,
     dup: bool,
-    value: u32,
+    push: SitePush,
+    (value, shift): (u32, u32),
     method: u16,
     context: Option<u16>,
 ) -> Result<Vec<u8>, String> {
-    let index = pool.add_integer(value as i32)?;
-    let mut out = Vec::with_capacity(7);
+    let mut out = Vec::with_capacity(10);
     if dup {
         out.push(DUP);
     }
-    push_constant(&mut out, index);
+    push.code(pool, &mut out, value, shift)?;
     if let Some(local) = context {
         out.extend_from_slice(&call_context::load_context(local));
     }
@@ -631,6 +696,10 @@ fn count_in_method(
     numbering: &Numbering<'_>,
 ) -> Result<Option<CountedMethod>, String> {
     let (first_site, makers) = (numbering.first_site, numbering.makers);
+    let push = match numbering.compact_base {
+        Some(base) => SitePush::FromBase(base),
+        None => SitePush::Constant,
+    };
     let code = CodeAttribute::parse(info).map_err(|e| format!("Code: {e}"))?;
     let insns = code::decode(code.code)?;
     let rules: Vec<Option<CallAction>> = insns
@@ -675,8 +744,14 @@ fn count_in_method(
         before: vec![vec![]; insns.len()],
         after: vec![vec![]; insns.len()],
         // A call's context code needs 4 slots (long, int, int), a
-        // counting call 2, or 4 with the context.
-        extra_stack: if context.is_some() { 4 } else { 2 },
+        // counting call 2 (a `dup` and the site), 3 when the site is a base
+        // and an offset, 4 with the context (pushed after the two are
+        // added).
+        extra_stack: match (context, push) {
+            (Some(_), _) => 4,
+            (None, SitePush::FromBase(_)) => 3,
+            (None, SitePush::Constant) => 2,
+        },
         // The context.
         extra_long_locals: u16::from(context.is_some()),
         on_throw: vec![],
@@ -708,7 +783,7 @@ fn count_in_method(
             .ok_or("no site numbers left")?;
         let line = lines.and_then(|table| line_of(table, insn.offset));
         if let Some(action) = rules[k] {
-            injected.after[k] = calls.after_call(pool, action, site, context)?;
+            injected.after[k] = calls.after_call(pool, action, (site, push), context)?;
             if action == CallAction::Made {
                 found.push((site, insn.offset, line, Allocated::Made));
             }
@@ -720,7 +795,8 @@ fn count_in_method(
         let allocated = match insn.opcode {
             NEW => {
                 let name = class_name(operand_u16(insn)?)?;
-                injected.before[k] = counting_call(pool, false, site, calls.object, context)?;
+                injected.before[k] =
+                    counting_call(pool, false, push, (site, 0), calls.object, context)?;
                 Allocated::Instance(name)
             }
             NEWARRAY => {
@@ -729,13 +805,15 @@ fn count_in_method(
                     .and_then(primitive_array)
                     .ok_or_else(|| format!("newarray of unknown type at {}", insn.offset))?;
                 let value = site << 3 | element;
-                injected.before[k] = counting_call(pool, true, value, calls.array, context)?;
+                injected.before[k] =
+                    counting_call(pool, true, push, (value, 3), calls.array, context)?;
                 Allocated::Array(descriptor.to_owned())
             }
             ANEWARRAY => {
                 let descriptor = array_of(&class_name(operand_u16(insn)?)?);
                 let value = site << 3 | REFERENCE_ELEMENT;
-                injected.before[k] = counting_call(pool, true, value, calls.array, context)?;
+                injected.before[k] =
+                    counting_call(pool, true, push, (value, 3), calls.array, context)?;
                 Allocated::Array(descriptor)
             }
             _ => {
@@ -751,7 +829,8 @@ fn count_in_method(
                 if site + levels as u32 - 1 > MAX_SITE {
                     return Err("no site numbers left".into());
                 }
-                injected.after[k] = counting_call(pool, true, site, calls.arrays, context)?;
+                injected.after[k] =
+                    counting_call(pool, true, push, (site, 0), calls.arrays, context)?;
                 for level in 0..levels {
                     let allocated = Allocated::Array(descriptor[level..].to_owned());
                     found.push((site + level as u32, insn.offset, line, allocated));

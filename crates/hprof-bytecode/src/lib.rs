@@ -101,6 +101,7 @@ pub use count::{
     ALLOC_TRACKER_PAGES_FIELD, ALLOC_TRACKER_SITES_PER_PAGE, ALLOC_TRACKER_STRIPES, Allocated,
     AllocationSite, CALL_RULES, CallAction, CallRule, CallSite, CountingOutcome, MAX_SITE,
     REFERENCE_ELEMENT, VM_MAKER_RULES, rewrite_counting_allocations,
+    rewrite_counting_allocations_with,
 };
 pub use lock_tracker::{
     LOCK_TRACKER_BLOCKED, LOCK_TRACKER_CLASS, LOCK_TRACKER_CLASS_FILE, LOCK_TRACKER_ENGAGED_FIELD,

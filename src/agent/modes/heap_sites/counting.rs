@@ -385,6 +385,12 @@ pub struct BytecodeCounting {
     /// Set once a method was rewritten past HotSpot's huge-method limit
     /// (and the limit turned off).
     huge_allowed: AtomicBool,
+    /// Set while the classes loaded before VM init are retransformed: their
+    /// rewrite pushes site numbers from one base constant per class
+    /// (`rewrite_counting_allocations_with`'s compact sites), since HotSpot
+    /// scans a class's whole old pool for every constant a retransformation
+    /// appends.
+    retransforming: AtomicBool,
     /// Methods named as left uncounted so far.
     uncounted_named: AtomicUsize,
     /// `-Xshare:on`: java.lang.Thread comes from the shared archive, which
@@ -438,6 +444,7 @@ impl BytecodeCounting {
             context_field: OnceLock::new(),
             contexts: AtomicBool::new(callers > 0),
             huge_allowed: AtomicBool::new(false),
+            retransforming: AtomicBool::new(false),
             uncounted_named: AtomicUsize::new(0),
             sharing_required,
         }
@@ -607,8 +614,10 @@ impl BytecodeCounting {
             }
             registry.call_sites.len() as u32
         });
+        let compact = self.retransforming.load(Ordering::Relaxed);
         let outcome =
-            bci::rewrite_counting_allocations(bytes, first, makers, first_call_site).ok()?;
+            bci::rewrite_counting_allocations_with(bytes, first, makers, first_call_site, compact)
+                .ok()?;
         self.say_uncounted(name, &outcome, bytes);
         if outcome.counted_already && name.is_some() {
             // Returned as they are, but returned: a class the hook changed
@@ -672,9 +681,15 @@ impl BytecodeCounting {
         if before.first_call_site.is_some() != contexts {
             return None;
         }
-        let outcome =
-            bci::rewrite_counting_allocations(bytes, before.first, makers, before.first_call_site)
-                .ok()?;
+        let compact = self.retransforming.load(Ordering::Relaxed);
+        let outcome = bci::rewrite_counting_allocations_with(
+            bytes,
+            before.first,
+            makers,
+            before.first_call_site,
+            compact,
+        )
+        .ok()?;
         let taken = (outcome.sites.len() as u32, outcome.call_sites.len() as u32);
         (taken == before.taken && !outcome.counted_already).then_some(outcome.bytes)
     }
@@ -702,7 +717,10 @@ impl BytecodeCounting {
     /// (`class_class_tag`: the tag of `java.lang.Class`, whose instances
     /// keep the tags the agent names classes by.)
     pub fn retransform_loaded(&self, env: &Jvmti, jni: &JniEnv, class_class_tag: u64) {
-        if let Some(error) = alloc_tracker::retransform_loaded_classes(env, jni) {
+        self.retransforming.store(true, Ordering::Relaxed);
+        let failed = alloc_tracker::retransform_loaded_classes(env, jni);
+        self.retransforming.store(false, Ordering::Relaxed);
+        if let Some(error) = failed {
             eprintln!(
                 "HPROF ERROR: heap=sites could not count the allocations of some classes loaded before VM init ({error:?})"
             );
