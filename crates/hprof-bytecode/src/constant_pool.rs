@@ -3,6 +3,7 @@
 //! index changes and nothing else in the class needs renumbering).
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use super::BciError;
 use super::bytes::{Reader, put_i32, put_u16};
@@ -29,7 +30,7 @@ const PACKAGE: u8 = 20;
 const MAX_COUNT: u16 = u16::MAX;
 
 /// One constant-pool slot, with what the rewriter needs of it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Entry<'a> {
     /// `CONSTANT_Utf8`, in the class file's modified UTF-8.
     Utf8(Cow<'a, [u8]>),
@@ -59,6 +60,10 @@ pub(crate) struct ConstantPool<'a> {
     original: &'a [u8],
     /// The appended entries, encoded.
     appended: Vec<u8>,
+    /// The first slot of each entry, made at the first lookup: a rewrite
+    /// looks up a constant per site and call, and a scan of a pool of
+    /// thousands each time showed in the agent's start-up.
+    first_slot: Option<HashMap<Entry<'a>, u16>>,
 }
 
 impl<'a> ConstantPool<'a> {
@@ -132,6 +137,7 @@ impl<'a> ConstantPool<'a> {
             entries,
             original,
             appended: Vec::new(),
+            first_slot: None,
         })
     }
 
@@ -220,15 +226,25 @@ impl<'a> ConstantPool<'a> {
     /// `encoded`) when there is none. Reusing keeps classes small and the
     /// output deterministic either way.
     fn find_or_add(&mut self, wanted: Entry<'a>, encoded: &[u8]) -> Result<u16, String> {
-        if let Some(found) = self.entries.iter().position(|e| *e == wanted) {
-            return Ok(found as u16);
+        let entries = &self.entries;
+        let first_slot = self.first_slot.get_or_insert_with(|| {
+            let mut index = HashMap::with_capacity(entries.len());
+            for (slot, entry) in entries.iter().enumerate() {
+                index.entry(entry.clone()).or_insert(slot as u16);
+            }
+            index
+        });
+        if let Some(&found) = first_slot.get(&wanted) {
+            return Ok(found);
         }
         if self.entries.len() >= usize::from(MAX_COUNT) {
             return Err("the constant pool is full".into());
         }
+        let slot = self.entries.len() as u16;
         self.appended.extend_from_slice(encoded);
+        first_slot.insert(wanted.clone(), slot);
         self.entries.push(wanted);
-        Ok((self.entries.len() - 1) as u16)
+        Ok(slot)
     }
 
     /// A `CONSTANT_Utf8` holding `text` (modified UTF-8 bytes).

@@ -456,13 +456,15 @@ fn calls_the_tracker(pool: &ConstantPool<'_>) -> bool {
     })
 }
 
-/// The tracker's methods, as `Methodref`s of the class's pool; the two
-/// for calls are added only when a call needs them.
+/// The tracker's methods, as `Methodref`s of the class's pool, each added
+/// when the first allocation or call that needs it is rewritten: a
+/// retransformation costs the JVM a scan of the class's old pool for every
+/// constant appended, so a class gains only the references it uses.
 #[derive(Clone, Copy)]
 struct TrackerCalls {
-    object: u16,
-    array: u16,
-    arrays: u16,
+    object: Option<u16>,
+    array: Option<u16>,
+    arrays: Option<u16>,
     made: Option<u16>,
     generated: Option<u16>,
     /// The counting calls take the calling context too (a `long` after
@@ -470,21 +472,42 @@ struct TrackerCalls {
     contexts: bool,
 }
 
+/// The counting methods an allocation instruction calls.
+#[derive(Clone, Copy)]
+enum Counter {
+    Object,
+    Array,
+    Arrays,
+}
+
 impl TrackerCalls {
+    /// Adds the tracker's class (a pool with no room for it leaves the
+    /// class alone); its methods are added as they are needed.
     fn resolve(pool: &mut ConstantPool<'_>, contexts: bool) -> Result<Self, String> {
-        let class = encode_modified_utf8(ALLOC_TRACKER_CLASS);
-        let mut method = |name: &[u8], descriptor: &str| {
-            let descriptor = with_context(descriptor, contexts);
-            pool.add_method_ref(&class, name, descriptor.as_bytes())
-        };
+        pool.add_class(&encode_modified_utf8(ALLOC_TRACKER_CLASS))?;
         Ok(Self {
-            object: method(b"object", "(I)V")?,
-            array: method(b"array", "(II)V")?,
-            arrays: method(b"arrays", "(Ljava/lang/Object;I)V")?,
+            object: None,
+            array: None,
+            arrays: None,
             made: None,
             generated: None,
             contexts,
         })
+    }
+
+    /// The `Methodref` of `counter`, added on first use.
+    fn counter(&mut self, pool: &mut ConstantPool<'_>, counter: Counter) -> Result<u16, String> {
+        let (slot, name, descriptor): (&mut Option<u16>, &[u8], &str) = match counter {
+            Counter::Object => (&mut self.object, b"object", "(I)V"),
+            Counter::Array => (&mut self.array, b"array", "(II)V"),
+            Counter::Arrays => (&mut self.arrays, b"arrays", "(Ljava/lang/Object;I)V"),
+        };
+        if let Some(method) = *slot {
+            return Ok(method);
+        }
+        let class = encode_modified_utf8(ALLOC_TRACKER_CLASS);
+        let descriptor = with_context(descriptor, self.contexts);
+        Ok(*slot.insert(pool.add_method_ref(&class, name, descriptor.as_bytes())?))
     }
 
     /// The code after a call that `action` names.
@@ -795,8 +818,10 @@ fn count_in_method(
         let allocated = match insn.opcode {
             NEW => {
                 let name = class_name(operand_u16(insn)?)?;
-                injected.before[k] =
-                    counting_call(pool, false, push, (site, 0), calls.object, context)?;
+                injected.before[k] = {
+                    let method = calls.counter(pool, Counter::Object)?;
+                    counting_call(pool, false, push, (site, 0), method, context)?
+                };
                 Allocated::Instance(name)
             }
             NEWARRAY => {
@@ -805,15 +830,19 @@ fn count_in_method(
                     .and_then(primitive_array)
                     .ok_or_else(|| format!("newarray of unknown type at {}", insn.offset))?;
                 let value = site << 3 | element;
-                injected.before[k] =
-                    counting_call(pool, true, push, (value, 3), calls.array, context)?;
+                injected.before[k] = {
+                    let method = calls.counter(pool, Counter::Array)?;
+                    counting_call(pool, true, push, (value, 3), method, context)?
+                };
                 Allocated::Array(descriptor.to_owned())
             }
             ANEWARRAY => {
                 let descriptor = array_of(&class_name(operand_u16(insn)?)?);
                 let value = site << 3 | REFERENCE_ELEMENT;
-                injected.before[k] =
-                    counting_call(pool, true, push, (value, 3), calls.array, context)?;
+                injected.before[k] = {
+                    let method = calls.counter(pool, Counter::Array)?;
+                    counting_call(pool, true, push, (value, 3), method, context)?
+                };
                 Allocated::Array(descriptor)
             }
             _ => {
@@ -829,8 +858,10 @@ fn count_in_method(
                 if site + levels as u32 - 1 > MAX_SITE {
                     return Err("no site numbers left".into());
                 }
-                injected.after[k] =
-                    counting_call(pool, true, push, (site, 0), calls.arrays, context)?;
+                injected.after[k] = {
+                    let method = calls.counter(pool, Counter::Arrays)?;
+                    counting_call(pool, true, push, (site, 0), method, context)?
+                };
                 for level in 0..levels {
                     let allocated = Allocated::Array(descriptor[level..].to_owned());
                     found.push((site + level as u32, insn.offset, line, allocated));

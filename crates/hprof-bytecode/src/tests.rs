@@ -868,8 +868,7 @@ fn compact_sites_push_a_base_and_an_offset_instead_of_a_constant_each() {
     let constants = |bytes: &[u8]| ClassFile::parse(bytes).unwrap().pool.count();
     let first = 1000;
     let plain = crate::rewrite_counting_allocations(&input, first, &[], None).unwrap();
-    let compact =
-        crate::rewrite_counting_allocations_with(&input, first, &[], None, true).unwrap();
+    let compact = crate::rewrite_counting_allocations_with(&input, first, &[], None, true).unwrap();
     assert_eq!(plain.sites, compact.sites, "the same numbering");
     // One constant per site before; now the base (shifted, for arrays)
     // alone beside the tracker's references (15 in all here).
@@ -891,7 +890,10 @@ fn compact_sites_push_a_base_and_an_offset_instead_of_a_constant_each() {
         .map(|i| i.offset as usize)
         .unwrap();
     // Site 1002: offset 2 << 3 | 2 (int) = 18, bipush.
-    assert_eq!(&code.code[third + 2..third + 5], &[op::BIPUSH, 18, op::IADD]);
+    assert_eq!(
+        &code.code[third + 2..third + 5],
+        &[op::BIPUSH, 18, op::IADD]
+    );
     // The count, its `dup`, the base and the offset: one slot more than a
     // site of its own constant needs (a JDK 25 class failed verification
     // when this was left at two).
