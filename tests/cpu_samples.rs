@@ -557,7 +557,16 @@ fn stress_workloads_with_sigquit_dumps() {
             let expected = common::stdout_text(&common::run(&mut alone));
             let file = dir.join("profile.txt");
             let mut cmd = common::java_command(jdk, &dir);
+            // The JVM's thread dumps go to a log of their own: printed on
+            // standard output they can land inside the program's result
+            // line (seen once on JDK 11: 40 dumps, the line split).
             cmd.args(jvm)
+                .args([
+                    "-XX:+UnlockDiagnosticVMOptions",
+                    "-XX:-DisplayVMOutput",
+                    "-XX:+LogVMOutput",
+                ])
+                .arg(format!("-XX:LogFile={}", dir.join("vm.log").display()))
                 .arg(common::agentpath_arg(&format!(
                     "cpu=samples,interval=1,depth=1024,file={}",
                     file.display()
