@@ -48,7 +48,7 @@ use super::context_accessor::{
     CONTEXT_ACCESSOR_CLASS, CONTEXT_FIELD, CONTEXT_FIELD_ACCESS, SET_WINDOW, SITE_SHIFT,
     TAKE_WINDOW,
 };
-use super::inject::push_constant;
+use super::inject::{add_offset, push_constant};
 
 /// Bits of one call site in the window (the accessor's shift).
 pub const CALL_SITE_BITS: u32 = SITE_SHIFT as u32;
@@ -129,19 +129,7 @@ impl ContextRefs {
         let mut out = Vec::with_capacity(16);
         local_insn(&mut out, LLOAD, LLOAD_0, local);
         push_constant(&mut out, self.base);
-        match offset {
-            0 => {}
-            -128..=127 => out.extend_from_slice(&[op::BIPUSH, offset as u8, op::IADD]),
-            -32768..=32767 => {
-                out.push(op::SIPUSH);
-                put_u16(&mut out, offset as u16);
-                out.push(op::IADD);
-            }
-            _ => {
-                push_constant(&mut out, pool.add_integer(offset)?);
-                out.push(op::IADD);
-            }
-        }
+        add_offset(&mut out, offset, pool)?;
         Self::invoke(&mut out, self.set_window);
         Ok(out)
     }

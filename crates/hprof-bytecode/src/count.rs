@@ -34,7 +34,9 @@ use super::call_context::{self, ContextRefs, HUGE_METHOD_LIMIT, MAX_CALL_SITE};
 use super::class_file::{ACC_STATIC, ClassFile, CodeAttribute, read_attributes};
 use super::code::{self, Insn, op};
 use super::constant_pool::{ConstantPool, decode_modified_utf8, encode_modified_utf8};
-use super::inject::{ClassFacts, Injected, MethodFacts, push_constant, relocate_method};
+use super::inject::{
+    ClassFacts, Injected, MethodFacts, add_offset, push_constant, relocate_method,
+};
 use super::{BciError, MethodInfo, code_attributes, method_reports, name_and_descriptor, writer};
 
 /// Internal name of the class the counting calls go to.
@@ -365,7 +367,11 @@ pub fn rewrite_counting_allocations_with(
         let report = &mut methods[index];
         let numbering = Numbering {
             first_site: next_site,
-            compact_base: compact_sites.then_some(first_site),
+            site_push: if compact_sites {
+                SitePush::FromBase(first_site)
+            } else {
+                SitePush::Constant
+            },
             first_call_site: next_call_site,
             call_site_base: base,
             makers,
@@ -472,12 +478,14 @@ struct TrackerCalls {
     contexts: bool,
 }
 
-/// The counting methods an allocation instruction calls.
+/// The tracker's methods the rewritten code calls.
 #[derive(Clone, Copy)]
 enum Counter {
     Object,
     Array,
     Arrays,
+    Made,
+    Generated,
 }
 
 impl TrackerCalls {
@@ -495,22 +503,26 @@ impl TrackerCalls {
         })
     }
 
-    /// The `Methodref` of `counter`, added on first use.
+    /// The `Methodref` of `counter`, added on first use. The counting
+    /// methods take the context after their own arguments when contexts
+    /// are kept; `generated` never does.
     fn counter(&mut self, pool: &mut ConstantPool<'_>, counter: Counter) -> Result<u16, String> {
         let (slot, name, descriptor): (&mut Option<u16>, &[u8], &str) = match counter {
             Counter::Object => (&mut self.object, b"object", "(I)V"),
             Counter::Array => (&mut self.array, b"array", "(II)V"),
             Counter::Arrays => (&mut self.arrays, b"arrays", "(Ljava/lang/Object;I)V"),
+            Counter::Made => (&mut self.made, b"made", "(Ljava/lang/Object;I)V"),
+            Counter::Generated => (&mut self.generated, b"generated", "([B)[B"),
         };
         if let Some(method) = *slot {
             return Ok(method);
         }
+        let contexts = self.contexts && !matches!(counter, Counter::Generated);
+        let descriptor = with_context(descriptor, contexts);
         let class = encode_modified_utf8(ALLOC_TRACKER_CLASS);
-        let descriptor = with_context(descriptor, self.contexts);
         Ok(*slot.insert(pool.add_method_ref(&class, name, descriptor.as_bytes())?))
     }
 
-    /// The code after a call that `action` names.
     /// The code after a call that `action` names (`site`: the number of
     /// a [`CallAction::Made`] call).
     fn after_call(
@@ -520,19 +532,13 @@ impl TrackerCalls {
         (site, push): (u32, SitePush),
         context: Option<u16>,
     ) -> Result<Vec<u8>, String> {
-        let class = encode_modified_utf8(ALLOC_TRACKER_CLASS);
-        let made = with_context("(Ljava/lang/Object;I)V", self.contexts);
-        let (slot, name, descriptor): (&mut Option<u16>, &[u8], &[u8]) = match action {
-            CallAction::Made => (&mut self.made, b"made", made.as_bytes()),
-            CallAction::Generated => (&mut self.generated, b"generated", b"([B)[B"),
-        };
-        let method = match *slot {
-            Some(method) => method,
-            None => *slot.insert(pool.add_method_ref(&class, name, descriptor)?),
-        };
         match action {
-            CallAction::Made => counting_call(pool, true, push, (site, 0), method, context),
+            CallAction::Made => {
+                let method = self.counter(pool, Counter::Made)?;
+                counting_call(pool, true, push, (site, 0), method, context)
+            }
             CallAction::Generated => {
+                let method = self.counter(pool, Counter::Generated)?;
                 let mut out = Vec::with_capacity(3);
                 out.push(op::INVOKESTATIC);
                 put_u16(&mut out, method);
@@ -580,9 +586,8 @@ struct CountedMethod {
 /// Where a method's numbering starts, and what else it rewrites.
 struct Numbering<'r> {
     first_site: u32,
-    /// The class's first site number, which compact site pushes add
-    /// offsets to (`Some`), or every site its own constant (`None`).
-    compact_base: Option<u32>,
+    /// How the counting calls push site numbers.
+    site_push: SitePush,
     first_call_site: u32,
     /// The class's first call-site number, which the code adds offsets to.
     call_site_base: u32,
@@ -648,31 +653,23 @@ impl SitePush {
         value: u32,
         shift: u32,
     ) -> Result<(), String> {
-        if let SitePush::FromBase(base) = self {
-            let base_value = base << shift;
-            if let Some(offset) = value.checked_sub(base_value).filter(|&o| o <= 32767) {
+        match self {
+            SitePush::Constant => push_constant(out, pool.add_integer(value as i32)?),
+            SitePush::FromBase(base) => {
+                let base_value = base << shift;
+                let offset = value
+                    .checked_sub(base_value)
+                    .ok_or("a site numbered below its class's first")?;
                 push_constant(out, pool.add_integer(base_value as i32)?);
-                match offset {
-                    0 => {}
-                    1..=5 => out.extend_from_slice(&[op::ICONST_0 + offset as u8, op::IADD]),
-                    6..=127 => out.extend_from_slice(&[op::BIPUSH, offset as u8, op::IADD]),
-                    _ => {
-                        out.push(op::SIPUSH);
-                        put_u16(out, offset as u16);
-                        out.push(op::IADD);
-                    }
-                }
-                return Ok(());
+                add_offset(out, offset as i32, pool)?;
             }
         }
-        push_constant(out, pool.add_integer(value as i32)?);
         Ok(())
     }
 }
 
 /// `<push value>; invokestatic method`, with `dup` first when `dup` and
 /// `lload <context>` before the call when there is a context local.
-#[allow(clippy::too_many_arguments)]
 fn counting_call(
     pool: &mut ConstantPool<'_>,
     dup: bool,
@@ -719,10 +716,7 @@ fn count_in_method(
     numbering: &Numbering<'_>,
 ) -> Result<Option<CountedMethod>, String> {
     let (first_site, makers) = (numbering.first_site, numbering.makers);
-    let push = match numbering.compact_base {
-        Some(base) => SitePush::FromBase(base),
-        None => SitePush::Constant,
-    };
+    let push = numbering.site_push;
     let code = CodeAttribute::parse(info).map_err(|e| format!("Code: {e}"))?;
     let insns = code::decode(code.code)?;
     let rules: Vec<Option<CallAction>> = insns

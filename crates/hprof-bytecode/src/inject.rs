@@ -79,6 +79,29 @@ fn push_int(out: &mut Vec<u8>, value: u16, pool: &mut ConstantPool<'_>) -> Resul
     Ok(())
 }
 
+/// Code that adds `offset` to the int on top of the operand stack (none for
+/// 0): `iconst_<n>`, `bipush` or `sipush` and `iadd`, or past 16 bits an
+/// `ldc` of a constant of its own. Base-plus-offset pushes keep a class to
+/// one constant for many numbers (call sites, allocation sites).
+pub(crate) fn add_offset(
+    out: &mut Vec<u8>,
+    offset: i32,
+    pool: &mut ConstantPool<'_>,
+) -> Result<(), String> {
+    match offset {
+        0 => return Ok(()),
+        1..=5 => out.push(op::ICONST_0 + offset as u8),
+        -128..=127 => out.extend_from_slice(&[op::BIPUSH, offset as u8]),
+        -32768..=32767 => {
+            out.push(op::SIPUSH);
+            put_u16(out, offset as u16);
+        }
+        _ => push_constant(out, pool.add_integer(offset)?),
+    }
+    out.push(op::IADD);
+    Ok(())
+}
+
 /// `ldc` or `ldc_w` of constant `index`.
 pub(crate) fn push_constant(out: &mut Vec<u8>, index: u16) {
     if let Ok(short) = u8::try_from(index) {
@@ -560,12 +583,6 @@ pub(crate) fn relocate_method(
         lengths(&injected.after),
         widen_all,
     )?;
-    if layout.len() > MAX_CODE {
-        return Err(format!(
-            "code would grow past 65535 bytes (to {})",
-            layout.len()
-        ));
-    }
     let handler = (!injected.on_throw.is_empty()).then(|| layout.len());
     let new_len = layout.len() + handler.map_or(0, |_| injected.on_throw.len() as u32 + 1);
     if new_len > MAX_CODE {

@@ -604,7 +604,10 @@ impl BytecodeCounting {
             return None;
         }
         let makers = self.unreported_makers.get().map_or(&[][..], Vec::as_slice);
-        if let Some(again) = name.and_then(|n| self.rewrite_again(&registry, n, bytes, makers)) {
+        let compact = self.retransforming.load(Ordering::Relaxed);
+        if let Some(again) =
+            name.and_then(|n| self.rewrite_again(&registry, n, bytes, makers, compact))
+        {
             registry.reloads.note_reused();
             return Some(again);
         }
@@ -614,7 +617,6 @@ impl BytecodeCounting {
             }
             registry.call_sites.len() as u32
         });
-        let compact = self.retransforming.load(Ordering::Relaxed);
         let outcome =
             bci::rewrite_counting_allocations_with(bytes, first, makers, first_call_site, compact)
                 .ok()?;
@@ -669,19 +671,20 @@ impl BytecodeCounting {
     /// rewritten again with the numbers it got then: its sites are in the
     /// registry already. None when it was not seen, or the rewrite now
     /// differs (calling contexts since turned off, a hash collision).
+    /// `compact`: site numbers pushed as a base and an offset.
     fn rewrite_again(
         &self,
         registry: &SiteRegistry,
         name: &str,
         bytes: &[u8],
         makers: &[bci::CallRule],
+        compact: bool,
     ) -> Option<Vec<u8>> {
         let before = registry.reloads.get(name, bytes)?;
         let contexts = self.contexts.load(Ordering::Relaxed);
         if before.first_call_site.is_some() != contexts {
             return None;
         }
-        let compact = self.retransforming.load(Ordering::Relaxed);
         let outcome = bci::rewrite_counting_allocations_with(
             bytes,
             before.first,
