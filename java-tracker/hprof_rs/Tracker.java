@@ -91,10 +91,10 @@ public final class Tracker {
 
     private static final ThreadLocal<Tracker> CURRENT = new ThreadLocal<>();
     /**
-     * CURRENT's cache, by the thread object's identity hash (see current()).
-     * Slots of finished threads are cleared when their timing is folded
-     * (fold()), and all at reset(): it never holds more than its 4096
-     * slots' timings of threads gone.
+     * CURRENT's cache, by thread id (see current()). Slots of finished
+     * threads are cleared when their timing is folded (fold()), and all at
+     * reset(): it never holds more than its 4096 slots' timings of threads
+     * gone.
      */
     private static final Tracker[] BY_THREAD = new Tracker[4096];
     /** Stands in for a thread's timing while it is being made, so that
@@ -252,7 +252,7 @@ public final class Tracker {
      */
     private static Tracker current() {
         Thread me = Thread.currentThread();
-        int slot = (int) me.getId() & (BY_THREAD.length - 1);
+        int slot = cacheSlot(me);
         Tracker t = BY_THREAD[slot];
         if (t != null && t.thread == me && t.madeFor == generation) {
             return t;
@@ -262,6 +262,11 @@ public final class Tracker {
             BY_THREAD[slot] = t;
         }
         return t;
+    }
+
+    /** The slot of BY_THREAD that caches `thread`'s timing. */
+    private static int cacheSlot(Thread thread) {
+        return (int) thread.getId() & (BY_THREAD.length - 1);
     }
 
     /** This thread's timing from CURRENT, made if it has none for this profile. */
@@ -645,7 +650,7 @@ public final class Tracker {
 
     /** Under LOCKS: `t`'s undrained counts join serial's folded totals; `t` leaves `all`. */
     private static void fold(Tracker t, int serial) {
-        int cached = (int) t.thread.getId() & (BY_THREAD.length - 1);
+        int cached = cacheSlot(t.thread);
         if (BY_THREAD[cached] == t) {
             BY_THREAD[cached] = null;
         }
