@@ -262,8 +262,17 @@ fn the_embedded_tracker_classes_are_built_from_their_sources() {
         "--add-exports",
         "java.base/jdk.internal.misc=ALL-UNNAMED",
     ];
+    // The agent embeds StartBinder.class as it is checked in.
+    let start_binder =
+        fs::read(common::repo_root().join("java-tracker/hprof_rs/StartBinder.class"))
+            .expect("java-tracker/hprof_rs/StartBinder.class");
     for (class, embedded, flags) in [
         (TRACKER_CLASS, TRACKER_CLASS_FILE, &["--release", "11"][..]),
+        (
+            "hprof_rs/StartBinder",
+            &start_binder[..],
+            &["--release", "11"][..],
+        ),
         (
             ALLOC_TRACKER_CLASS,
             ALLOC_TRACKER_CLASS_FILE,

@@ -250,6 +250,19 @@ pub fn bool_flag(name: &CStr) -> BoolFlag {
     }
 }
 
+/// The value of the HotSpot `intx` flag `name` (such as `ThreadStackSize`,
+/// in KiB), or None when the flag or the tables are not found.
+pub fn intx_flag(name: &CStr) -> Option<i64> {
+    match flag_address(name) {
+        // SAFETY: the value address of a flag the caller names as an
+        // `intx` one: a pointer-sized signed integer.
+        FlagLookup::Found(address) => {
+            Some(unsafe { (address as *const isize).read_volatile() } as i64)
+        }
+        FlagLookup::Absent | FlagLookup::Unknown => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,5 +272,6 @@ mod tests {
         assert!(symbol(c"gHotSpotVMStructs").is_none());
         assert!(!set_bool_flag(c"DebugNonSafepoints", true));
         assert_eq!(bool_flag(c"UseCompressedOops"), BoolFlag::Unreadable);
+        assert_eq!(intx_flag(c"ThreadStackSize"), None);
     }
 }

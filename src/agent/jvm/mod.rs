@@ -27,6 +27,7 @@ pub mod own_env;
 pub mod retransform;
 pub mod shared_archive;
 pub mod thread_field_env;
+pub mod thread_stacks;
 pub mod timing_tracker;
 
 use jvmti_bindings::prelude::*;

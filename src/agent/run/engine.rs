@@ -89,6 +89,13 @@ pub trait Engine: Send + Sync {
     /// After the run's last dump (VM death): remove what it made for itself.
     fn finished(&self) {}
 
+    /// How many times their stack the threads the program starts need while
+    /// this engine runs: more than 1 for the engines whose rewritten code
+    /// makes frames bigger (`jvm::thread_stacks`).
+    fn stack_factor(&self) -> u32 {
+        1
+    }
+
     /// At VM init, with the classes loaded so far known and before any
     /// event counts: what it must prepare while the JVM can still make
     /// objects for it.

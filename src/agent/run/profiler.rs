@@ -6,8 +6,8 @@
 //! (run/dump_sequence.rs); with `net=`, the listener thread (run/listener.rs) started at VM
 //! init and stopped at VM death carries out the front end's commands.
 
-use crate::agent::jvm::class_unloads;
 use crate::agent::jvm::{self, JvmtiHandle, LocalClass, LocalThread, VmHandle};
+use crate::agent::jvm::{class_unloads, thread_stacks};
 use crate::agent::run::classes::{intern_class, retire_unloaded};
 use crate::agent::run::engine::{Lifecycle, Run};
 use crate::agent::run::engines::Engines;
@@ -156,7 +156,19 @@ impl Profiler {
         for engine in self.engines.all() {
             engine.vm_init(&self.run, jni);
         }
+        self.enlarge_thread_stacks(jni);
         self.run.lifecycle.begin();
+    }
+
+    /// Threads the program starts from now on get the stack the engines'
+    /// rewritten code needs.
+    fn enlarge_thread_stacks(&self, jni: Option<&JniEnv>) {
+        let factor = self.engines.all().map(|e| e.stack_factor()).max();
+        if let (Some(jni), Some(factor @ 2..)) = (jni, factor)
+            && let Err(why) = thread_stacks::enlarge_new_threads(jni, factor)
+        {
+            eprintln!("HPROF: threads keep the stack they ask for ({why})");
+        }
     }
 
     /// Attached to a running JVM (`hprof-rs attach`): what VM init does,
@@ -200,6 +212,9 @@ impl Profiler {
         self.vm_death(jni);
         for engine in self.engines.all() {
             engine.detach(&self.run, jni);
+        }
+        if let Some(jni) = jni {
+            thread_stacks::restore_new_threads(jni);
         }
         class_unloads::uninstall();
     }

@@ -7,6 +7,7 @@ mod attached;
 pub mod timing;
 mod traces;
 
+use crate::agent::jvm::thread_stacks;
 use crate::agent::run::engine::{Engine, Run};
 use crate::emit::clock::ctime_now;
 use crate::emit::times::TraceTime;
@@ -111,6 +112,11 @@ fn method_times(
 }
 
 impl Engine for MethodTimes {
+    /// Every timed method is rewritten.
+    fn stack_factor(&self) -> u32 {
+        thread_stacks::REWRITTEN_CODE_FACTOR
+    }
+
     fn add_capabilities(
         &self,
         caps: &mut jvmti::jvmtiCapabilities,

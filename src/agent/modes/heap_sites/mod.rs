@@ -16,7 +16,7 @@ pub mod site_cache;
 mod state;
 mod tracker_callbacks;
 
-use crate::agent::jvm::{self};
+use crate::agent::jvm::{self, thread_stacks};
 use crate::agent::run::classes::intern_class;
 use crate::agent::run::engine::{Engine, Run};
 use crate::emit::clock::ctime_now;
@@ -38,6 +38,15 @@ impl AllocationSites {
 }
 
 impl Engine for AllocationSites {
+    /// The counting rewrites code; sampling and events do not.
+    fn stack_factor(&self) -> u32 {
+        if self.bytecode.is_some() {
+            thread_stacks::REWRITTEN_CODE_FACTOR
+        } else {
+            1
+        }
+    }
+
     fn add_capabilities(
         &self,
         caps: &mut jvmti::jvmtiCapabilities,

@@ -1,0 +1,363 @@
+//! More stack for the threads a program starts while rewritten code runs.
+//!
+//! heap=sites' counting and cpu=times' timing make each rewritten method
+//! bigger: interpreted frames keep more locals and operands, and a compiled
+//! method grown past the JIT's inlining limits no longer has its callees
+//! (itself, in a recursion) inlined, so every level takes a frame of its
+//! own. A recursion that fitted its thread's stack without the agent would
+//! then die of StackOverflowError: the agent would change what the program
+//! computes. So while such code runs, every thread the program starts gets
+//! [`REWRITTEN_CODE_FACTOR`] times the stack it would have had.
+//!
+//! How: a thread's stack is sized by HotSpot's `JVM_StartThread`, the
+//! native behind `Thread.start0()`, from the `stackSize` the `Thread` was
+//! made with (0: `-Xss`, the `ThreadStackSize` flag). The agent binds
+//! `start0` to its own function (JNI `RegisterNatives`), which writes the
+//! larger size into that field, calls `JVM_StartThread` (exported by
+//! libjvm.so) and writes the program's value back, so that nothing the
+//! program can read changes. The field is `Thread.stackSize` up to JDK 18
+//! and `Thread.holder.stackSize` (a `Thread$FieldHolder`) from JDK 19 on.
+//! The main thread is not started this way (the java launcher makes it
+//! before any agent loads); threads started before VM init keep their size.
+//!
+//! Stacks are reserved address space: a page is only backed by memory when
+//! the thread's frames reach it, so a thread that never recurses deeply
+//! costs what it did. Bound: the factor, and at most [`MOST_BYTES`] per
+//! thread (a thread asking for more gets what it asked for).
+
+use crate::agent::jvm::{self, GlobalRef, kind, libjvm};
+use jvmti_bindings::prelude::*;
+use std::sync::OnceLock;
+
+/// How many times its stack a thread gets while rewritten code runs. The
+/// deepest recursion measured (java-fixtures/StackDepth.java, JDK 11-25)
+/// needed up to 2.5 times the stack once its rewritten method ran compiled
+/// with profiling (C1, tier 3), and 1.15 times interpreted.
+pub const REWRITTEN_CODE_FACTOR: u32 = 3;
+
+/// The largest stack the agent gives a thread (1 GiB, HotSpot's own limit
+/// for `-Xss`).
+pub const MOST_BYTES: i64 = 1 << 30;
+
+/// `JVM_StartThread(JNIEnv*, jobject)`: `Thread.start0()`'s native.
+type StartThread = unsafe extern "system" fn(*mut jni::JNIEnv, jni::jobject);
+
+/// Where a `Thread` keeps the stack size it was made with.
+#[derive(Clone, Copy)]
+enum StackSizeField {
+    /// JDK 11 to 18: `Thread.stackSize`.
+    InThread(jni::jfieldID),
+    /// JDK 19 on: `Thread.holder`, then `Thread$FieldHolder.stackSize`.
+    InHolder {
+        holder: jni::jfieldID,
+        size: jni::jfieldID,
+    },
+}
+
+/// What the bound `start0` needs, found once.
+struct Enlarging {
+    start_thread: StartThread,
+    field: StackSizeField,
+    /// `-Xss` in bytes (0: unknown, such threads keep their size).
+    default_bytes: i64,
+    factor: i64,
+}
+
+// SAFETY: field IDs of java.lang.Thread and its holder class, which the boot
+// loader never unloads, are valid on every thread for the JVM's whole life;
+// the function pointer is libjvm.so's.
+unsafe impl Send for Enlarging {}
+// SAFETY: as above; nothing in it is ever written after it is set.
+unsafe impl Sync for Enlarging {}
+
+static ENLARGING: OnceLock<Enlarging> = OnceLock::new();
+
+/// The stack size to start a thread with, given the `requested` size its
+/// `Thread` was made with (0 or less: the JVM's default, `default_bytes`),
+/// or None to leave the request as it is.
+pub fn enlarged(requested: i64, default_bytes: i64, factor: i64) -> Option<i64> {
+    let base = if requested > 0 {
+        requested
+    } else {
+        default_bytes
+    };
+    if base <= 0 || factor <= 1 || base >= MOST_BYTES {
+        return None;
+    }
+    Some(base.saturating_mul(factor).min(MOST_BYTES))
+}
+
+/// From now on every thread the program starts gets `factor` times its
+/// stack. An error says what was not found (the threads then keep their
+/// sizes).
+pub fn enlarge_new_threads(jni: &JniEnv, factor: u32) -> Result<(), String> {
+    if ENLARGING.get().is_none() {
+        let found = find(jni, factor)?;
+        let _ = ENLARGING.set(found);
+    }
+    rebind(jni, true)
+}
+
+/// Threads started from now on get the stack they ask for again (an
+/// attached profile's stop).
+pub fn restore_new_threads(jni: &JniEnv) {
+    if ENLARGING.get().is_some() {
+        let _ = rebind(jni, false);
+    }
+}
+
+fn find(jni: &JniEnv, factor: u32) -> Result<Enlarging, String> {
+    let start_thread = libjvm::symbol(c"JVM_StartThread").ok_or("no JVM_StartThread in libjvm")?;
+    // SAFETY: libjvm.so's JVM_StartThread has this signature (jvm.h).
+    let start_thread: StartThread = unsafe { std::mem::transmute(start_thread) };
+    let thread = jvm::find_class(jni, "java/lang/Thread").ok_or("no java.lang.Thread")?;
+    let field = |class: jni::jclass, name: &str, signature: &str| {
+        // SAFETY: `class` is a live local reference to a loaded class.
+        let id = unsafe { jni.get_field_id(class, name, signature) };
+        if jni.exception_check() {
+            jni.exception_clear();
+        }
+        id
+    };
+    let thread_class = thread.get().raw() as jni::jclass;
+    let field = match field(thread_class, "holder", "Ljava/lang/Thread$FieldHolder;") {
+        Some(holder) => {
+            let holder_class = jvm::find_class(jni, "java/lang/Thread$FieldHolder")
+                .ok_or("no java.lang.Thread$FieldHolder")?;
+            let size = field(holder_class.get().raw() as jni::jclass, "stackSize", "J")
+                .ok_or("no Thread$FieldHolder.stackSize")?;
+            StackSizeField::InHolder { holder, size }
+        }
+        None => StackSizeField::InThread(
+            field(thread_class, "stackSize", "J").ok_or("no Thread.stackSize")?,
+        ),
+    };
+    let default_bytes =
+        libjvm::intx_flag(c"ThreadStackSize").map_or(0, |kib| kib.saturating_mul(1024));
+    Ok(Enlarging {
+        start_thread,
+        field,
+        default_bytes,
+        factor: i64::from(factor),
+    })
+}
+
+/// `hprof_rs/StartBinder`, compiled by `java-tracker/build.sh` (`javac
+/// --release 11`; `tests/bci_run.rs` checks it is fresh).
+const START_BINDER_CLASS_FILE: &[u8] =
+    include_bytes!("../../../java-tracker/hprof_rs/StartBinder.class");
+
+/// The StartBinder, defined in the boot loader on first use.
+static START_BINDER: OnceLock<GlobalRef<kind::Class>> = OnceLock::new();
+
+/// Binds `Thread.start0()` to the enlarging function (`enlarging`) or
+/// back to `JVM_StartThread`, through `StartBinder.rebind`: bound from an
+/// agent's callback, or any class outside the boot loader, HotSpot would
+/// print "Re-registering of platform native method" on the program's
+/// standard output (a `jni+resolve` warning).
+fn rebind(jni: &JniEnv, enlarging: bool) -> Result<(), String> {
+    let binder = match START_BINDER.get() {
+        Some(binder) => binder,
+        None => {
+            let class = jvm::define_boot_class(
+                jni,
+                "hprof_rs/StartBinder",
+                START_BINDER_CLASS_FILE,
+                "thread start binder",
+            )?;
+            let bind = jni::JNINativeMethod {
+                name: c"bind".as_ptr() as *mut _,
+                signature: c"(Z)V".as_ptr() as *mut _,
+                fnPtr: bind_native as *mut std::ffi::c_void,
+            };
+            // SAFETY: `class` is the StartBinder, held by a global
+            // reference; `bind_native` implements its `bind(Z)V`.
+            let registered = unsafe { jni.register_natives(class.raw() as jni::jclass, &[bind]) };
+            clear_exception(jni);
+            registered.map_err(|code| format!("StartBinder.bind not bound (JNI error {code})"))?;
+            START_BINDER.get_or_init(|| class)
+        }
+    };
+    let class = binder.raw() as jni::jclass;
+    // SAFETY: `class` is the StartBinder (global reference), which has a
+    // static `rebind(Z)V`; the argument is a jboolean.
+    unsafe {
+        let rebind = jni
+            .get_static_method_id(class, "rebind", "(Z)V")
+            .ok_or("no StartBinder.rebind")?;
+        let argument = jni::jvalue {
+            z: jni::jboolean::from(enlarging),
+        };
+        jni.call_static_void_method(class, rebind, &[argument]);
+    }
+    if clear_exception(jni) {
+        return Err("Thread.start0 not bound".into());
+    }
+    Ok(())
+}
+
+/// Clears a pending exception; whether there was one.
+fn clear_exception(jni: &JniEnv) -> bool {
+    let pending = jni.exception_check();
+    if pending {
+        jni.exception_clear();
+    }
+    pending
+}
+
+/// `StartBinder.bind(boolean)`: binds `Thread.start0()V`, from the
+/// StartBinder's Java frame.
+extern "system" fn bind_native(
+    env: *mut jni::JNIEnv,
+    _binder: jni::jclass,
+    enlarging: jni::jboolean,
+) {
+    let _ = std::panic::catch_unwind(|| {
+        let Some(found) = ENLARGING.get() else {
+            return;
+        };
+        let function = if enlarging != 0 {
+            start0_enlarging as *mut std::ffi::c_void
+        } else {
+            found.start_thread as *mut std::ffi::c_void
+        };
+        // SAFETY: the JVM calls a native method with its thread's JNIEnv.
+        let jni = unsafe { JniEnv::from_raw(env) };
+        let Some(thread) = jvm::find_class(&jni, "java/lang/Thread") else {
+            return;
+        };
+        let method = jni::JNINativeMethod {
+            name: c"start0".as_ptr() as *mut _,
+            signature: c"()V".as_ptr() as *mut _,
+            fnPtr: function,
+        };
+        // SAFETY: `thread` is a live local reference to java.lang.Thread,
+        // whose native `start0()V` both functions bound here implement
+        // (JNIEnv*, the Thread).
+        // (A failure leaves an exception pending, which rebind reports.)
+        let _ = unsafe { jni.register_natives(thread.get().raw() as jni::jclass, &[method]) };
+    });
+}
+
+/// The value the program's `Thread` held, to be written back.
+struct Held {
+    /// The object holding the field (the Thread, or its holder: a local
+    /// reference this function made, deleted when written back).
+    owner: jni::jobject,
+    owned: bool,
+    value: i64,
+}
+
+/// `Thread.start0()` while threads get more stack.
+extern "system" fn start0_enlarging(env: *mut jni::JNIEnv, thread: jni::jobject) {
+    let Some(enlarging) = ENLARGING.get() else {
+        return;
+    };
+    // SAFETY: the JVM calls a native method with its thread's JNIEnv.
+    let jni = unsafe { JniEnv::from_raw(env) };
+    let held = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        enlarging.enlarge(&jni, thread)
+    }))
+    .ok()
+    .flatten();
+    // SAFETY: JVM_StartThread called as the JVM calls start0: this thread's
+    // JNIEnv and the Thread being started.
+    unsafe { (enlarging.start_thread)(env, thread) };
+    if let Some(held) = held {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            enlarging.write_back(&jni, held)
+        }));
+    }
+}
+
+impl Enlarging {
+    /// Writes the enlarged size into `thread`'s field; what it held.
+    fn enlarge(&self, jni: &JniEnv, thread: jni::jobject) -> Option<Held> {
+        let (owner, owned, size) = match self.field {
+            StackSizeField::InThread(size) => (thread, false, size),
+            StackSizeField::InHolder { holder, size } => {
+                // SAFETY: `thread` is the live Thread start0 was called on;
+                // `holder` is its `Thread.holder` field.
+                let owner = unsafe { jni.get_object_field(thread, holder) };
+                if owner.is_null() {
+                    return None;
+                }
+                (owner, true, size)
+            }
+        };
+        // SAFETY: `owner` is a live Thread or Thread$FieldHolder, `size` its
+        // `long stackSize` field.
+        let value = unsafe { jni.get_long_field(owner, size) };
+        let held = Held {
+            owner,
+            owned,
+            value,
+        };
+        match enlarged(value, self.default_bytes, self.factor) {
+            Some(bigger) => {
+                // SAFETY: as above.
+                unsafe { jni.set_long_field(owner, size, bigger) };
+                Some(held)
+            }
+            None => {
+                self.release(jni, held);
+                None
+            }
+        }
+    }
+
+    /// Puts the program's value back (an exception JVM_StartThread threw
+    /// is set aside meanwhile and thrown again).
+    fn write_back(&self, jni: &JniEnv, held: Held) {
+        let size = match self.field {
+            StackSizeField::InThread(size) | StackSizeField::InHolder { size, .. } => size,
+        };
+        let pending = jni.exception_occurred();
+        if pending.is_some() {
+            jni.exception_clear();
+        }
+        // SAFETY: `held.owner` is the live object `enlarge` read the field
+        // of; `size` is that field.
+        unsafe { jni.set_long_field(held.owner, size, held.value) };
+        if let Some(pending) = pending {
+            // SAFETY: the live throwable ExceptionOccurred just returned,
+            // thrown again as it was; its local reference is then deleted.
+            unsafe {
+                let _ = jni.throw(pending);
+                jni.delete_local_ref(pending);
+            }
+        }
+        self.release(jni, held);
+    }
+
+    fn release(&self, jni: &JniEnv, held: Held) {
+        if held.owned {
+            // SAFETY: a local reference GetObjectField made on this thread,
+            // used by nothing else.
+            unsafe { jni.delete_local_ref(held.owner) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: i64 = 1 << 20;
+
+    #[test]
+    fn a_thread_gets_the_factor_times_what_it_asked_or_the_default() {
+        assert_eq!(enlarged(0, MIB, 4), Some(4 * MIB));
+        assert_eq!(enlarged(-1, MIB, 4), Some(4 * MIB));
+        assert_eq!(enlarged(512 * 1024, MIB, 4), Some(2 * MIB));
+    }
+
+    #[test]
+    fn sizes_stay_under_the_bound_and_unknowns_are_left_alone() {
+        assert_eq!(enlarged(512 * MIB, MIB, 4), Some(MOST_BYTES));
+        assert_eq!(enlarged(2 * MOST_BYTES, MIB, 4), None, "asked for more");
+        assert_eq!(enlarged(0, 0, 4), None, "default unknown");
+        assert_eq!(enlarged(MIB, MIB, 1), None, "no factor");
+        assert_eq!(enlarged(i64::MAX / 2, MIB, 4), None);
+    }
+}
