@@ -3,13 +3,13 @@
 //! constructor is `<init>`, most call `java/lang/Object.<init>()V`); kept
 //! once each, a class defined under a fresh name costs only what is new in it.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 use std::sync::Arc;
 
 /// The strings handed out so far. Bound: one copy per distinct string, so
 /// never more than the tables that hold them.
 #[derive(Debug, Default)]
-pub struct SharedStrings(HashSet<Arc<str>>);
+pub struct SharedStrings(FxHashSet<Arc<str>>);
 
 impl SharedStrings {
     /// The shared copy of `text`, made on first sight.

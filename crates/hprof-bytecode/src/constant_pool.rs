@@ -2,8 +2,8 @@
 //! output, with new entries appended after the original ones (so no existing
 //! index changes and nothing else in the class needs renumbering).
 
+use rustc_hash::FxHashMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use super::BciError;
 use super::bytes::{Reader, put_i32, put_u16};
@@ -63,7 +63,7 @@ pub(crate) struct ConstantPool<'a> {
     /// The first slot of each entry, made at the first lookup: a rewrite
     /// looks up a constant per site and call, and a scan of a pool of
     /// thousands each time showed in the agent's start-up.
-    first_slot: Option<HashMap<Entry<'a>, u16>>,
+    first_slot: Option<FxHashMap<Entry<'a>, u16>>,
 }
 
 impl<'a> ConstantPool<'a> {
@@ -228,7 +228,7 @@ impl<'a> ConstantPool<'a> {
     fn find_or_add(&mut self, wanted: Entry<'a>, encoded: &[u8]) -> Result<u16, String> {
         let entries = &self.entries;
         let first_slot = self.first_slot.get_or_insert_with(|| {
-            let mut index = HashMap::with_capacity(entries.len());
+            let mut index = FxHashMap::with_capacity_and_hasher(entries.len(), Default::default());
             for (slot, entry) in entries.iter().enumerate() {
                 index.entry(entry.clone()).or_insert(slot as u16);
             }

@@ -11,7 +11,7 @@
 
 use crate::agent::jvm;
 use crate::agent::jvm::timing_tracker::{Drained, Tracker};
-use crate::agent::run::class_reloads::{ClassReloads, FirstNumbers};
+use crate::agent::run::class_reloads::{ClassKey, ClassReloads, FirstNumbers};
 use crate::bci::{self, Injection};
 use crate::options::ClassFilter;
 use jvmti_bindings::prelude::*;
@@ -170,7 +170,11 @@ impl MethodTiming {
         if self.passing_unchanged() {
             return None;
         }
-        if let Some(again) = name.and_then(|n| self.rewrite_again(&classes, n, bytes)) {
+        let key = name.map(|name| ClassKey::of(name, bytes));
+        if let Some(again) = name
+            .zip(key.as_ref())
+            .and_then(|(name, key)| self.rewrite_again(&classes, name, key, bytes))
+        {
             classes.reloads.note_reused();
             return Some(again);
         }
@@ -179,13 +183,13 @@ impl MethodTiming {
         if !outcome.methods.iter().any(|m| m.rewritten) {
             return None;
         }
-        if let Some(name) = name {
+        if let Some(key) = key {
             let numbers = FirstNumbers {
                 first: class_number,
                 first_call_site: None,
                 taken: (outcome.methods.len() as u32, 0),
             };
-            classes.reloads.insert(name, bytes, numbers);
+            classes.reloads.insert(key, numbers);
         }
         classes
             .list
@@ -196,8 +200,14 @@ impl MethodTiming {
     /// A class file rewritten before (the same bytes under the same name),
     /// rewritten again with the class number it got then, so that its
     /// methods keep their keys; None when not seen or the rewrite differs.
-    fn rewrite_again(&self, classes: &TimedClasses, name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
-        let before = classes.reloads.get(name, bytes)?;
+    fn rewrite_again(
+        &self,
+        classes: &TimedClasses,
+        name: &str,
+        key: &ClassKey,
+        bytes: &[u8],
+    ) -> Option<Vec<u8>> {
+        let before = classes.reloads.get(key)?;
         let outcome = bci::rewrite_class(bytes, before.first, &self.injection).ok()?;
         let (class_name, methods) = classes.list.get(before.first as usize)?;
         let same = class_name == name

@@ -19,11 +19,12 @@
 
 use crate::agent::jvm::alloc_tracker::{self, AllocTracker, SiteCount};
 use crate::agent::jvm::shared_archive;
-use crate::agent::run::class_reloads::{ClassReloads, FirstNumbers};
+use crate::agent::run::class_reloads::{ClassKey, ClassReloads, FirstNumbers};
 use crate::bci::{self, Allocated};
 use crate::model::SharedStrings;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::OnceLock;
@@ -93,7 +94,7 @@ pub struct SiteRegistry {
 struct MethodNames {
     strings: SharedStrings,
     list: Vec<MethodName>,
-    numbers: HashMap<MethodName, u32>,
+    numbers: FxHashMap<MethodName, u32>,
 }
 
 impl MethodNames {
@@ -592,6 +593,7 @@ impl BytecodeCounting {
         if !self.ready() || bytes.is_empty() || name.is_some_and(bci::is_agent_class) {
             return None;
         }
+        let key = name.map(|name| ClassKey::of(name, bytes));
         let mut registry = self.registry.lock();
         let first = registry.sites.len() as u32;
         if first > bci::MAX_SITE {
@@ -605,8 +607,9 @@ impl BytecodeCounting {
         }
         let makers = self.unreported_makers.get().map_or(&[][..], Vec::as_slice);
         let compact = self.retransforming.load(Ordering::Relaxed);
-        if let Some(again) =
-            name.and_then(|n| self.rewrite_again(&registry, n, bytes, makers, compact))
+        if let Some(again) = key
+            .as_ref()
+            .and_then(|key| self.rewrite_again(&registry, key, bytes, makers, compact))
         {
             registry.reloads.note_reused();
             return Some(again);
@@ -640,8 +643,8 @@ impl BytecodeCounting {
             first_call_site,
             taken: (outcome.sites.len() as u32, outcome.call_sites.len() as u32),
         };
-        if let Some(name) = name {
-            registry.reloads.insert(name, bytes, numbers);
+        if let Some(key) = key {
+            registry.reloads.insert(key, numbers);
         }
         let name = name.map_or_else(|| outcome.class_name.clone(), str::to_owned);
         registry.add(&name, &outcome);
@@ -675,12 +678,12 @@ impl BytecodeCounting {
     fn rewrite_again(
         &self,
         registry: &SiteRegistry,
-        name: &str,
+        key: &ClassKey,
         bytes: &[u8],
         makers: &[bci::CallRule],
         compact: bool,
     ) -> Option<Vec<u8>> {
-        let before = registry.reloads.get(name, bytes)?;
+        let before = registry.reloads.get(key)?;
         let contexts = self.contexts.load(Ordering::Relaxed);
         if before.first_call_site.is_some() != contexts {
             return None;
