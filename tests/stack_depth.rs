@@ -46,7 +46,10 @@ fn depths(
 ) -> (u64, u64) {
     let label = &jdk.label;
     let flags = jvm_args.concat();
-    let dir = common::scratch_dir(&format!("stack-depth-{main}{flags}-{label}"));
+    let dir = common::scratch_dir(&format!(
+        "stack-depth-{main}{flags}{}-{label}",
+        args.concat()
+    ));
     let mut cmd = common::java_command(jdk, &dir);
     cmd.args(jvm_args);
     if let Some(options) = options {
@@ -103,13 +106,19 @@ fn interpreted_recursions_keep_their_depth_under_every_mode() {
 /// Every mode, on a thread the program starts: at least 95% of the levels
 /// without the agent, interpreted (`-Xint`, one round) and compiled
 /// (`-Xbatch`, four rounds, the first mostly interpreted): the shallowest
-/// round under the agent against the deepest without.
+/// round under the agent against the deepest without. On JDK 21 and 25
+/// also on a virtual thread, whose frames live on its carrier's stack.
 #[test]
 fn recursions_on_started_threads_keep_their_depth_under_every_mode() {
     common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
-        let cases: [(&str, &[&str]); 2] = [("-Xint", &["1", "1024"]), ("-Xbatch", &["4", "1024"])];
+        let mut cases: Vec<(&str, &[&str])> =
+            vec![("-Xint", &["1", "1024"]), ("-Xbatch", &["4", "1024"])];
+        if jdk.major >= 21 {
+            cases.push(("-Xint", &["1", "1024", "virtual"]));
+            cases.push(("-Xbatch", &["4", "1024", "virtual"]));
+        }
         for (flag, args) in cases {
-            let what = format!("a 1 MiB thread, {flag}");
+            let what = format!("{}, {flag}", thread_of(args));
             let (without, _) = depths(jdk, &[flag], None, "StackDepth", args);
             for mode in ["cpu=samples", "cpu=times", "heap=sites"] {
                 let (_, with) = depths(jdk, &[flag], Some(mode), "StackDepth", args);
@@ -117,6 +126,15 @@ fn recursions_on_started_threads_keep_their_depth_under_every_mode() {
             }
         }
     });
+}
+
+/// What StackDepth's `args` recurse on.
+fn thread_of(args: &[&str]) -> &'static str {
+    if args.contains(&"virtual") {
+        "a virtual thread"
+    } else {
+        "a 1 MiB thread"
+    }
 }
 
 /// The share of levels the rewritten modes keep on the main thread once
