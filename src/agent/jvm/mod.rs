@@ -970,6 +970,15 @@ pub fn take_exception_message(jni: &JniEnv) -> Option<String> {
     message
 }
 
+/// Clears a pending Java exception; true if there was one.
+pub fn clear_exception(jni: &JniEnv) -> bool {
+    let pending = jni.exception_check();
+    if pending {
+        jni.exception_clear();
+    }
+    pending
+}
+
 /// Defines class `name` from `bytes` in the boot loader and holds it by a
 /// global reference; `what` names it in the error.
 pub fn define_boot_class(

@@ -114,9 +114,7 @@ fn find(jni: &JniEnv, factor: u32) -> Result<Enlarging, String> {
     let field = |class: jni::jclass, name: &str, signature: &str| {
         // SAFETY: `class` is a live local reference to a loaded class.
         let id = unsafe { jni.get_field_id(class, name, signature) };
-        if jni.exception_check() {
-            jni.exception_clear();
-        }
+        jvm::clear_exception(jni);
         id
     };
     let thread_class = thread.get().raw() as jni::jclass;
@@ -173,7 +171,7 @@ fn rebind(jni: &JniEnv, enlarging: bool) -> Result<(), String> {
             // SAFETY: `class` is the StartBinder, held by a global
             // reference; `bind_native` implements its `bind(Z)V`.
             let registered = unsafe { jni.register_natives(class.raw() as jni::jclass, &[bind]) };
-            clear_exception(jni);
+            jvm::clear_exception(jni);
             registered.map_err(|code| format!("StartBinder.bind not bound (JNI error {code})"))?;
             START_BINDER.get_or_init(|| class)
         }
@@ -190,19 +188,10 @@ fn rebind(jni: &JniEnv, enlarging: bool) -> Result<(), String> {
         };
         jni.call_static_void_method(class, rebind, &[argument]);
     }
-    if clear_exception(jni) {
+    if jvm::clear_exception(jni) {
         return Err("Thread.start0 not bound".into());
     }
     Ok(())
-}
-
-/// Clears a pending exception; whether there was one.
-fn clear_exception(jni: &JniEnv) -> bool {
-    let pending = jni.exception_check();
-    if pending {
-        jni.exception_clear();
-    }
-    pending
 }
 
 /// `StartBinder.bind(boolean)`: binds `Thread.start0()V`, from the
@@ -241,10 +230,11 @@ extern "system" fn bind_native(
 
 /// The value the program's `Thread` held, to be written back.
 struct Held {
-    /// The object holding the field (the Thread, or its holder: a local
-    /// reference this function made, deleted when written back).
+    /// The object holding the field: the Thread, or its holder (then a
+    /// local reference `enlarge` made, deleted once written back).
     owner: jni::jobject,
-    owned: bool,
+    /// Its `long stackSize` field.
+    size: jni::jfieldID,
     value: i64,
 }
 
@@ -273,8 +263,8 @@ extern "system" fn start0_enlarging(env: *mut jni::JNIEnv, thread: jni::jobject)
 impl Enlarging {
     /// Writes the enlarged size into `thread`'s field; what it held.
     fn enlarge(&self, jni: &JniEnv, thread: jni::jobject) -> Option<Held> {
-        let (owner, owned, size) = match self.field {
-            StackSizeField::InThread(size) => (thread, false, size),
+        let (owner, size) = match self.field {
+            StackSizeField::InThread(size) => (thread, size),
             StackSizeField::InHolder { holder, size } => {
                 // SAFETY: `thread` is the live Thread start0 was called on;
                 // `holder` is its `Thread.holder` field.
@@ -282,17 +272,13 @@ impl Enlarging {
                 if owner.is_null() {
                     return None;
                 }
-                (owner, true, size)
+                (owner, size)
             }
         };
         // SAFETY: `owner` is a live Thread or Thread$FieldHolder, `size` its
         // `long stackSize` field.
         let value = unsafe { jni.get_long_field(owner, size) };
-        let held = Held {
-            owner,
-            owned,
-            value,
-        };
+        let held = Held { owner, size, value };
         match enlarged(value, self.default_bytes, self.factor) {
             Some(bigger) => {
                 // SAFETY: as above.
@@ -309,16 +295,13 @@ impl Enlarging {
     /// Puts the program's value back (an exception JVM_StartThread threw
     /// is set aside meanwhile and thrown again).
     fn write_back(&self, jni: &JniEnv, held: Held) {
-        let size = match self.field {
-            StackSizeField::InThread(size) | StackSizeField::InHolder { size, .. } => size,
-        };
         let pending = jni.exception_occurred();
         if pending.is_some() {
             jni.exception_clear();
         }
         // SAFETY: `held.owner` is the live object `enlarge` read the field
-        // of; `size` is that field.
-        unsafe { jni.set_long_field(held.owner, size, held.value) };
+        // `held.size` of.
+        unsafe { jni.set_long_field(held.owner, held.size, held.value) };
         if let Some(pending) = pending {
             // SAFETY: the live throwable ExceptionOccurred just returned,
             // thrown again as it was; its local reference is then deleted.
@@ -330,8 +313,9 @@ impl Enlarging {
         self.release(jni, held);
     }
 
+    /// Deletes the holder's local reference (the Thread is the caller's).
     fn release(&self, jni: &JniEnv, held: Held) {
-        if held.owned {
+        if matches!(self.field, StackSizeField::InHolder { .. }) {
             // SAFETY: a local reference GetObjectField made on this thread,
             // used by nothing else.
             unsafe { jni.delete_local_ref(held.owner) };

@@ -89,7 +89,7 @@ impl Tracker {
         // SAFETY: `reset` is Tracker.reset(), a static void method of the
         // Tracker class.
         unsafe { jni.call_static_void_method(self.class(), self.reset, &[]) };
-        !clear_exception(jni)
+        !jvm::clear_exception(jni)
     }
 
     pub(crate) fn class(&self) -> jni::jclass {
@@ -121,7 +121,7 @@ impl Tracker {
                 }],
             );
         }
-        clear_exception(jni);
+        jvm::clear_exception(jni);
     }
 
     /// `drain()`: what the Tracker collected since the last call, or None
@@ -132,7 +132,7 @@ impl Tracker {
         // and exceptions are cleared.
         unsafe {
             let result = jni.call_static_object_method(self.class(), self.drain, &[]);
-            if result.is_null() || clear_exception(jni) {
+            if result.is_null() || jvm::clear_exception(jni) {
                 return None;
             }
             let threads = jni.get_object_array_element(result, 0);
@@ -168,13 +168,4 @@ impl Tracker {
             })
         }
     }
-}
-
-/// Clears a pending Java exception; true if there was one.
-fn clear_exception(jni: &JniEnv) -> bool {
-    let pending = jni.exception_check();
-    if pending {
-        jni.exception_clear();
-    }
-    pending
 }
