@@ -477,6 +477,62 @@ fn sigquit_appends_a_dump_and_the_program_finishes() {
     });
 }
 
+/// A SIGQUIT heap dump while the program starts and ends threads: each
+/// thread's START and END THREAD records come after the dump, never inside
+/// its segments (they used to land there and cut them, 3 runs in 3 on JDK 21),
+/// and none is lost.
+#[test]
+fn records_made_during_a_heap_dump_come_after_it() {
+    common::on_each(&common::jdks(), |jdk| {
+        let dir = common::scratch_dir(&format!("dump-churn-{}", jdk.label));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg(common::agentpath_arg("format=b"))
+            .args(["BigHeap", "96", "4"]);
+        let mut child = Spawned::spawn(&mut cmd);
+        child.wait_for_line("held", Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(500));
+        child.signal(libc::SIGQUIT);
+        let out = child.wait_timeout(Duration::from_secs(120));
+        let what = format!(
+            "BigHeap with threads starting during a dump on {}",
+            jdk.label
+        );
+        common::assert_success(&out, &what);
+        let started: usize = common::stdout_text(&out)
+            .lines()
+            .find_map(|l| l.strip_prefix("started="))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{what}: no started= line"));
+        let file = parse_binary(&dir.join("java.hprof"));
+        let names: std::collections::HashMap<u64, &[u8]> = file
+            .records
+            .iter()
+            .filter_map(|r| match &r.body {
+                RecordBody::Utf8 { id, text } => Some((*id, text.as_slice())),
+                _ => None,
+            })
+            .collect();
+        let churn_starts = file
+            .records
+            .iter()
+            .filter(|r| match &r.body {
+                RecordBody::StartThread { name_id, .. } => {
+                    names.get(name_id).is_some_and(|n| n.starts_with(b"churn-"))
+                }
+                _ => false,
+            })
+            .count();
+        assert_eq!(churn_starts, started, "{what}: one START THREAD per thread");
+        let dumps = file
+            .records
+            .iter()
+            .filter(|r| matches!(r.body, RecordBody::HeapDumpEnd))
+            .count();
+        assert_eq!(dumps, 2, "{what}: the SIGQUIT dump and the exit dump");
+        assert_print_accepts(&dir.join("java.hprof"), &jdk.label);
+    });
+}
+
 #[test]
 fn javac_runs_under_the_agent_like_the_manual_example() {
     let dir = common::scratch_dir("javac-hello");

@@ -33,7 +33,11 @@ struct Progress {
 }
 
 impl<'a> HeapDumpOutput<'a> {
+    /// Holds the output for the dump: records other threads make meanwhile
+    /// (threads started, classes loaded) are written after it, not inside
+    /// its segments.
     pub fn new(writer: &'a OutputWriter) -> Self {
+        writer.hold();
         let (give_back, returned) = bounded(BUFFERS);
         Self {
             writer,
@@ -110,6 +114,12 @@ impl<'a> HeapDumpOutput<'a> {
         // A writer that stopped or stalled sends nothing back: the copy
         // goes on into fresh buffers, which the writer drops.
         self.writer.receive(&self.returned).unwrap_or_default()
+    }
+}
+
+impl Drop for HeapDumpOutput<'_> {
+    fn drop(&mut self) {
+        self.writer.release();
     }
 }
 

@@ -33,8 +33,16 @@ pub const STALL_LIMIT: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(100);
 
 enum Message {
-    /// Bytes to write, and where to send the emptied buffer back, if anywhere.
-    Bytes(Vec<u8>, Option<Sender<Vec<u8>>>),
+    /// Bytes to write (kept aside while a stream holds the output).
+    Bytes(Vec<u8>),
+    /// A block of the stream that holds the output (a heap dump), and where
+    /// to send the emptied buffer back.
+    StreamBytes(Vec<u8>, Sender<Vec<u8>>),
+    /// A stream (a heap dump) starts: until [`Message::Release`], other
+    /// bytes are kept aside, so that none lands inside its records.
+    Hold,
+    /// The stream is done: what was kept aside is written, in order.
+    Release,
     /// Flush, then acknowledge.
     Flush(Sender<()>),
     /// Flush, close the sink, acknowledge and stop.
@@ -50,6 +58,11 @@ enum Message {
 
 /// Messages queued before a sender waits for the writer to catch up.
 const QUEUE_DEPTH: usize = 4096;
+
+/// The most bytes of other records (threads started, classes loaded) kept
+/// aside while a heap dump is written; beyond it they are dropped and
+/// counted, and the release says so.
+pub const HELD_LIMIT: usize = 64 << 20;
 
 /// What the writer thread and its waiters share.
 #[derive(Default)]
@@ -117,16 +130,29 @@ impl OutputWriter {
     /// Queues bytes for output (after everything queued before them).
     pub fn write(&self, bytes: Vec<u8>) {
         if !bytes.is_empty() {
-            self.send(Message::Bytes(bytes, None));
+            self.send(Message::Bytes(bytes));
         }
     }
 
-    /// Queues bytes for output like [`write`](Self::write), and once they
-    /// are written sends the emptied buffer to `back`, so that a producer
-    /// of a long stream (a heap dump) can cycle a few buffers instead of
-    /// allocating one per block.
+    /// Starts a stream that must not be interleaved (a heap dump, whose
+    /// segments other records would cut): from now until
+    /// [`release`](Self::release), what [`write`](Self::write) queues is
+    /// kept aside (up to [`HELD_LIMIT`] bytes) and written after it.
+    pub fn hold(&self) {
+        self.send(Message::Hold);
+    }
+
+    /// Ends the stream started by [`hold`](Self::hold): what was kept aside
+    /// is written, in the order it came.
+    pub fn release(&self) {
+        self.send(Message::Release);
+    }
+
+    /// Queues a block of the held stream, and once it is written sends the
+    /// emptied buffer to `back`, so that a producer of a long stream (a heap
+    /// dump) can cycle a few buffers instead of allocating one per block.
     pub fn write_and_return(&self, bytes: Vec<u8>, back: &Sender<Vec<u8>>) {
-        self.send(Message::Bytes(bytes, Some(back.clone())));
+        self.send(Message::StreamBytes(bytes, back.clone()));
     }
 
     /// Whether the writer thread still takes output (it stops at close, and
@@ -299,7 +325,7 @@ impl OutputWriter {
     }
 
     fn count_dropped(&self, message: &Message) {
-        if let Message::Bytes(bytes, _) = message {
+        if let Message::Bytes(bytes) | Message::StreamBytes(bytes, _) = message {
             self.shared
                 .dropped
                 .fetch_add(bytes.len() as u64, Ordering::AcqRel);
@@ -343,26 +369,37 @@ fn run(mut sink: Sink, inbox: Receiver<Message>, shared: &Shared) -> Sink {
     // After the first failure, output stops (reported once) but the program
     // goes on: a full disk must not take the profiled application down.
     let mut failed = false;
+    let mut held = Held::default();
     for message in inbox {
         let failed_before = failed || shared.abandoned.load(Ordering::Acquire);
         let (result, ack, stop) = match message {
-            Message::Bytes(mut bytes, back) => {
-                let result = if failed_before {
-                    shared
-                        .dropped
-                        .fetch_add(bytes.len() as u64, Ordering::AcqRel);
-                    Ok(())
-                } else {
-                    write_counting(&mut sink, &bytes, shared)
-                };
-                if let Some(back) = back {
-                    bytes.clear();
-                    let _ = back.try_send(bytes);
-                }
+            Message::Bytes(bytes) if held.on => {
+                held.keep(bytes);
+                (Ok(()), None, false)
+            }
+            Message::Bytes(bytes) => (
+                write_or_drop(&mut sink, &bytes, failed_before, shared),
+                None,
+                false,
+            ),
+            Message::StreamBytes(mut bytes, back) => {
+                let result = write_or_drop(&mut sink, &bytes, failed_before, shared);
+                bytes.clear();
+                let _ = back.try_send(bytes);
                 (result, None, false)
             }
+            Message::Hold => {
+                held.on = true;
+                (Ok(()), None, false)
+            }
+            Message::Release => (held.release(&mut sink, failed_before, shared), None, false),
             Message::Flush(done) => (unless(failed_before, || sink.flush()), Some(done), false),
-            Message::Close(done) => (unless(failed_before, || sink.finish()), Some(done), true),
+            Message::Close(done) => {
+                let result = held
+                    .release(&mut sink, failed_before, shared)
+                    .and_then(|()| unless(failed_before, || sink.finish()));
+                (result, Some(done), true)
+            }
             Message::Abandon(done) => {
                 sink.abandon();
                 (Ok(()), Some(done), true)
@@ -407,6 +444,66 @@ fn run(mut sink: Sink, inbox: Receiver<Message>, shared: &Shared) -> Sink {
         }
     }
     sink
+}
+
+/// Other records kept aside while a stream holds the output.
+#[derive(Default)]
+struct Held {
+    on: bool,
+    records: Vec<Vec<u8>>,
+    bytes: usize,
+    dropped: u64,
+}
+
+impl Held {
+    fn keep(&mut self, bytes: Vec<u8>) {
+        if self.bytes + bytes.len() <= HELD_LIMIT {
+            self.bytes += bytes.len();
+            self.records.push(bytes);
+        } else {
+            self.dropped += bytes.len() as u64;
+        }
+    }
+
+    /// Writes what was kept aside and stops holding.
+    fn release(&mut self, sink: &mut Sink, failed: bool, shared: &Shared) -> std::io::Result<()> {
+        let held = std::mem::take(self);
+        if held.dropped > 0 {
+            shared.dropped.fetch_add(held.dropped, Ordering::AcqRel);
+            eprintln!(
+                "HPROF ERROR: {} bytes of records made during a heap dump dropped \
+                 (at most {} MiB are kept aside while it is written) [writer.rs]",
+                held.dropped,
+                HELD_LIMIT >> 20
+            );
+        }
+        let mut result = Ok(());
+        for bytes in held.records {
+            let failed = failed || result.is_err();
+            if let Err(e) = write_or_drop(sink, &bytes, failed, shared) {
+                result = Err(e);
+            }
+        }
+        result
+    }
+}
+
+/// Writes `bytes` unless output has already failed, when they are only
+/// counted as dropped.
+fn write_or_drop(
+    sink: &mut Sink,
+    bytes: &[u8],
+    failed: bool,
+    shared: &Shared,
+) -> std::io::Result<()> {
+    if failed {
+        shared
+            .dropped
+            .fetch_add(bytes.len() as u64, Ordering::AcqRel);
+        Ok(())
+    } else {
+        write_counting(sink, bytes, shared)
+    }
 }
 
 /// Writes `bytes`, counting what could not be written when a write fails.
@@ -460,6 +557,29 @@ mod tests {
             panic!("no sink back")
         };
         assert_eq!(bytes, b"JAVA PROFILE");
+    }
+
+    #[test]
+    fn other_bytes_wait_until_the_held_stream_is_released() {
+        let writer = OutputWriter::start(Sink::Memory(Vec::new())).unwrap();
+        let (back, _returned) = bounded(4);
+        writer.write(b"<header>".to_vec());
+        writer.hold();
+        writer.write_and_return(b"<dump ".to_vec(), &back);
+        writer.write(b"<thread start>".to_vec());
+        writer.flush();
+        writer.write_and_return(b"segment>".to_vec(), &back);
+        writer.release();
+        writer.write(b"<sites>".to_vec());
+        writer.hold();
+        writer.write(b"<class load>".to_vec());
+        let Some(Sink::Memory(bytes)) = writer.close() else {
+            panic!("no sink back")
+        };
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            "<header><dump segment><thread start><sites><class load>"
+        );
     }
 
     #[test]
