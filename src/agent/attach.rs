@@ -166,6 +166,10 @@ fn new_profiler(
     if let Some(times) = engines.method_times.as_mut() {
         times.set_attached();
     }
+    // Attached, every class is loaded already: none can be rewritten as it loads.
+    if let Some(sites) = engines.allocation_sites.as_mut() {
+        sites.rewrite_nothing_early();
+    }
     if let Err(why) = setup_jvmti(jvmti, &engines, Phase::Live) {
         writer.abandon();
         for engine in engines.all() {

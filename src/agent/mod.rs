@@ -105,6 +105,19 @@ impl Agent for HprofAgent {
         eprintln!("HPROF ERROR: internal error in the {event} callback; the program continues");
     }
 
+    /// The JVM's start (early, with heap=sites rewriting classes as they
+    /// load: before any Java code runs).
+    fn vm_start(&self, context: CallbackContext<'_>) {
+        if let (Some(counting), Some(jni)) = (allocation_counting(), context.jni())
+            && counting.rewrites_early()
+            && let Err(why) = counting.define_early_classes(jni)
+        {
+            eprintln!(
+                "HPROF ERROR: heap=sites cannot count the classes loaded before VM init ({why})"
+            );
+        }
+    }
+
     fn vm_init(&self, context: CallbackContext<'_>, event: ThreadEvent) {
         if let Some(profiler) = profiler() {
             let jni = context.jni().map(|j| &**j);

@@ -65,3 +65,9 @@ pub const ATTACH_BYTECODE_COUNTING: i64 = 0x10_0000;
 /// as unloaded and loaded, and how many frame keys they hold: proves that
 /// what is kept by class or method shrinks when classes unload.
 pub const TABLE_SIZES_AT_DUMPS: i64 = 0x20_0000;
+
+/// heap=sites retransforms the classes the JVM loaded before VM init, at
+/// VM init, instead of rewriting them as they load (through a gate in
+/// java.lang that passes nothing on until VM init): the design before,
+/// kept to measure the start-up of the two (docs/decisions.md).
+pub const RETRANSFORM_AT_VM_INIT: i64 = 0x40_0000;

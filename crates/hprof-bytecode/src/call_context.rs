@@ -45,8 +45,7 @@ use super::class_file::ClassFile;
 use super::code::op;
 use super::constant_pool::ConstantPool;
 use super::context_accessor::{
-    CONTEXT_ACCESSOR_CLASS, CONTEXT_FIELD, CONTEXT_FIELD_ACCESS, SET_WINDOW, SITE_SHIFT,
-    TAKE_WINDOW,
+    CONTEXT_FIELD, CONTEXT_FIELD_ACCESS, SET_WINDOW, SITE_SHIFT, TAKE_WINDOW,
 };
 use super::inject::{add_offset, push_constant};
 
@@ -91,8 +90,12 @@ pub(crate) struct ContextRefs {
 
 impl ContextRefs {
     /// The entries of a class whose call sites are numbered from `base`.
-    pub(crate) fn resolve(pool: &mut ConstantPool<'_>, base: u32) -> Result<Self, String> {
-        let accessor = CONTEXT_ACCESSOR_CLASS.as_bytes();
+    pub(crate) fn resolve(
+        pool: &mut ConstantPool<'_>,
+        base: u32,
+        accessor: &str,
+    ) -> Result<Self, String> {
+        let accessor = accessor.as_bytes();
         let mut method = |(name, descriptor): (&str, &str)| {
             pool.add_method_ref(accessor, name.as_bytes(), descriptor.as_bytes())
         };

@@ -64,6 +64,9 @@ pub(crate) struct ConstantPool<'a> {
     /// looks up a constant per site and call, and a scan of a pool of
     /// thousands each time showed in the agent's start-up.
     first_slot: Option<FxHashMap<Entry<'a>, u16>>,
+    /// The `CONSTANT_Class` slot of each name asked for so far: a stack
+    /// map written in full names the same classes frame after frame.
+    class_slots: FxHashMap<Vec<u8>, u16>,
 }
 
 impl<'a> ConstantPool<'a> {
@@ -138,6 +141,7 @@ impl<'a> ConstantPool<'a> {
             original,
             appended: Vec::new(),
             first_slot: None,
+            class_slots: FxHashMap::default(),
         })
     }
 
@@ -265,10 +269,15 @@ impl<'a> ConstantPool<'a> {
 
     /// A `CONSTANT_Class` naming `internal_name` (or an array descriptor).
     pub(crate) fn add_class(&mut self, internal_name: &[u8]) -> Result<u16, String> {
+        if let Some(&slot) = self.class_slots.get(internal_name) {
+            return Ok(slot);
+        }
         let name = self.add_utf8(internal_name)?;
         let mut encoded = vec![CLASS];
         put_u16(&mut encoded, name);
-        self.find_or_add(Entry::Class(name), &encoded)
+        let slot = self.find_or_add(Entry::Class(name), &encoded)?;
+        self.class_slots.insert(internal_name.to_vec(), slot);
+        Ok(slot)
     }
 
     /// A `CONSTANT_Methodref` to `class.name descriptor`.
@@ -316,6 +325,10 @@ impl<'a> ConstantPool<'a> {
 /// characters as surrogate pairs) into a `String`, replacing what is not
 /// valid with U+FFFD rather than failing: names are only reported.
 pub(crate) fn decode_modified_utf8(bytes: &[u8]) -> String {
+    // Nearly every name is ASCII, which both encodings write alike.
+    if bytes.is_ascii() {
+        return String::from_utf8(bytes.to_vec()).unwrap_or_default();
+    }
     let mut units: Vec<u16> = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
@@ -346,6 +359,11 @@ pub(crate) fn decode_modified_utf8(bytes: &[u8]) -> String {
 
 /// Encodes `text` in modified UTF-8, the inverse of [`decode_modified_utf8`].
 pub(crate) fn encode_modified_utf8(text: &str) -> Vec<u8> {
+    // ASCII without NUL (which modified UTF-8 writes in two bytes) is
+    // written alike.
+    if text.is_ascii() && !text.as_bytes().contains(&0) {
+        return text.as_bytes().to_vec();
+    }
     let mut out = Vec::with_capacity(text.len());
     for unit in text.encode_utf16() {
         match unit {

@@ -14,9 +14,10 @@
 //! setWindow(JI)V:     invokestatic Thread.currentThread; lload_0; bipush 21; lshl; iload_2; i2l; lor; putfield context; return
 //! ```
 
-use super::bytes::{Reader, put_u16, put_u32};
+use super::bytes::Reader;
 use super::code::op;
 use super::constant_pool::ConstantPool;
+use super::made_class::{MadeClass, MadeMethod};
 
 /// The field added to `java.lang.Thread`: name and descriptor.
 pub const CONTEXT_FIELD: (&str, &str) = ("hprof_rs$context", "J");
@@ -145,34 +146,29 @@ pub fn context_accessor_class_file() -> Result<Vec<u8>, String> {
         Ok((this, object, code_name, methods))
     };
     let (this, object, code_name, methods) = add()?;
-    let mut out = Vec::with_capacity(512);
-    put_u32(&mut out, 0xCAFE_BABE);
-    put_u16(&mut out, 0);
-    put_u16(&mut out, CLASS_VERSION);
-    pool.write(&mut out);
-    put_u16(&mut out, CLASS_ACCESS);
-    put_u16(&mut out, this);
-    put_u16(&mut out, object);
-    put_u16(&mut out, 0); // interfaces
-    put_u16(&mut out, 0); // fields
-    put_u16(&mut out, methods.len() as u16);
-    for (name, descriptor, code) in methods {
-        put_u16(&mut out, METHOD_ACCESS);
-        put_u16(&mut out, name);
-        put_u16(&mut out, descriptor);
-        put_u16(&mut out, 1); // attributes: Code
-        put_u16(&mut out, code_name);
-        put_u32(&mut out, 12 + code.len() as u32);
-        // A Thread, a long and then a second long; locals a long and an int.
-        put_u16(&mut out, 5); // max_stack
-        put_u16(&mut out, 3); // max_locals
-        put_u32(&mut out, code.len() as u32);
-        out.extend_from_slice(&code);
-        put_u16(&mut out, 0); // exception table
-        put_u16(&mut out, 0); // attributes
+    // A Thread, a long and then a second long; locals a long and an int.
+    let methods: Vec<MadeMethod> = methods
+        .into_iter()
+        .map(|(name, descriptor, code)| MadeMethod {
+            name,
+            descriptor,
+            code,
+            max_stack: 5,
+            max_locals: 3,
+        })
+        .collect();
+    Ok(MadeClass {
+        version: CLASS_VERSION,
+        pool: &pool,
+        access: CLASS_ACCESS,
+        this,
+        super_class: object,
+        fields: &[],
+        method_access: METHOD_ACCESS,
+        code_name,
+        methods: &methods,
     }
-    put_u16(&mut out, 0); // class attributes
-    Ok(out)
+    .write())
 }
 
 #[cfg(test)]

@@ -38,6 +38,8 @@ use super::inject::{
     ClassFacts, Injected, MethodFacts, add_offset, push_constant, relocate_method,
 };
 use super::{BciError, MethodInfo, code_attributes, method_reports, name_and_descriptor, writer};
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
 
 /// Internal name of the class the counting calls go to.
 pub const ALLOC_TRACKER_CLASS: &str = "hprof_rs/AllocTracker";
@@ -219,7 +221,7 @@ pub struct CallSite {
     /// The method the call names (name, descriptor); `None` when its
     /// callee can be any method (`invokedynamic`, a method handle's
     /// signature-polymorphic `invoke*`).
-    pub target: Option<(String, String)>,
+    pub target: Option<(Arc<str>, Arc<str>)>,
 }
 
 /// The owners whose `native` methods are signature polymorphic: a call of
@@ -229,18 +231,34 @@ const POLYMORPHIC_OWNERS: [&[u8]; 2] = [
     b"java/lang/invoke/VarHandle",
 ];
 
-/// The method a call instruction names, or `None` when it may run any.
-fn call_target(pool: &ConstantPool<'_>, code: &[u8], insn: &Insn) -> Option<(String, String)> {
+/// The method a call instruction names (name, descriptor).
+type CallTarget = Option<(Arc<str>, Arc<str>)>;
+
+/// The method a call instruction names, or `None` when it may run any;
+/// decoded once per constant of the class (`seen`).
+fn call_target(
+    pool: &ConstantPool<'_>,
+    code: &[u8],
+    insn: &Insn,
+    seen: &mut FxHashMap<u16, CallTarget>,
+) -> CallTarget {
     if insn.opcode == 186 {
         return None; // invokedynamic
     }
     let index = u16_at(code, insn.offset as usize + 1)?;
-    let (class, name, descriptor) = pool.member_ref(index).ok()?;
-    let owner = pool.class_name(class).ok()?;
-    if POLYMORPHIC_OWNERS.contains(&owner) {
-        return None;
-    }
-    Some((decode_modified_utf8(name), decode_modified_utf8(descriptor)))
+    seen.entry(index)
+        .or_insert_with(|| {
+            let (class, name, descriptor) = pool.member_ref(index).ok()?;
+            let owner = pool.class_name(class).ok()?;
+            if POLYMORPHIC_OWNERS.contains(&owner) {
+                return None;
+            }
+            Some((
+                Arc::from(decode_modified_utf8(name)),
+                Arc::from(decode_modified_utf8(descriptor)),
+            ))
+        })
+        .clone()
 }
 
 /// The class rewritten to count its allocations.
@@ -296,6 +314,63 @@ pub fn rewrite_counting_allocations_with(
     first_call_site: Option<u32>,
     compact_sites: bool,
 ) -> Result<CountingOutcome, BciError> {
+    rewrite_counting(
+        class_file,
+        first_site,
+        makers,
+        first_call_site,
+        compact_sites,
+        Targets::DIRECT,
+    )
+}
+
+/// As [`rewrite_counting_allocations_with`], for a class the JVM loads
+/// before VM init: the code calls the tracker and the context accessor
+/// through the gate ([`crate::EARLY_GATE_CLASS`]), which passes nothing
+/// on until the agent turns it on.
+pub fn rewrite_counting_allocations_through_gate(
+    class_file: &[u8],
+    first_site: u32,
+    makers: &[CallRule],
+    first_call_site: Option<u32>,
+) -> Result<CountingOutcome, BciError> {
+    rewrite_counting(
+        class_file,
+        first_site,
+        makers,
+        first_call_site,
+        false,
+        Targets::GATE,
+    )
+}
+
+/// The classes the rewritten code calls: the tracker's methods, and the
+/// accessor's.
+#[derive(Clone, Copy)]
+pub(crate) struct Targets {
+    pub(crate) tracker: &'static str,
+    pub(crate) accessor: &'static str,
+}
+
+impl Targets {
+    const DIRECT: Targets = Targets {
+        tracker: ALLOC_TRACKER_CLASS,
+        accessor: super::context_accessor::CONTEXT_ACCESSOR_CLASS,
+    };
+    const GATE: Targets = Targets {
+        tracker: super::early_gate::EARLY_GATE_CLASS,
+        accessor: super::early_gate::EARLY_GATE_CLASS,
+    };
+}
+
+fn rewrite_counting(
+    class_file: &[u8],
+    first_site: u32,
+    makers: &[CallRule],
+    first_call_site: Option<u32>,
+    compact_sites: bool,
+    targets: Targets,
+) -> Result<CountingOutcome, BciError> {
     let mut class = ClassFile::parse(class_file)?;
     let malformed = |what: String| BciError::Malformed { offset: 0, what };
     let this_name = class.this_name()?;
@@ -324,13 +399,18 @@ pub fn rewrite_counting_allocations_with(
         });
     }
     let contexts = first_call_site.is_some();
-    let resolved = TrackerCalls::resolve(&mut class.pool, contexts).and_then(|calls| {
-        let refs = match first_call_site {
-            Some(base) => Some(ContextRefs::resolve(&mut class.pool, base)?),
-            None => None,
-        };
-        Ok((calls, refs))
-    });
+    let resolved =
+        TrackerCalls::resolve(&mut class.pool, contexts, targets.tracker).and_then(|calls| {
+            let refs = match first_call_site {
+                Some(base) => Some(ContextRefs::resolve(
+                    &mut class.pool,
+                    base,
+                    targets.accessor,
+                )?),
+                None => None,
+            };
+            Ok((calls, refs))
+        });
     let (mut calls, context_refs) = match resolved {
         Ok(resolved) => resolved,
         Err(why) => {
@@ -351,6 +431,7 @@ pub fn rewrite_counting_allocations_with(
     let mut call_sites = Vec::new();
     let mut grown_huge = Vec::new();
     let mut new_code = vec![None; class.methods.len()];
+    let mut call_targets = FxHashMap::default();
     for (index, method) in class.methods.iter().enumerate() {
         let code = code_attributes(&class, method);
         let [code] = code.as_slice() else {
@@ -384,6 +465,7 @@ pub fn rewrite_counting_allocations_with(
             facts,
             target,
             &numbering,
+            &mut call_targets,
         ) {
             Ok(None) => report.skip_reason = Some("no allocation".into()),
             Ok(Some(counted)) => {
@@ -454,11 +536,15 @@ fn source_file(class: &ClassFile<'_>) -> Option<String> {
     Some(decode_modified_utf8(class.pool.utf8(index).ok()?))
 }
 
-/// Whether the pool names the tracker class.
+/// Whether the pool names the tracker class (or the gate to it).
 fn calls_the_tracker(pool: &ConstantPool<'_>) -> bool {
     let tracker = ALLOC_TRACKER_CLASS.as_bytes();
+    let gate = super::early_gate::EARLY_GATE_CLASS.as_bytes();
     (1..pool.count()).any(|index| {
-        pool.tag(index) == Some(7) && pool.class_name(index).is_ok_and(|n| n == tracker)
+        pool.tag(index) == Some(7)
+            && pool
+                .class_name(index)
+                .is_ok_and(|n| n == tracker || n == gate)
     })
 }
 
@@ -468,6 +554,8 @@ fn calls_the_tracker(pool: &ConstantPool<'_>) -> bool {
 /// constant appended, so a class gains only the references it uses.
 #[derive(Clone, Copy)]
 struct TrackerCalls {
+    /// The class the calls name: the tracker, or the gate to it.
+    class: &'static str,
     object: Option<u16>,
     array: Option<u16>,
     arrays: Option<u16>,
@@ -491,9 +579,14 @@ enum Counter {
 impl TrackerCalls {
     /// Adds the tracker's class (a pool with no room for it leaves the
     /// class alone); its methods are added as they are needed.
-    fn resolve(pool: &mut ConstantPool<'_>, contexts: bool) -> Result<Self, String> {
-        pool.add_class(&encode_modified_utf8(ALLOC_TRACKER_CLASS))?;
+    fn resolve(
+        pool: &mut ConstantPool<'_>,
+        contexts: bool,
+        class: &'static str,
+    ) -> Result<Self, String> {
+        pool.add_class(&encode_modified_utf8(class))?;
         Ok(Self {
+            class,
             object: None,
             array: None,
             arrays: None,
@@ -519,7 +612,7 @@ impl TrackerCalls {
         }
         let contexts = self.contexts && !matches!(counter, Counter::Generated);
         let descriptor = with_context(descriptor, contexts);
-        let class = encode_modified_utf8(ALLOC_TRACKER_CLASS);
+        let class = encode_modified_utf8(self.class);
         Ok(*slot.insert(pool.add_method_ref(&class, name, descriptor.as_bytes())?))
     }
 
@@ -572,7 +665,7 @@ fn call_rule(
 type FoundSite = (u32, u32, Option<u16>, Allocated);
 
 /// A call site found in one method: number, bci, line, the method named.
-type FoundCall = (u32, u32, Option<u16>, Option<(String, String)>);
+type FoundCall = (u32, u32, Option<u16>, CallTarget);
 
 /// A method's new `Code` body and the sites found in it.
 struct CountedMethod {
@@ -691,18 +784,31 @@ fn counting_call(
     Ok(out)
 }
 
-/// The line of `bci` in a LineNumberTable body.
-fn line_of(table: &[u8], bci: u32) -> Option<u16> {
-    let count = u16_at(table, 0)? as usize;
-    let mut best: Option<(u16, u16)> = None;
-    for k in 0..count {
-        let start = u16_at(table, 2 + 4 * k)?;
-        let line = u16_at(table, 4 + 4 * k)?;
-        if u32::from(start) <= bci && best.is_none_or(|(s, _)| start >= s) {
-            best = Some((start, line));
+/// A method's LineNumberTable, sorted by start (entries of the same
+/// start in table order, the last of them the one that counts).
+struct Lines(Vec<(u16, u16)>);
+
+impl Lines {
+    /// The table of a LineNumberTable body (empty when it is cut short).
+    fn of(table: &[u8]) -> Self {
+        let count = u16_at(table, 0).map_or(0, usize::from);
+        let mut entries: Vec<(u16, u16)> = (0..count)
+            .map_while(|k| Some((u16_at(table, 2 + 4 * k)?, u16_at(table, 4 + 4 * k)?)))
+            .collect();
+        if entries.len() < count {
+            entries.clear();
         }
+        entries.sort_by_key(|&(start, _)| start);
+        Lines(entries)
     }
-    best.map(|(_, line)| line)
+
+    /// The line of `bci`: that of the last entry starting at or before it.
+    fn line_of(&self, bci: u32) -> Option<u16> {
+        let after = self
+            .0
+            .partition_point(|&(start, _)| u32::from(start) <= bci);
+        after.checked_sub(1).map(|k| self.0[k].1)
+    }
 }
 
 /// One method's allocations counted: the new `Code` body and its sites, or
@@ -714,6 +820,7 @@ fn count_in_method(
     class: ClassFacts,
     method: MethodFacts<'_>,
     numbering: &Numbering<'_>,
+    targets: &mut FxHashMap<u16, CallTarget>,
 ) -> Result<Option<CountedMethod>, String> {
     let (first_site, makers) = (numbering.first_site, numbering.makers);
     let push = numbering.site_push;
@@ -751,7 +858,7 @@ fn count_in_method(
             pool.utf8(a.name_index)
                 .is_ok_and(|n| n == b"LineNumberTable")
         })
-        .map(|a| a.info);
+        .map(|a| Lines::of(a.info));
     let operand_u16 = |insn: &Insn| {
         u16_at(code.code, insn.offset as usize + 1)
             .ok_or_else(|| format!("truncated instruction at {}", insn.offset))
@@ -784,8 +891,8 @@ fn count_in_method(
             let number = if number <= MAX_CALL_SITE { number } else { 0 };
             let offset = i64::from(number) - i64::from(numbering.call_site_base);
             injected.before[k] = refs.call_code(pool, local, offset as i32)?;
-            let line = lines.and_then(|table| line_of(table, insn.offset));
-            let target = call_target(pool, code.code, insn);
+            let line = lines.as_ref().and_then(|table| table.line_of(insn.offset));
+            let target = call_target(pool, code.code, insn, targets);
             calls_found.push((number, insn.offset, line, target));
         }
     }
@@ -798,7 +905,7 @@ fn count_in_method(
             .checked_add(found.len() as u32)
             .filter(|&s| s <= MAX_SITE)
             .ok_or("no site numbers left")?;
-        let line = lines.and_then(|table| line_of(table, insn.offset));
+        let line = lines.as_ref().and_then(|table| table.line_of(insn.offset));
         if let Some(action) = rules[k] {
             injected.after[k] = calls.after_call(pool, action, (site, push), context)?;
             if action == CallAction::Made {

@@ -76,8 +76,10 @@ mod code;
 mod constant_pool;
 mod context_accessor;
 mod count;
+mod early_gate;
 mod inject;
 mod lock_tracker;
+mod made_class;
 mod relocate;
 mod simulate;
 mod stackmap;
@@ -101,8 +103,9 @@ pub use count::{
     ALLOC_TRACKER_PAGES_FIELD, ALLOC_TRACKER_SITES_PER_PAGE, ALLOC_TRACKER_STRIPES, Allocated,
     AllocationSite, CALL_RULES, CallAction, CallRule, CallSite, CountingOutcome, MAX_SITE,
     REFERENCE_ELEMENT, VM_MAKER_RULES, rewrite_counting_allocations,
-    rewrite_counting_allocations_with,
+    rewrite_counting_allocations_through_gate, rewrite_counting_allocations_with,
 };
+pub use early_gate::{EARLY_GATE_CLASS, EARLY_GATE_SWITCH, early_gate_class_file};
 pub use lock_tracker::{
     LOCK_TRACKER_BLOCKED, LOCK_TRACKER_CLASS, LOCK_TRACKER_CLASS_FILE, LOCK_TRACKER_ENGAGED_FIELD,
     LOCK_TRACKER_REGISTER, LOCK_TRACKER_SITE, PARK_METHODS,

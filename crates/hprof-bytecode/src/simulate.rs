@@ -16,6 +16,7 @@ use super::code::{Insn, op};
 use super::constant_pool::ConstantPool;
 use super::stackmap::FrameState;
 use super::types::{VType, field_type, method_type};
+use std::rc::Rc;
 
 /// What the simulation needs besides the instructions.
 pub(crate) struct Context<'c, 'a> {
@@ -122,7 +123,7 @@ impl State {
 
 /// The type `ldc`/`ldc_w`/`ldc2_w` pushes for constant `index`.
 fn constant_type(pool: &ConstantPool<'_>, index: u16) -> Result<VType, String> {
-    let named = |s: &str| VType::Named(s.as_bytes().to_vec());
+    let named = |s: &str| VType::Named(Rc::from(s.as_bytes()));
     Ok(match pool.tag(index) {
         Some(3) => VType::Integer,
         Some(4) => VType::Float,
@@ -162,7 +163,7 @@ fn primitive_array(atype: u8) -> Result<VType, String> {
         11 => b"[J",
         _ => return Err(format!("newarray of bad type {atype}")),
     };
-    Ok(VType::Named(descriptor.to_vec()))
+    Ok(VType::Named(Rc::from(descriptor)))
 }
 
 /// The types of a local load or store family by its offset from the first
@@ -308,7 +309,7 @@ fn step(ctx: &Context<'_, '_>, s: &mut State, insn: &Insn) -> Result<(), String>
                 array.extend_from_slice(element);
                 array.push(b';');
             }
-            s.stack.push(VType::Named(array));
+            s.stack.push(VType::Named(Rc::from(array)));
         }
         190 | 193 => {
             s.pop()?;
@@ -449,7 +450,10 @@ mod tests {
             got.locals,
             [VType::Object(8), VType::Long, VType::Top, VType::Object(2)]
         );
-        assert_eq!(got.stack, [VType::Named(b"java/lang/String".to_vec())]);
+        assert_eq!(
+            got.stack,
+            [VType::Named(Rc::from(&b"java/lang/String"[..]))]
+        );
     }
 
     #[test]

@@ -297,6 +297,7 @@ pub(crate) fn encode(
 mod tests {
     use super::*;
     use crate::bytes::Reader;
+    use std::rc::Rc;
 
     /// Shifts every offset by a fixed amount, like code injected at the start.
     struct Shift(u32);
@@ -422,7 +423,10 @@ mod tests {
     #[test]
     fn writes_full_frames_from_states_and_names_classes() {
         let state = FrameState {
-            locals: vec![VType::Named(b"A".to_vec()), VType::Named(b"B".to_vec())],
+            locals: vec![
+                VType::Named(Rc::from(&b"A"[..])),
+                VType::Named(Rc::from(&b"B"[..])),
+            ],
             stack: vec![],
         };
         let frames = [OutFrame {

@@ -2,6 +2,7 @@
 //! descriptor parsing that produces them.
 
 use super::constant_pool::ConstantPool;
+use std::rc::Rc;
 
 /// A verification type. Long and Double stand for both of their slots, as in
 /// the StackMapTable (the simulator expands them).
@@ -25,7 +26,7 @@ pub(crate) enum VType {
     Object(u16),
     /// An object type known by internal name (or array descriptor) only,
     /// from a descriptor; given a `CONSTANT_Class` when it is written.
-    Named(Vec<u8>),
+    Named(Rc<[u8]>),
     /// `Uninitialized`: made by the `new` at this *original* code offset
     /// (remapped when written).
     Uninitialized(u32),
@@ -64,7 +65,7 @@ fn parse_field_type(descriptor: &[u8]) -> Result<(Option<VType>, &[u8]), String>
             if end == 0 {
                 return Err(bad());
             }
-            Ok((Some(VType::Named(rest[..end].to_vec())), &rest[end + 1..]))
+            Ok((Some(VType::Named(Rc::from(&rest[..end]))), &rest[end + 1..]))
         }
         b'[' => {
             let dims = descriptor.iter().take_while(|&&b| b == b'[').count();
@@ -73,7 +74,7 @@ fn parse_field_type(descriptor: &[u8]) -> Result<(Option<VType>, &[u8]), String>
                 return Err(bad());
             }
             let len = descriptor.len() - after.len();
-            Ok((Some(VType::Named(descriptor[..len].to_vec())), after))
+            Ok((Some(VType::Named(Rc::from(&descriptor[..len]))), after))
         }
         _ => Err(bad()),
     }
@@ -139,7 +140,7 @@ mod tests {
     use super::*;
 
     fn named(s: &str) -> VType {
-        VType::Named(s.as_bytes().to_vec())
+        VType::Named(Rc::from(s.as_bytes()))
     }
 
     #[test]

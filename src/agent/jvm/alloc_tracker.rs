@@ -464,6 +464,66 @@ fn register_natives(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Result<(), S
     Ok(())
 }
 
+impl AllocTracker {
+    /// Turns the early gate on (`bci::EARLY_GATE_CLASS`, defined at the
+    /// JVM's start): java.base, the gate's module, is made to read the
+    /// tracker's, then the gate passes the counting calls of the classes
+    /// rewritten before VM init on to the tracker.
+    pub fn open_early_gate(&self, env: &Jvmti, jni: &JniEnv) -> Result<(), String> {
+        let failed = |why: String| format!("the early gate cannot be opened: {why}");
+        // SAFETY: a null loader names the boot loader, whose java/lang
+        // package is java.base's; the module is a local reference, deleted below.
+        let java_base = unsafe { env.get_named_module(std::ptr::null_mut(), "java/lang") }
+            .map_err(|e| failed(format!("{e:?}")))?;
+        let module = module_of(jni, self.class);
+        let read = match module {
+            Some(module) if !java_base.is_null() => {
+                // SAFETY: both modules are live local references.
+                let read = unsafe { env.add_module_reads(java_base, module) };
+                // SAFETY: a local reference made above, deleted once.
+                unsafe { jni.delete_local_ref(module) };
+                read.map_err(|e| failed(format!("{e:?}")))
+            }
+            _ => Err(failed("no module".into())),
+        };
+        if !java_base.is_null() {
+            // SAFETY: as above.
+            unsafe { jni.delete_local_ref(java_base) };
+        }
+        read?;
+        let gate = jvm::find_class(jni, bci::EARLY_GATE_CLASS)
+            .ok_or_else(|| failed("the gate is not defined".into()))?;
+        let (name, signature) = bci::EARLY_GATE_SWITCH;
+        // SAFETY: `gate` is a live local reference to a class; a missing
+        // field raises NoSuchFieldError, cleared here.
+        let switch = unsafe { jni.get_static_field_id(gate.get().raw(), name, signature) };
+        if jni.exception_check() {
+            jni.exception_clear();
+        }
+        let switch = switch.ok_or_else(|| failed("the gate has no switch".into()))?;
+        // SAFETY: the gate's own static boolean field.
+        unsafe { jni.set_static_boolean_field(gate.get().raw(), switch, true) };
+        Ok(())
+    }
+}
+
+/// The module of `class` (a local reference), if it can be read.
+fn module_of(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Option<jni::jobject> {
+    // SAFETY: `class` is a live global reference to a Class; getModule is
+    // java.lang.Class's public method of this signature (JDK 9 and up).
+    let module = unsafe {
+        let class_class = jni.get_object_class(class.raw());
+        let get_module = jni.get_method_id(class_class, "getModule", "()Ljava/lang/Module;");
+        jni.delete_local_ref(class_class);
+        get_module.map(|m| jni.call_object_method(class.raw(), m, &[]))
+    };
+    if jni.exception_check() {
+        jni.exception_clear();
+        return None;
+    }
+    module.filter(|m| !m.is_null())
+}
+
 /// Exports `jdk.internal.misc` (the JDK's internal Unsafe) from java.base
 /// to the module of `class` (the boot loader's unnamed module).
 fn export_internal_unsafe(
@@ -476,19 +536,8 @@ fn export_internal_unsafe(
     // is java.base's; the module is a local reference, deleted below.
     let java_base = unsafe { env.get_named_module(std::ptr::null_mut(), "java/lang") }
         .map_err(|e| format!("{} ({e:?})", failed()))?;
-    // SAFETY: `class` is a live global reference to a Class; getModule is
-    // java.lang.Class's public method of this signature (JDK 9 and up).
-    let module = unsafe {
-        let class_class = jni.get_object_class(class.raw());
-        let get_module = jni.get_method_id(class_class, "getModule", "()Ljava/lang/Module;");
-        jni.delete_local_ref(class_class);
-        get_module.map(|m| jni.call_object_method(class.raw(), m, &[]))
-    };
-    if jni.exception_check() {
-        jni.exception_clear();
-    }
-    let result = match module {
-        Some(module) if !module.is_null() && !java_base.is_null() => {
+    let result = match module_of(jni, class) {
+        Some(module) if !java_base.is_null() => {
             // SAFETY: both modules are live local references. (The package
             // name is dotted here: the JVM hands it to Module.addExports.)
             let exported =

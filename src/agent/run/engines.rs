@@ -68,6 +68,10 @@ impl Engines {
                     options.alloc_count_bytecode,
                     options.depth as usize,
                     live_sample(options.experiment),
+                    // (Not with cpu=times, whose rewrite needs its tracker
+                    // from the first class it changes.)
+                    options.experiment & experiment::RETRANSFORM_AT_VM_INIT == 0
+                        && method_times.is_none(),
                 )
             }),
             cpu_samples: options.cpu_samples.then(|| CpuSamples::new(options)),

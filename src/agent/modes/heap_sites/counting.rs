@@ -86,6 +86,9 @@ pub struct SiteRegistry {
     reloads: ClassReloads,
     /// The methods places are in and calls name, one copy each.
     methods: MethodNames,
+    /// Classes rewritten before VM init with a call that makes objects in
+    /// the VM (counted whether or not this JVM reports them).
+    early_makers: std::collections::BTreeSet<String>,
 }
 
 /// Distinct (name, descriptor) pairs, numbered, over strings kept once:
@@ -94,18 +97,23 @@ pub struct SiteRegistry {
 struct MethodNames {
     strings: SharedStrings,
     list: Vec<MethodName>,
-    numbers: FxHashMap<MethodName, u32>,
+    /// By the addresses of the two shared strings (one copy per text, kept
+    /// by `strings`), so that a pair's text is hashed once, in `strings`.
+    numbers: FxHashMap<(usize, usize), u32>,
 }
 
 impl MethodNames {
     /// The number of (`name`, `descriptor`), given on first sight.
     fn number(&mut self, name: &str, descriptor: &str) -> u32 {
-        let key = (self.strings.get(name), self.strings.get(descriptor));
+        let name = self.strings.get(name);
+        let descriptor = self.strings.get(descriptor);
+        let address = |s: &Arc<str>| Arc::as_ptr(s) as *const u8 as usize;
+        let key = (address(&name), address(&descriptor));
         if let Some(&number) = self.numbers.get(&key) {
             return number;
         }
         let number = self.list.len() as u32;
-        self.list.push(key.clone());
+        self.list.push((name, descriptor));
         self.numbers.insert(key, number);
         number
     }
@@ -397,6 +405,10 @@ pub struct BytecodeCounting {
     /// `-Xshare:on`: java.lang.Thread comes from the shared archive, which
     /// the early ClassFileLoadHook its field needs would refuse.
     sharing_required: bool,
+    /// Classes loaded before VM init are rewritten as they load, their
+    /// counting calls through the gate (`bci::EARLY_GATE_CLASS`), which
+    /// the JVM's start defines and VM init turns on; none is retransformed.
+    early: bool,
 }
 
 thread_local! {
@@ -448,7 +460,42 @@ impl BytecodeCounting {
             retransforming: AtomicBool::new(false),
             uncounted_named: AtomicUsize::new(0),
             sharing_required,
+            early: false,
         }
+    }
+
+    /// With `early`, the classes loaded before VM init are rewritten as
+    /// they load (not under `-Xshare:on`, which keeps the early hook away).
+    pub fn rewriting_early(mut self, early: bool) -> Self {
+        self.early = early && !self.sharing_required;
+        self
+    }
+
+    /// No class is rewritten as it loads (attached: they are all loaded).
+    pub fn rewrite_nothing_early(&mut self) {
+        self.early = false;
+    }
+
+    /// Whether classes loaded before VM init are rewritten as they load.
+    pub fn rewrites_early(&self) -> bool {
+        self.early
+    }
+
+    /// At the JVM's start, before any Java code runs: the context accessor
+    /// and the gate the early classes call are defined in the boot loader.
+    pub fn define_early_classes(&self, jni: &JniEnv) -> Result<(), String> {
+        if self.wants_contexts() {
+            let bytes = bci::context_accessor_class_file()?;
+            crate::agent::jvm::define_boot_class(
+                jni,
+                bci::CONTEXT_ACCESSOR_CLASS,
+                &bytes,
+                "calling-context accessor",
+            )?;
+        }
+        let bytes = bci::early_gate_class_file(bci::ALLOC_TRACKER_CLASS)?;
+        crate::agent::jvm::define_boot_class(jni, bci::EARLY_GATE_CLASS, &bytes, "early gate")
+            .map(drop)
     }
 
     /// Frames a counted row's trace shows: the site's and its callers'
@@ -532,7 +579,7 @@ impl BytecodeCounting {
         if let Some(field) = field {
             let _ = self.context_field.set(field);
         }
-        if self.wants_contexts() {
+        if self.wants_contexts() && !self.early {
             let accessor = match field {
                 Some(field) => field.define_accessor(jni),
                 None => Err("java.lang.Thread was loaded without its field".into()),
@@ -590,7 +637,11 @@ impl BytecodeCounting {
     }
 
     fn rewrite_counted(&self, name: Option<&str>, bytes: &[u8]) -> Option<Vec<u8>> {
-        if !self.ready() || bytes.is_empty() || name.is_some_and(bci::is_agent_class) {
+        let through_gate = !self.ready() && self.early;
+        if (!self.ready() && !through_gate)
+            || bytes.is_empty()
+            || name.is_some_and(|n| bci::is_agent_class(n) || n == bci::EARLY_GATE_CLASS)
+        {
             return None;
         }
         let key = name.map(|name| ClassKey::of(name, bytes));
@@ -605,10 +656,18 @@ impl BytecodeCounting {
             }
             return None;
         }
-        let makers = self.unreported_makers.get().map_or(&[][..], Vec::as_slice);
+        // Before VM init this JVM's unreported makers are not known yet:
+        // every maker call is counted, and the classes that have one are
+        // rewritten again at VM init if the JVM reports some itself.
+        let makers = match self.unreported_makers.get() {
+            Some(makers) => makers.as_slice(),
+            None if through_gate => bci::VM_MAKER_RULES,
+            None => &[],
+        };
         let compact = self.retransforming.load(Ordering::Relaxed);
         if let Some(again) = key
             .as_ref()
+            .filter(|_| !through_gate)
             .and_then(|key| self.rewrite_again(&registry, key, bytes, makers, compact))
         {
             registry.reloads.note_reused();
@@ -620,9 +679,12 @@ impl BytecodeCounting {
             }
             registry.call_sites.len() as u32
         });
-        let outcome =
+        let outcome = if through_gate {
+            bci::rewrite_counting_allocations_through_gate(bytes, first, makers, first_call_site)
+        } else {
             bci::rewrite_counting_allocations_with(bytes, first, makers, first_call_site, compact)
-                .ok()?;
+        }
+        .ok()?;
         self.say_uncounted(name, &outcome, bytes);
         if outcome.counted_already && name.is_some() {
             // Returned as they are, but returned: a class the hook changed
@@ -647,6 +709,14 @@ impl BytecodeCounting {
             registry.reloads.insert(key, numbers);
         }
         let name = name.map_or_else(|| outcome.class_name.clone(), str::to_owned);
+        if through_gate
+            && outcome
+                .sites
+                .iter()
+                .any(|site| matches!(site.allocated, bci::Allocated::Made))
+        {
+            registry.early_makers.insert(name.clone());
+        }
         registry.add(&name, &outcome);
         Some(outcome.bytes)
     }
@@ -724,7 +794,11 @@ impl BytecodeCounting {
     /// keep the tags the agent names classes by.)
     pub fn retransform_loaded(&self, env: &Jvmti, jni: &JniEnv, class_class_tag: u64) {
         self.retransforming.store(true, Ordering::Relaxed);
-        let failed = alloc_tracker::retransform_loaded_classes(env, jni);
+        let failed = if self.early {
+            self.settle_early_classes(env, jni)
+        } else {
+            alloc_tracker::retransform_loaded_classes(env, jni)
+        };
         self.retransforming.store(false, Ordering::Relaxed);
         if let Some(error) = failed {
             eprintln!(
@@ -740,6 +814,30 @@ impl BytecodeCounting {
                 "HPROF ERROR: heap=sites could not mark the objects made before it began ({error:?}); live counts may be high"
             );
         }
+    }
+
+    /// The classes rewritten as they loaded before VM init: those that
+    /// count a call this JVM reports objects of itself (VMObjectAlloc) are
+    /// rewritten again without it, then the gate they call opens.
+    fn settle_early_classes(&self, env: &Jvmti, jni: &JniEnv) -> Option<jvmti::jvmtiError> {
+        let reported_some = self
+            .unreported_makers
+            .get()
+            .is_some_and(|makers| makers.len() < bci::VM_MAKER_RULES.len());
+        let again = std::mem::take(&mut self.registry.lock().early_makers);
+        let mut failed = None;
+        if reported_some && !again.is_empty() {
+            failed = crate::agent::jvm::retransform::loaded_classes(env, jni, |name, _| {
+                again.contains(name)
+            })
+            .refused;
+        }
+        if let Some(Err(why)) = self.tracker.get().map(|t| t.open_early_gate(env, jni)) {
+            eprintln!(
+                "HPROF ERROR: heap=sites cannot count the classes loaded before VM init ({why})"
+            );
+        }
+        failed
     }
 
     /// The counts so far, per site identity (JNI reads of the tracker).

@@ -60,6 +60,10 @@ impl Engine for AllocationSites {
             caps.set_can_retransform_classes(true);
             // (java.lang.Thread's calling-context field is added by an
             // environment of its own: jvm/thread_field_env.rs.)
+            if self.bytecode.as_ref().is_some_and(|c| c.rewrites_early()) {
+                caps.set_can_generate_early_class_hook_events(true);
+                caps.set_can_generate_early_vmstart(true);
+            }
         }
     }
 
@@ -71,6 +75,16 @@ impl Engine for AllocationSites {
     fn on_load(&self, jvmti: &Jvmti) -> Result<(), String> {
         if let Some(counting) = &self.bytecode {
             keep_allocations_in_sight();
+            if counting.rewrites_early() {
+                // The classes are rewritten from the first one the JVM
+                // loads; the gate they call is defined at its start.
+                jvmti
+                    .enable_events_global(&[
+                        jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
+                        jvmti::JVMTI_EVENT_VM_START,
+                    ])
+                    .map_err(|e| format!("heap=sites cannot see classes load ({e:?})"))?;
+            }
             if let Some(why) = counting.contexts_refused() {
                 eprintln!("HPROF: {why}");
             }

@@ -118,15 +118,31 @@ impl AllocationSites {
     /// bytes, from JVMTI events or (`bytecode`) from counters in the byte
     /// code, with traces of `depth` frames.
     /// Under `bytecode`, `live` is the sample of live objects.
-    pub fn new(interval: u64, bytecode: bool, depth: usize, live: LiveSamples) -> Self {
+    /// `early`: classes loaded before VM init are rewritten as they load
+    /// (see `BytecodeCounting::early`).
+    pub fn new(
+        interval: u64,
+        bytecode: bool,
+        depth: usize,
+        live: LiveSamples,
+        early: bool,
+    ) -> Self {
         Self {
             counts: AllocationCounts::new(interval),
             class_class_tag: AtomicU64::new(0),
             last_written: Mutex::default(),
-            bytecode: bytecode.then(|| BytecodeCounting::new(depth)),
+            bytecode: bytecode.then(|| BytecodeCounting::new(depth).rewriting_early(early)),
             live: bytecode.then_some(live),
             counted: Mutex::default(),
             run: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Attached in the live phase: the classes were loaded before, and are
+    /// retransformed.
+    pub fn rewrite_nothing_early(&mut self) {
+        if let Some(counting) = self.bytecode.as_mut() {
+            counting.rewrite_nothing_early();
         }
     }
 

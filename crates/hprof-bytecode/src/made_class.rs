@@ -1,0 +1,67 @@
+//! Writes the small classes the agent makes from nothing (the context
+//! accessor, the early gate): static fields without attributes, static
+//! methods with a `Code` attribute each, no stack maps.
+
+use super::bytes::{put_u16, put_u32};
+use super::constant_pool::ConstantPool;
+
+/// A method of a made class (pool indexes of its name and descriptor).
+pub(crate) struct MadeMethod {
+    pub name: u16,
+    pub descriptor: u16,
+    pub code: Vec<u8>,
+    pub max_stack: u16,
+    pub max_locals: u16,
+}
+
+/// The parts of a made class, by pool index; fields are (name, descriptor).
+pub(crate) struct MadeClass<'p, 'a> {
+    pub version: u16,
+    pub pool: &'p ConstantPool<'a>,
+    pub access: u16,
+    pub this: u16,
+    pub super_class: u16,
+    pub fields: &'p [(u16, u16, u16)],
+    pub method_access: u16,
+    pub code_name: u16,
+    pub methods: &'p [MadeMethod],
+}
+
+impl MadeClass<'_, '_> {
+    /// The class file; fields are (access, name, descriptor).
+    pub(crate) fn write(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(1024);
+        put_u32(&mut out, 0xCAFE_BABE);
+        put_u16(&mut out, 0);
+        put_u16(&mut out, self.version);
+        self.pool.write(&mut out);
+        put_u16(&mut out, self.access);
+        put_u16(&mut out, self.this);
+        put_u16(&mut out, self.super_class);
+        put_u16(&mut out, 0); // interfaces
+        put_u16(&mut out, self.fields.len() as u16);
+        for &(access, name, descriptor) in self.fields {
+            put_u16(&mut out, access);
+            put_u16(&mut out, name);
+            put_u16(&mut out, descriptor);
+            put_u16(&mut out, 0); // attributes
+        }
+        put_u16(&mut out, self.methods.len() as u16);
+        for method in self.methods {
+            put_u16(&mut out, self.method_access);
+            put_u16(&mut out, method.name);
+            put_u16(&mut out, method.descriptor);
+            put_u16(&mut out, 1); // attributes: Code
+            put_u16(&mut out, self.code_name);
+            put_u32(&mut out, 12 + method.code.len() as u32);
+            put_u16(&mut out, method.max_stack);
+            put_u16(&mut out, method.max_locals);
+            put_u32(&mut out, method.code.len() as u32);
+            out.extend_from_slice(&method.code);
+            put_u16(&mut out, 0); // exception table
+            put_u16(&mut out, 0); // attributes
+        }
+        put_u16(&mut out, 0); // class attributes
+        out
+    }
+}
