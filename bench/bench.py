@@ -85,6 +85,10 @@ MODES = {m.key: m for m in [
          f"heap=sites,alloc_interval={SAMPLED_INTERVAL}", ("SITES BEGIN",)),
     Mode("sites-bytecode", "heap=sites,alloc_count=bytecode", "heap=sites,alloc_count=bytecode",
          ("SITES BEGIN",)),
+    # The design before: the classes loaded before VM init retransformed at VM init instead of
+    # rewritten as they load (hidden X=0x400000), for the comparison.
+    Mode("sites-retransform", "heap=sites,X=0x400000 (retransformed at VM init)",
+         "heap=sites,X=0x400000", ("SITES BEGIN",)),
     Mode("times", "cpu=times", "cpu=times", ("CPU TIME (ms) BEGIN",)),
     # cpu=times with a filter: only javac's attribution package (com.sun.tools.javac.comp) is
     # rewritten and timed; on the other workloads nothing matches.
@@ -138,6 +142,9 @@ def baseline_first(order: List[Mode]) -> List[Mode]:
 # Extra modes a profiling workload runs only when --modes names them (cpu=samples at
 # interval=1, and the JVMTI stack path beside the signal handler's).
 SAMPLES_COMPARISON_MODES = ["samples-1", "samples-jvmti", "samples-jvmti-1", "samples-nodebug"]
+# heap=sites with the classes loaded before VM init retransformed (the design before), run
+# only when --modes names it.
+SITES_COMPARISON_MODES = ["sites-retransform"]
 # cpu=times filtered to one package, also run only when --modes names it.
 FILTERED_TIMES_MODES = ["times-javac-comp", "times-nothing"]
 PROFILING_MODES = ["none", "samples", "sites", "sites-events", "sites-sampled", "sites-bytecode", "times",
@@ -451,8 +458,11 @@ class Row:
 
 def offered_modes(workload) -> List[str]:
     """The modes a workload can run: its own, and for a profiling workload the comparison
-    modes of cpu=samples and the filtered cpu=times (run only when --modes names them)."""
+    modes of cpu=samples and the filtered cpu=times, and heap=sites' previous start (run only
+    when --modes names them)."""
     extra = SAMPLES_COMPARISON_MODES + FILTERED_TIMES_MODES if workload.modes is PROFILING_MODES else []
+    if workload.modes is PROFILING_MODES or workload.modes is STARTUP_MODES:
+        extra = extra + SITES_COMPARISON_MODES
     return workload.modes + extra
 
 

@@ -239,7 +239,14 @@ impl AllocTracker {
         // SAFETY: `class` is held by a global reference; the local one
         // made from it lives for this call only.
         let local = unsafe { Local::new(class.raw() as jni::jclass) };
-        let _ = TRACKER_METHODS.set(jvm::method_ids(env, local).into_iter().collect());
+        let mut own: std::collections::HashSet<u64> =
+            jvm::method_ids(env, local).into_iter().collect();
+        // The early gate's methods head the stacks of the classes rewritten
+        // before VM init, as the tracker's own do (when it was defined).
+        if let Some(gate) = jvm::find_class(jni, bci::EARLY_GATE_CLASS) {
+            own.extend(jvm::method_ids(env, gate.get()));
+        }
+        let _ = TRACKER_METHODS.set(own);
         Ok(tracker)
     }
 
