@@ -65,8 +65,10 @@ const ARETURN: u8 = 176;
 const LRETURN: u8 = 173;
 
 /// The gate's class file, passing calls on to `tracker` (the allocation
-/// tracker's internal name) and the context accessor.
-pub fn early_gate_class_file(tracker: &str) -> Result<Vec<u8>, String> {
+/// tracker's internal name) and the context accessor: `switched`, only
+/// once its switch is on (as defined at the JVM's start); or always (as
+/// redefined once it is open, so that the JIT inlines a plain call).
+pub fn early_gate_class_file(tracker: &str, switched: bool) -> Result<Vec<u8>, String> {
     let empty = [0u8, 1];
     let mut pool = ConstantPool::parse(&mut Reader::new(&empty)).map_err(|e| e.to_string())?;
     let this = pool.add_class(EARLY_GATE_CLASS.as_bytes())?;
@@ -88,7 +90,8 @@ pub fn early_gate_class_file(tracker: &str) -> Result<Vec<u8>, String> {
     for (owner, (name, descriptor)) in forwarded {
         let target =
             pool.add_method_ref(owner.as_bytes(), name.as_bytes(), descriptor.as_bytes())?;
-        let (code, max_stack, max_locals) = forwarding_code(descriptor, switch, target)?;
+        let (code, max_stack, max_locals) =
+            forwarding_code(descriptor, switched.then_some(switch), target)?;
         methods.push(MadeMethod {
             name: pool.add_utf8(name.as_bytes())?,
             descriptor: pool.add_utf8(descriptor.as_bytes())?,
@@ -116,7 +119,7 @@ pub fn early_gate_class_file(tracker: &str) -> Result<Vec<u8>, String> {
 /// went in, a `long` is 0), with its max_stack and max_locals.
 fn forwarding_code(
     descriptor: &str,
-    switch: u16,
+    switch: Option<u16>,
     target: u16,
 ) -> Result<(Vec<u8>, u16, u16), String> {
     let (arguments, result) = descriptor[1..]
@@ -152,23 +155,28 @@ fn forwarding_code(
         slot += width;
         rest = &rest[length..];
     }
-    let mut code = vec![GETSTATIC];
-    code.extend_from_slice(&switch.to_be_bytes());
     let (forwarded_return, off): (&[u8], &[u8]) = match result {
         "V" => (&[RETURN], &[RETURN]),
         "J" => (&[LRETURN], &[LCONST_0, LRETURN]),
         "[B" => (&[ARETURN], &[ALOAD_0, ARETURN]),
         other => return Err(format!("return type {other} in {descriptor}")),
     };
-    // ifeq jumps over the loads, the call and its return.
-    let jump = 3 + loads.len() + 3 + forwarded_return.len();
-    code.push(IFEQ);
-    code.extend_from_slice(&(jump as i16).to_be_bytes());
+    let mut code = Vec::new();
+    if let Some(switch) = switch {
+        code.push(GETSTATIC);
+        code.extend_from_slice(&switch.to_be_bytes());
+        // ifeq jumps over the loads, the call and its return.
+        let jump = 3 + loads.len() + 3 + forwarded_return.len();
+        code.push(IFEQ);
+        code.extend_from_slice(&(jump as i16).to_be_bytes());
+    }
     code.extend_from_slice(&loads);
     code.push(op::INVOKESTATIC);
     code.extend_from_slice(&target.to_be_bytes());
     code.extend_from_slice(forwarded_return);
-    code.extend_from_slice(off);
+    if switch.is_some() {
+        code.extend_from_slice(off);
+    }
     let result_width = u16::from(result == "J") + 1;
     let max_stack = u16::from(slot).max(result_width).max(1);
     Ok((code, max_stack, u16::from(slot)))
@@ -181,18 +189,20 @@ mod tests {
 
     #[test]
     fn the_gate_has_its_switch_and_a_method_per_forwarded_one() {
-        let bytes = early_gate_class_file("hprof_rs/AllocTracker").expect("made");
-        let class = ClassFile::parse(&bytes).expect("parses");
-        assert_eq!(
-            class.pool.class_name(class.this_class).unwrap(),
-            EARLY_GATE_CLASS.as_bytes()
-        );
-        assert_eq!(class.methods.len(), TRACKER_METHODS.len() + 2);
+        for switched in [true, false] {
+            let bytes = early_gate_class_file("hprof_rs/AllocTracker", switched).expect("made");
+            let class = ClassFile::parse(&bytes).expect("parses");
+            assert_eq!(
+                class.pool.class_name(class.this_class).unwrap(),
+                EARLY_GATE_CLASS.as_bytes()
+            );
+            assert_eq!(class.methods.len(), TRACKER_METHODS.len() + 2);
+        }
     }
 
     #[test]
     fn a_gate_method_skips_the_call_while_the_switch_is_off() {
-        let (code, max_stack, max_locals) = forwarding_code("(IJ)V", 7, 9).unwrap();
+        let (code, max_stack, max_locals) = forwarding_code("(IJ)V", Some(7), 9).unwrap();
         assert_eq!(
             code,
             [
@@ -214,7 +224,7 @@ mod tests {
             ]
         );
         assert_eq!((max_stack, max_locals), (3, 3));
-        let (code, ..) = forwarding_code("([B)[B", 7, 9).unwrap();
+        let (code, ..) = forwarding_code("([B)[B", Some(7), 9).unwrap();
         assert_eq!(
             code,
             [
@@ -234,7 +244,7 @@ mod tests {
                 ARETURN
             ]
         );
-        let (code, max_stack, _) = forwarding_code("()J", 7, 9).unwrap();
+        let (code, max_stack, _) = forwarding_code("()J", Some(7), 9).unwrap();
         assert_eq!(
             code,
             [
@@ -253,5 +263,8 @@ mod tests {
             ]
         );
         assert_eq!(max_stack, 2);
+        // Open for good: the call alone.
+        let (code, ..) = forwarding_code("(IJ)V", None, 9).unwrap();
+        assert_eq!(code, [ILOAD, 0, LLOAD, 1, op::INVOKESTATIC, 0, 9, RETURN]);
     }
 }

@@ -510,6 +510,21 @@ impl AllocTracker {
         let switch = switch.ok_or_else(|| failed("the gate has no switch".into()))?;
         // SAFETY: the gate's own static boolean field.
         unsafe { jni.set_static_boolean_field(gate.get().raw(), switch, true) };
+        // Then the switch goes: redefined, each method is the call alone,
+        // which the JIT inlines as it would the tracker's. (Should that
+        // fail, the switched methods work as well, a field test slower.)
+        if let Ok(bytes) = bci::early_gate_class_file(bci::ALLOC_TRACKER_CLASS, false)
+            && let Ok(count) = jni::jint::try_from(bytes.len())
+        {
+            let definition = jvmti::jvmtiClassDefinition {
+                klass: gate.get().raw(),
+                class_byte_count: count,
+                class_bytes: bytes.as_ptr(),
+            };
+            // SAFETY: the gate is a live local reference to a class, and the
+            // bytes outlive the call.
+            let _ = unsafe { env.redefine_classes(std::slice::from_ref(&definition)) };
+        }
         Ok(())
     }
 }

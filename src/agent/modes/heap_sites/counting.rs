@@ -493,7 +493,7 @@ impl BytecodeCounting {
                 "calling-context accessor",
             )?;
         }
-        let bytes = bci::early_gate_class_file(bci::ALLOC_TRACKER_CLASS)?;
+        let bytes = bci::early_gate_class_file(bci::ALLOC_TRACKER_CLASS, true)?;
         crate::agent::jvm::define_boot_class(jni, bci::EARLY_GATE_CLASS, &bytes, "early gate")
             .map(drop)
     }

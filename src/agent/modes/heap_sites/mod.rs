@@ -63,6 +63,8 @@ impl Engine for AllocationSites {
             if self.bytecode.as_ref().is_some_and(|c| c.rewrites_early()) {
                 caps.set_can_generate_early_class_hook_events(true);
                 caps.set_can_generate_early_vmstart(true);
+                // (To open the gate for good: alloc_tracker.rs.)
+                caps.set_can_redefine_classes(true);
             }
         }
     }
