@@ -108,13 +108,20 @@ impl Agent for HprofAgent {
     /// The JVM's start (early, with heap=sites rewriting classes as they
     /// load: before any Java code runs).
     fn vm_start(&self, context: CallbackContext<'_>) {
-        if let (Some(counting), Some(jni)) = (allocation_counting(), context.jni())
+        if let Some(counting) = allocation_counting()
             && counting.rewrites_early()
-            && let Err(why) = counting.define_early_classes(jni)
         {
-            eprintln!(
-                "HPROF ERROR: heap=sites cannot count the classes loaded before VM init ({why})"
-            );
+            let defined = match context.jni() {
+                Some(jni) => counting.define_early_classes(jni),
+                None => Err("no JNI environment at the JVM's start".into()),
+            };
+            // The classes loaded so far call the gate: without it the JVM
+            // would fail in its first Java code, with a less clear error.
+            if let Err(why) = defined {
+                fail_at_load(&format!(
+                    "heap=sites cannot define the classes the JDK's first classes call ({why}); alloc_count=events or -Xshare:on runs without them"
+                ));
+            }
         }
     }
 
