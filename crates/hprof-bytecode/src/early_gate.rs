@@ -65,10 +65,16 @@ const ARETURN: u8 = 176;
 const LRETURN: u8 = 173;
 
 /// The gate's class file, passing calls on to `tracker` (the allocation
-/// tracker's internal name) and the context accessor: `switched`, only
-/// once its switch is on (as defined at the JVM's start); or always (as
-/// redefined once it is open, so that the JIT inlines a plain call).
-pub fn early_gate_class_file(tracker: &str, switched: bool) -> Result<Vec<u8>, String> {
+/// tracker's internal name) and, with `contexts`, the context accessor
+/// (without, its two methods do nothing: Thread has no field to keep a
+/// context in): `switched`, only once its switch is on (as defined at the
+/// JVM's start); or always (as redefined once it is open, so that the JIT
+/// inlines a plain call).
+pub fn early_gate_class_file(
+    tracker: &str,
+    switched: bool,
+    contexts: bool,
+) -> Result<Vec<u8>, String> {
     let empty = [0u8, 1];
     let mut pool = ConstantPool::parse(&mut Reader::new(&empty)).map_err(|e| e.to_string())?;
     let this = pool.add_class(EARLY_GATE_CLASS.as_bytes())?;
@@ -88,10 +94,13 @@ pub fn early_gate_class_file(tracker: &str, switched: bool) -> Result<Vec<u8>, S
         .chain([TAKE_WINDOW, SET_WINDOW].map(|m| (CONTEXT_ACCESSOR_CLASS, m)));
     let mut methods = Vec::new();
     for (owner, (name, descriptor)) in forwarded {
-        let target =
-            pool.add_method_ref(owner.as_bytes(), name.as_bytes(), descriptor.as_bytes())?;
-        let (code, max_stack, max_locals) =
-            forwarding_code(descriptor, switched.then_some(switch), target)?;
+        let (code, max_stack, max_locals) = if owner == CONTEXT_ACCESSOR_CLASS && !contexts {
+            no_context_code(descriptor)
+        } else {
+            let target =
+                pool.add_method_ref(owner.as_bytes(), name.as_bytes(), descriptor.as_bytes())?;
+            forwarding_code(descriptor, switched.then_some(switch), target)?
+        };
         methods.push(MadeMethod {
             name: pool.add_utf8(name.as_bytes())?,
             descriptor: pool.add_utf8(descriptor.as_bytes())?,
@@ -112,6 +121,16 @@ pub fn early_gate_class_file(tracker: &str, switched: bool) -> Result<Vec<u8>, S
         methods: &methods,
     }
     .write())
+}
+
+/// A context method's code when there are no contexts: `takeWindow`
+/// returns an empty window, `setWindow` does nothing.
+fn no_context_code(descriptor: &str) -> (Vec<u8>, u16, u16) {
+    if descriptor.ends_with(")J") {
+        (vec![LCONST_0, LRETURN], 2, 0)
+    } else {
+        (vec![RETURN], 0, 3)
+    }
 }
 
 /// A gate method's code for `descriptor` (its arguments passed on as they
@@ -190,7 +209,8 @@ mod tests {
     #[test]
     fn the_gate_has_its_switch_and_a_method_per_forwarded_one() {
         for switched in [true, false] {
-            let bytes = early_gate_class_file("hprof_rs/AllocTracker", switched).expect("made");
+            let bytes =
+                early_gate_class_file("hprof_rs/AllocTracker", switched, true).expect("made");
             let class = ClassFile::parse(&bytes).expect("parses");
             assert_eq!(
                 class.pool.class_name(class.this_class).unwrap(),
@@ -263,6 +283,11 @@ mod tests {
             ]
         );
         assert_eq!(max_stack, 2);
+        // Without contexts (Thread has no field), the context methods do nothing.
+        assert_eq!(no_context_code("()J").0, [LCONST_0, LRETURN]);
+        assert_eq!(no_context_code("(JI)V").0, [RETURN]);
+        let bytes = early_gate_class_file("hprof_rs/AllocTracker", true, false).expect("made");
+        assert!(ClassFile::parse(&bytes).is_ok());
         // Open for good: the call alone.
         let (code, ..) = forwarding_code("(IJ)V", None, 9).unwrap();
         assert_eq!(code, [ILOAD, 0, LLOAD, 1, op::INVOKESTATIC, 0, 9, RETURN]);

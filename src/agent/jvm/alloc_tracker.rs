@@ -476,7 +476,9 @@ impl AllocTracker {
     /// JVM's start): java.base, the gate's module, is made to read the
     /// tracker's, then the gate passes the counting calls of the classes
     /// rewritten before VM init on to the tracker.
-    pub fn open_early_gate(&self, env: &Jvmti, jni: &JniEnv) -> Result<(), String> {
+    /// (`contexts`: whether the gate passes on the context calls, as it
+    /// was defined.)
+    pub fn open_early_gate(&self, env: &Jvmti, jni: &JniEnv, contexts: bool) -> Result<(), String> {
         let failed = |why: String| format!("the early gate cannot be opened: {why}");
         // SAFETY: a null loader names the boot loader, whose java/lang
         // package is java.base's; the module is a local reference, deleted below.
@@ -513,7 +515,7 @@ impl AllocTracker {
         // Then the switch goes: redefined, each method is the call alone,
         // which the JIT inlines as it would the tracker's. (Should that
         // fail, the switched methods work as well, a field test slower.)
-        if let Ok(bytes) = bci::early_gate_class_file(bci::ALLOC_TRACKER_CLASS, false)
+        if let Ok(bytes) = bci::early_gate_class_file(bci::ALLOC_TRACKER_CLASS, false, contexts)
             && let Ok(count) = jni::jint::try_from(bytes.len())
         {
             let definition = jvmti::jvmtiClassDefinition {

@@ -22,6 +22,18 @@ use super::own_env;
 use crate::bci;
 use jvmti_bindings::prelude::*;
 use std::ffi::{CStr, c_char, c_uchar};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once java.lang.Thread was loaded with the field (given here, or had).
+static FIELD_GIVEN: AtomicBool = AtomicBool::new(false);
+
+/// Whether java.lang.Thread was loaded with the context field. Known
+/// without asking the JVM about the class (JNI's FindClass initialises
+/// it, which at the JVM's start would run Thread's initialiser before the
+/// JDK's own order).
+pub fn thread_has_field() -> bool {
+    FIELD_GIVEN.load(Ordering::Acquire)
+}
 
 /// Creates the environment, asks the early ClassFileLoadHook and enables
 /// it. Called from Agent_OnLoad, before the JVM loads any class.
@@ -73,6 +85,7 @@ unsafe extern "system" fn class_file_load_hook(
             return;
         };
         if with_field.len() == bytes.len() {
+            FIELD_GIVEN.store(true, Ordering::Release);
             return; // it had the field
         }
         let Ok(new_length) = jni::jint::try_from(with_field.len()) else {
@@ -97,5 +110,6 @@ unsafe extern "system" fn class_file_load_hook(
             *new_class_data = memory;
             *new_class_data_len = new_length;
         }
+        FIELD_GIVEN.store(true, Ordering::Release);
     });
 }

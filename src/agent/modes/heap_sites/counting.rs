@@ -483,8 +483,18 @@ impl BytecodeCounting {
 
     /// At the JVM's start, before any Java code runs: the context accessor
     /// and the gate the early classes call are defined in the boot loader.
+    /// Should java.lang.Thread lack its field (another agent's doing), the
+    /// gate's context methods do nothing and contexts are off.
     pub fn define_early_classes(&self, jni: &JniEnv) -> Result<(), String> {
-        if self.wants_contexts() {
+        let field =
+            self.wants_contexts() && crate::agent::jvm::thread_field_env::thread_has_field();
+        if self.wants_contexts() && !field {
+            self.contexts.store(false, Ordering::Relaxed);
+            eprintln!(
+                "HPROF ERROR: heap=sites cannot keep calling contexts (java.lang.Thread was loaded without its field); traces stop at the allocating frame"
+            );
+        }
+        if field {
             let bytes = bci::context_accessor_class_file()?;
             crate::agent::jvm::define_boot_class(
                 jni,
@@ -493,7 +503,7 @@ impl BytecodeCounting {
                 "calling-context accessor",
             )?;
         }
-        let bytes = bci::early_gate_class_file(bci::ALLOC_TRACKER_CLASS, true)?;
+        let bytes = bci::early_gate_class_file(bci::ALLOC_TRACKER_CLASS, true, field)?;
         crate::agent::jvm::define_boot_class(jni, bci::EARLY_GATE_CLASS, &bytes, "early gate")
             .map(drop)
     }
@@ -838,7 +848,12 @@ impl BytecodeCounting {
             })
             .refused;
         }
-        if let Some(Err(why)) = self.tracker.get().map(|t| t.open_early_gate(env, jni)) {
+        let contexts = self.keeps_contexts();
+        if let Some(Err(why)) = self
+            .tracker
+            .get()
+            .map(|t| t.open_early_gate(env, jni, contexts))
+        {
             eprintln!(
                 "HPROF ERROR: heap=sites cannot count the classes loaded before VM init ({why})"
             );
