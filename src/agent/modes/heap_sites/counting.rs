@@ -624,12 +624,6 @@ impl BytecodeCounting {
         ))
     }
 
-    /// Allocations counted by walking their stack so far (their calling
-    /// context did not hold).
-    pub fn walked_allocations(&self) -> u64 {
-        self.walked.lock().values().map(|c| c.objects).sum()
-    }
-
     /// Whether the tracker is there to be called.
     pub fn ready(&self) -> bool {
         self.tracker.get().is_some()
