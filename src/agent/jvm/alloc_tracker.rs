@@ -398,15 +398,7 @@ impl ContextField {
     /// (package-private, so only classes of `java.lang` can), in the boot
     /// loader, before any class that calls it exists. Once per run.
     pub fn define_accessor(&self, jni: &JniEnv) -> Result<(), String> {
-        let bytes = bci::context_accessor_class_file()?;
-        // (Held for the run: a boot class never unloads anyway.)
-        jvm::define_boot_class(
-            jni,
-            bci::CONTEXT_ACCESSOR_CLASS,
-            &bytes,
-            "calling-context accessor",
-        )
-        .map(drop)
+        define_context_accessor(jni)
     }
 
     /// The window `thread` holds now.
@@ -419,6 +411,19 @@ impl ContextField {
         let value = unsafe { jni.get_long_field(thread.raw(), self.0) };
         Some(value as u64)
     }
+}
+
+/// Defines `bci::CONTEXT_ACCESSOR_CLASS` in the boot loader (held for the
+/// run: a boot class never unloads anyway).
+pub fn define_context_accessor(jni: &JniEnv) -> Result<(), String> {
+    let bytes = bci::context_accessor_class_file()?;
+    jvm::define_boot_class(
+        jni,
+        bci::CONTEXT_ACCESSOR_CLASS,
+        &bytes,
+        "calling-context accessor",
+    )
+    .map(drop)
 }
 
 /// Registers the tracker's natives: `made` (both), `keySlots`, `trusted`,

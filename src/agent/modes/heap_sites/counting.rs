@@ -495,13 +495,7 @@ impl BytecodeCounting {
             );
         }
         if field {
-            let bytes = bci::context_accessor_class_file()?;
-            crate::agent::jvm::define_boot_class(
-                jni,
-                bci::CONTEXT_ACCESSOR_CLASS,
-                &bytes,
-                "calling-context accessor",
-            )?;
+            alloc_tracker::define_context_accessor(jni)?;
         }
         let bytes = bci::early_gate_class_file(bci::ALLOC_TRACKER_CLASS, true, field)?;
         crate::agent::jvm::define_boot_class(jni, bci::EARLY_GATE_CLASS, &bytes, "early gate")
