@@ -182,6 +182,26 @@ impl FrameTable {
         self.by_key.len()
     }
 
+    /// The class signatures of the frames whose class has no serial yet
+    /// (frames named from what a rewrite recorded, not from the JVM).
+    pub fn unnamed_classes(&self) -> impl Iterator<Item = &str> {
+        self.entries
+            .iter()
+            .filter(|e| e.class_serial == 0)
+            .map(|e| e.class_signature.as_str())
+    }
+
+    /// Gives each frame without a class serial the serial `serial_of` its
+    /// class signature: a binary FRAME record names its class by serial,
+    /// and readers print `Unknown_class` for 0.
+    pub fn name_classes(&mut self, serial_of: impl Fn(&str) -> Option<u32>) {
+        for entry in self.entries.iter_mut().filter(|e| e.class_serial == 0) {
+            if let Some(serial) = serial_of(&entry.class_signature) {
+                entry.class_serial = serial;
+            }
+        }
+    }
+
     /// The frame with identifier `id`.
     pub fn get(&self, id: u64) -> Option<&FrameEntry> {
         let slot = (id & ((1 << 28) - 1)) as usize;
@@ -217,6 +237,26 @@ mod tests {
             source_file: Some("Hello.java".into()),
             line: 7,
         }
+    }
+
+    #[test]
+    fn frames_without_a_class_serial_get_their_classes_serial() {
+        let mut frames = FrameTable::default();
+        let unnamed = |method| FrameFacts {
+            class_serial: 0,
+            ..facts(method)
+        };
+        let key = |location| FrameKey {
+            method: 9,
+            location,
+        };
+        let named = frames.intern(key(1), || facts("main"));
+        let counted = frames.intern(key(2), || unnamed("run"));
+        assert_eq!(frames.unnamed_classes().collect::<Vec<_>>(), ["LHello;"]);
+        frames.name_classes(|signature| (signature == "LHello;").then_some(100_007));
+        assert_eq!(frames.get(counted).unwrap().class_serial, 100_007);
+        assert_eq!(frames.get(named).unwrap().class_serial, 100_000);
+        assert_eq!(frames.unnamed_classes().count(), 0);
     }
 
     #[test]

@@ -63,7 +63,8 @@ pub const ATTACH_BYTECODE_COUNTING: i64 = 0x10_0000;
 
 /// Makes every dump say on standard error how many classes the tables know
 /// as unloaded and loaded, and how many frame keys they hold: proves that
-/// what is kept by class or method shrinks when classes unload.
+/// what is kept by class or method shrinks when classes unload. heap=sites
+/// also says how many allocations it counted by walking their stacks.
 pub const TABLE_SIZES_AT_DUMPS: i64 = 0x20_0000;
 
 /// heap=sites retransforms the classes the JVM loaded before VM init, at

@@ -66,6 +66,8 @@ const LLOAD: u8 = 22;
 const LLOAD_0: u8 = 30;
 const LSTORE: u8 = 55;
 const LSTORE_0: u8 = 63;
+const POP2: u8 = 88;
+const LCONST_0: u8 = 9;
 
 /// A window as the tracker keys it: its top bit, what is left of a fourth
 /// call site that no trace shows, dropped.
@@ -116,6 +118,22 @@ impl ContextRefs {
     pub(crate) fn entry_code(&self, local: u16) -> Vec<u8> {
         let mut out = Vec::with_capacity(8);
         Self::invoke(&mut out, self.take_window);
+        local_insn(&mut out, LSTORE, LSTORE_0, local);
+        out
+    }
+
+    /// The entry code of a program's `main(String[])`: the field cleared,
+    /// and an empty window into `local`. The launcher calls main from
+    /// native code, after its own Java calls left a window in the field
+    /// that names callers main does not have; taken as main's, every
+    /// context below main failed the agent's check against the stack, and
+    /// each allocation there was walked. (A main called from Java loses its
+    /// callers from contexts: their allocations are walked, as before.)
+    pub(crate) fn main_entry_code(&self, local: u16) -> Vec<u8> {
+        let mut out = Vec::with_capacity(10);
+        Self::invoke(&mut out, self.take_window);
+        out.push(POP2);
+        out.push(LCONST_0);
         local_insn(&mut out, LSTORE, LSTORE_0, local);
         out
     }

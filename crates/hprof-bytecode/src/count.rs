@@ -261,6 +261,12 @@ fn call_target(
         .clone()
 }
 
+/// Whether `method` is a program's entry point, `static void main(String[])`,
+/// which the launcher calls from native code.
+fn is_program_main(method: MethodFacts<'_>) -> bool {
+    method.is_static && method.name == b"main" && method.descriptor == b"([Ljava/lang/String;)V"
+}
+
 /// The class rewritten to count its allocations.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CountingOutcome {
@@ -883,7 +889,11 @@ fn count_in_method(
     let mut found = Vec::with_capacity(allocations);
     let mut calls_found = Vec::new();
     if let (Some(refs), Some(local)) = (numbering.contexts, context) {
-        injected.entry = refs.entry_code(local);
+        injected.entry = if is_program_main(method) {
+            refs.main_entry_code(local)
+        } else {
+            refs.entry_code(local)
+        };
         for (k, insn) in insns.iter().enumerate().filter(|(_, i)| is_call(i)) {
             let number = numbering.first_call_site + calls_found.len() as u32;
             // Past the last number, calls pass 0 (the offset that brings

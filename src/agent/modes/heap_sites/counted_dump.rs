@@ -30,6 +30,8 @@ pub(super) struct CountedDump {
     classes: HashMap<String, (u32, (u64, u64))>,
     /// The live sample in the heap: objects per tag.
     sample_tags: HashMap<u64, u64>,
+    /// The serials of the classes the rows' frames are in, by signature.
+    frame_classes: HashMap<String, u32>,
 }
 
 /// The bytecode counters read, the classes they name found and tagged,
@@ -41,7 +43,12 @@ pub(super) fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv)
         let model = run.model.lock();
         rows.extend(counting.made_rows(|tag| model.classes.get(tag).map(|c| c.signature.clone())));
     }
-    let wanted = BytecodeCounting::wanted_signatures(&rows);
+    let allocated = BytecodeCounting::allocated_signatures(&rows);
+    // The classes of the frames, named by what the rewrite recorded, get
+    // their serials here too, for the binary FRAME records.
+    let mut wanted = BytecodeCounting::frame_signatures(&rows);
+    wanted.extend(run.model.lock().frames.unnamed_classes().map(str::to_owned));
+    wanted.extend(allocated.iter().cloned());
     let found = alloc_tracker::classes_named(&env, jni, &wanted);
     let mut tagged = HashMap::with_capacity(found.len());
     {
@@ -59,6 +66,11 @@ pub(super) fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv)
             }
         }
     }
+    let frame_classes = tagged
+        .iter()
+        .map(|(signature, (_, _, serial))| (signature.clone(), *serial))
+        .collect();
+    tagged.retain(|signature, _| allocated.contains(signature));
     let in_heap = alloc_tracker::live_by_class(&env).unwrap_or_else(|e| {
         eprintln!("HPROF ERROR: heap walk failed ({e:?}); live counts of heap=sites are 0");
         alloc_tracker::LiveInHeap::default()
@@ -92,6 +104,7 @@ pub(super) fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv)
         rows,
         classes,
         sample_tags: in_heap.sample_tags,
+        frame_classes,
     }
 }
 
@@ -253,6 +266,10 @@ pub(super) fn counted_sites(
             }
         }
     }
+    let frame_classes = &counted.frame_classes;
+    model
+        .frames
+        .name_classes(|signature| frame_classes.get(signature).copied());
     let mut sites: Vec<SiteSnapshot> = rows.into_values().collect();
     sites.sort_by_key(|s| (s.class_serial, s.trace_serial));
     sites

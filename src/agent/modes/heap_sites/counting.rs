@@ -618,6 +618,12 @@ impl BytecodeCounting {
         ))
     }
 
+    /// Allocations counted by walking their stack so far (their calling
+    /// context did not hold).
+    pub fn walked_allocations(&self) -> u64 {
+        self.walked.lock().values().map(|c| c.objects).sum()
+    }
+
     /// Whether the tracker is there to be called.
     pub fn ready(&self) -> bool {
         self.tracker.get().is_some()
@@ -958,8 +964,18 @@ impl BytecodeCounting {
     }
 
     /// The classes the rows allocate, by JVM signature.
-    pub fn wanted_signatures(rows: &[CountedRow]) -> HashSet<String> {
+    pub fn allocated_signatures(rows: &[CountedRow]) -> HashSet<String> {
         rows.iter().map(|r| r.identity.allocated.clone()).collect()
+    }
+
+    /// The JVM signatures of the classes the rows' frames are in.
+    pub fn frame_signatures(rows: &[CountedRow]) -> HashSet<String> {
+        let mut names: HashSet<&str> = HashSet::new();
+        for row in rows {
+            names.insert(&row.identity.class_name);
+            names.extend(row.identity.callers.iter().map(|c| c.0.as_str()));
+        }
+        names.into_iter().map(|n| format!("L{n};")).collect()
     }
 }
 

@@ -198,6 +198,14 @@ impl Engine for AllocationSites {
                 eprintln!("HPROF: {reloads}");
             }
         }
+        if let Some(counting) = &self.bytecode
+            && run.options.experiment & crate::options::experiment::TABLE_SIZES_AT_DUMPS != 0
+        {
+            eprintln!(
+                "HPROF: heap=sites walked the stacks of {} allocations (calling context not trusted)",
+                counting.walked_allocations()
+            );
+        }
         Ok(())
     }
 
