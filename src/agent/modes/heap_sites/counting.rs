@@ -208,22 +208,39 @@ impl SiteRegistry {
     fn add(&mut self, name: &str, outcome: &bci::CountingOutcome) {
         let class = self.classes.len() as u32;
         let methods = &mut self.methods;
+        // A class's call sites and sites name few methods many times: each
+        // is numbered once here (by its index in the class, and a call's
+        // target by its two shared strings), not hashed by its text per
+        // site; Hello's classes loaded before VM init have ~30 call sites
+        // a method.
+        let mut in_method: Vec<Option<u32>> = vec![None; outcome.methods.len()];
+        let mut place_method = |methods: &mut MethodNames, index: u16, fallback: (&str, &str)| {
+            let Some(slot) = in_method.get_mut(usize::from(index)) else {
+                return methods.number(fallback.0, fallback.1);
+            };
+            *slot.get_or_insert_with(|| {
+                let m = &outcome.methods[usize::from(index)];
+                methods.number(&m.name, &m.descriptor)
+            })
+        };
+        let mut targets: FxHashMap<(usize, usize), u32> = FxHashMap::default();
         for call in &outcome.call_sites {
-            let method = outcome.methods.get(usize::from(call.method_index));
-            let (method_name, method_descriptor) =
-                method.map_or(("", ""), |m| (m.name.as_str(), m.descriptor.as_str()));
+            let method = place_method(methods, call.method_index, ("", ""));
+            let target = call.target.as_ref().map(|(name, descriptor)| {
+                let address = |s: &Arc<str>| Arc::as_ptr(s) as *const u8 as usize;
+                *targets
+                    .entry((address(name), address(descriptor)))
+                    .or_insert_with(|| methods.number(name, descriptor))
+            });
             self.call_sites.push(Some(CountedCallSite {
                 place: CodePlace {
                     class,
                     method_index: call.method_index,
-                    method: methods.number(method_name, method_descriptor),
+                    method,
                     bci: call.bci,
                     line: call.line,
                 },
-                target: call
-                    .target
-                    .as_ref()
-                    .map(|(name, descriptor)| methods.number(name, descriptor)),
+                target,
             }));
         }
         self.classes.push(CountedClass {
@@ -233,11 +250,16 @@ impl SiteRegistry {
         for site in &outcome.sites {
             debug_assert_eq!(site.number as usize, self.sites.len());
             let (allocated, instance) = allocated_signature(&site.allocated);
+            let method = place_method(
+                methods,
+                site.method_index,
+                (&site.method_name, &site.method_descriptor),
+            );
             self.sites.push(CountedSite {
                 place: CodePlace {
                     class,
                     method_index: site.method_index,
-                    method: methods.number(&site.method_name, &site.method_descriptor),
+                    method,
                     bci: site.bci,
                     line: site.line,
                 },
