@@ -8,7 +8,7 @@ use super::code::{self, Insn, op};
 use super::constant_pool::ConstantPool;
 use super::relocate::Layout;
 use super::simulate;
-use super::stackmap::{self, FrameState, OutFrame};
+use super::stackmap::{self, FrameKind, FrameState, OutFrame};
 use super::types::{VType, initial_locals};
 
 /// The largest code a method may have (JVMS 4.7.3: `code_length < 65536`).
@@ -409,11 +409,13 @@ impl Rewrite<'_, '_> {
             for (_, state) in &mut all {
                 append_long_locals(state, slot, count)?;
             }
+            let kinds = compact_kinds(&all);
             let out: Vec<OutFrame<'_>> = all
                 .iter()
-                .map(|(offset, state)| OutFrame {
+                .zip(&kinds)
+                .map(|((offset, state), kind)| OutFrame {
                     offset: *offset,
-                    kind: None,
+                    kind: kind.as_ref(),
                     state: Some(state),
                 })
                 .collect();
@@ -449,6 +451,31 @@ impl Rewrite<'_, '_> {
         }
         Ok(Some(stackmap::encode(&out, self.layout, pool)?))
     }
+}
+
+/// The short encodings that hold for `frames` (their full states, in
+/// order): a frame whose locals are its predecessor's is `same` (or `same
+/// locals, 1 stack item`); any other is left to be written in full (`None`).
+/// The added locals sit past every other local, where `append` and `chop`,
+/// which work at the end of the list, cannot describe a change before
+/// them; but most frames change no local, and written in full they made
+/// the StackMapTable of a rewritten class three times its size, which the
+/// rewrite and the JVM's parser both paid for.
+fn compact_kinds(frames: &[(u32, FrameState)]) -> Vec<Option<FrameKind>> {
+    let mut kinds = Vec::with_capacity(frames.len());
+    let mut previous: Option<&FrameState> = None;
+    for (_, state) in frames {
+        let kind = match (previous, state.stack.as_slice()) {
+            (Some(p), []) if p.locals == state.locals => Some(FrameKind::Same),
+            (Some(p), [item]) if p.locals == state.locals => {
+                Some(FrameKind::SameLocals1(item.clone()))
+            }
+            _ => None,
+        };
+        kinds.push(kind);
+        previous = Some(state);
+    }
+    kinds
 }
 
 /// Adds `count` `long` locals from `slot` on to a frame's locals, after
