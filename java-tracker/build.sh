@@ -8,11 +8,12 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 javac="${HPROF_RS_JAVAC:-/usr/lib/jvm/java-17-openjdk-amd64/bin/javac}"
 # The same flags as tests/bci_run.rs's freshness check.
-ALLOC_TRACKER_JAVAC_FLAGS="-source 11 -target 11 -Xlint:-options --add-exports java.base/jdk.internal.misc=ALL-UNNAMED"
+ALLOC_TRACKER_JAVAC_FLAGS="-source 11 -target 11 -Xlint:-options --add-exports java.base/jdk.internal.misc=ALL-UNNAMED --add-exports java.base/jdk.internal.vm.annotation=ALL-UNNAMED"
 [[ -x "$javac" ]] || javac=javac
 # --release 11: loads on every JDK the agent supports (11 and up).
 "$javac" --release 11 -encoding UTF-8 -d . hprof_rs/Tracker.java hprof_rs/LockTracker.java hprof_rs/StartBinder.java
-# AllocTracker uses jdk.internal.misc.Unsafe, which --release forbids:
+# AllocTracker uses jdk.internal.misc.Unsafe and HotSpot's DontInline
+# annotation (honoured in classes of the boot loader), which --release forbids:
 # compiled for 11 against this JDK's java.base with the package exported
 # (it calls only methods every JDK from 11 on has).
 "$javac" $ALLOC_TRACKER_JAVAC_FLAGS -encoding UTF-8 -d . hprof_rs/AllocTracker.java

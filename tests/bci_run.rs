@@ -251,8 +251,8 @@ fn the_real_tracker_is_inert_until_engaged_and_starts_over_when_reset() {
 #[test]
 fn the_embedded_tracker_classes_are_built_from_their_sources() {
     let dir = common::scratch_dir("bci-run-tracker-source");
-    // AllocTracker uses jdk.internal.misc.Unsafe, which --release forbids
-    // (the flags of java-tracker/build.sh).
+    // AllocTracker uses jdk.internal.misc.Unsafe and HotSpot's DontInline,
+    // which --release forbids (the flags of java-tracker/build.sh).
     let alloc_tracker_flags = [
         "-source",
         "11",
@@ -261,6 +261,8 @@ fn the_embedded_tracker_classes_are_built_from_their_sources() {
         "-Xlint:-options",
         "--add-exports",
         "java.base/jdk.internal.misc=ALL-UNNAMED",
+        "--add-exports",
+        "java.base/jdk.internal.vm.annotation=ALL-UNNAMED",
     ];
     // The agent embeds StartBinder.class as it is checked in.
     let start_binder =

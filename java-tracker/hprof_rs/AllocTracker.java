@@ -234,7 +234,13 @@ public final class AllocTracker {
     /**
      * One object at (`site`, `context`). The context's top bit is dropped:
      * it is what is left of a fourth call site, which no trace shows.
+     * Never inlined (HotSpot honours the annotation in classes of the boot
+     * loader): inlined into the program's methods, its probe loop's values
+     * made each compiled frame of them larger, and a compiled recursion on
+     * the main thread, whose stack no agent can enlarge, reached half its
+     * depth; called, its frame exists once, at the top of the stack.
      */
+    @jdk.internal.vm.annotation.DontInline
     private static void bumpIn(int site, long context, long bytes) {
         if (KEY_SLOTS == 0) {
             bump(site, bytes);
