@@ -269,7 +269,7 @@ fn the_embedded_tracker_classes_are_built_from_their_sources() {
         fs::read(common::repo_root().join("java-tracker/hprof_rs/StartBinder.class"))
             .expect("java-tracker/hprof_rs/StartBinder.class");
     for (class, embedded, flags) in [
-        (TRACKER_CLASS, TRACKER_CLASS_FILE, &["--release", "11"][..]),
+        (TRACKER_CLASS, TRACKER_CLASS_FILE, &alloc_tracker_flags[..]),
         (
             "hprof_rs/StartBinder",
             &start_binder[..],

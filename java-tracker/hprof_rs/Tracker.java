@@ -375,6 +375,15 @@ public final class Tracker {
         }
     }
 
+    /**
+     * Never inlined, nor is exit (HotSpot honours the annotation in classes
+     * of the boot loader): inlined through CallSite into the program's
+     * methods, their values made each compiled frame larger, and a
+     * compiled recursion on the main thread, whose stack no agent can
+     * enlarge, kept a third of its depth (JDK 17: 13,117 of 39,349 levels,
+     * now 16,863; H2 under cpu=times 3.65x against 3.82x).
+     */
+    @jdk.internal.vm.annotation.DontInline
     private void enter(long method, long time) {
         int caller = top == 0 ? -1 : stackTrace[top - 1];
         int trace = memoGet(caller, method);
@@ -405,6 +414,7 @@ public final class Tracker {
         stackMethod = method;
     }
 
+    @jdk.internal.vm.annotation.DontInline
     private void exit(long method, long time) {
         if (top > 0 && stackMethod[top - 1] == method) {
             pop(time);
