@@ -211,8 +211,7 @@ impl SiteRegistry {
         // A class's call sites and sites name few methods many times: each
         // is numbered once here (by its index in the class, and a call's
         // target by its two shared strings), not hashed by its text per
-        // site; Hello's classes loaded before VM init have ~30 call sites
-        // a method.
+        // site (that hashing was 4.6% of Hello's run under heap=sites).
         let mut in_method: Vec<Option<u32>> = vec![None; outcome.methods.len()];
         let mut place_method = |methods: &mut MethodNames, index: u16, fallback: (&str, &str)| {
             let Some(slot) = in_method.get_mut(usize::from(index)) else {
