@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 javac="${HPROF_RS_JAVAC:-/usr/lib/jvm/java-17-openjdk-amd64/bin/javac}"
 # The same flags as tests/bci_run.rs's freshness check.
-ALLOC_TRACKER_JAVAC_FLAGS="-source 11 -target 11 -Xlint:-options --add-exports java.base/jdk.internal.misc=ALL-UNNAMED --add-exports java.base/jdk.internal.vm.annotation=ALL-UNNAMED"
+INTERNAL_API_JAVAC_FLAGS="-source 11 -target 11 -Xlint:-options --add-exports java.base/jdk.internal.misc=ALL-UNNAMED --add-exports java.base/jdk.internal.vm.annotation=ALL-UNNAMED"
 [[ -x "$javac" ]] || javac=javac
 # --release 11: loads on every JDK the agent supports (11 and up).
 "$javac" --release 11 -encoding UTF-8 -d . hprof_rs/LockTracker.java hprof_rs/StartBinder.java
@@ -16,9 +16,9 @@ ALLOC_TRACKER_JAVAC_FLAGS="-source 11 -target 11 -Xlint:-options --add-exports j
 # annotation (honoured in classes of the boot loader), which --release forbids:
 # compiled for 11 against this JDK's java.base with the package exported
 # (it calls only methods every JDK from 11 on has).
-"$javac" $ALLOC_TRACKER_JAVAC_FLAGS -encoding UTF-8 -d . hprof_rs/AllocTracker.java
-# Tracker uses the DontInline annotation too: the same flags.
-"$javac" $ALLOC_TRACKER_JAVAC_FLAGS -encoding UTF-8 -d . hprof_rs/Tracker.java
+"$javac" $INTERNAL_API_JAVAC_FLAGS -encoding UTF-8 -d . hprof_rs/AllocTracker.java
+# Tracker uses the DontInline annotation: the same flags.
+"$javac" $INTERNAL_API_JAVAC_FLAGS -encoding UTF-8 -d . hprof_rs/Tracker.java
 for class in Tracker LockTracker AllocTracker StartBinder; do
     echo "wrote $(pwd)/hprof_rs/$class.class ($(wc -c < "hprof_rs/$class.class") bytes)"
 done

@@ -251,9 +251,9 @@ fn the_real_tracker_is_inert_until_engaged_and_starts_over_when_reset() {
 #[test]
 fn the_embedded_tracker_classes_are_built_from_their_sources() {
     let dir = common::scratch_dir("bci-run-tracker-source");
-    // AllocTracker uses jdk.internal.misc.Unsafe and HotSpot's DontInline,
-    // which --release forbids (the flags of java-tracker/build.sh).
-    let alloc_tracker_flags = [
+    // AllocTracker uses jdk.internal.misc.Unsafe, both trackers HotSpot's
+    // DontInline, which --release forbids (the flags of java-tracker/build.sh).
+    let internal_api_flags = [
         "-source",
         "11",
         "-target",
@@ -269,7 +269,7 @@ fn the_embedded_tracker_classes_are_built_from_their_sources() {
         fs::read(common::repo_root().join("java-tracker/hprof_rs/StartBinder.class"))
             .expect("java-tracker/hprof_rs/StartBinder.class");
     for (class, embedded, flags) in [
-        (TRACKER_CLASS, TRACKER_CLASS_FILE, &alloc_tracker_flags[..]),
+        (TRACKER_CLASS, TRACKER_CLASS_FILE, &internal_api_flags[..]),
         (
             "hprof_rs/StartBinder",
             &start_binder[..],
@@ -278,7 +278,7 @@ fn the_embedded_tracker_classes_are_built_from_their_sources() {
         (
             ALLOC_TRACKER_CLASS,
             ALLOC_TRACKER_CLASS_FILE,
-            &alloc_tracker_flags[..],
+            &internal_api_flags[..],
         ),
     ] {
         let mut cmd = Command::new(common::javac());

@@ -383,8 +383,8 @@ public final class Tracker {
      * the program's methods, their values made each compiled frame larger,
      * and a compiled recursion on the main thread, whose stack no agent can
      * enlarge, kept a third of its depth (JDK 17: 13,117 of 39,349 levels,
-     * now 29,509; H2 under cpu=times 3.88x against 3.82x, javac 2.75x
-     * against 2.82x).
+     * now 29,509). The calls cost Rhino about 7% under cpu=times, H2 and
+     * javac nothing measurable (BENCHMARKS.md, 2026-11-27, fifth).
      */
     @jdk.internal.vm.annotation.DontInline
     private void enter(long method, long time) {

@@ -281,6 +281,13 @@ impl AllocTracker {
         let mut context_of = vec![0i64; BLOCK.min(slots)];
         let mut counted = vec![0i64; 2 * BLOCK.min(slots)];
         let mut keyed = Vec::new();
+        let failed = || {
+            let thrown = jni.exception_check();
+            if thrown {
+                jni.exception_clear();
+            }
+            thrown
+        };
         for first in (0..slots).step_by(BLOCK) {
             let len = BLOCK.min(slots - first);
             // SAFETY: live arrays of `slots` (and `2 * slots`) elements (the
@@ -294,6 +301,9 @@ impl AllocTracker {
                     len as i32,
                     &mut site_of[..len],
                 );
+            }
+            if failed() {
+                return Vec::new();
             }
             if !site_of[..len].iter().any(|&s| s > 0) {
                 continue;
@@ -313,8 +323,7 @@ impl AllocTracker {
                     &mut counted[..2 * len],
                 );
             }
-            if jni.exception_check() {
-                jni.exception_clear();
+            if failed() {
                 return Vec::new();
             }
             keyed.extend(
@@ -428,13 +437,6 @@ impl ContextField {
         field.map(Self)
     }
 
-    /// Defines the class through which rewritten code reaches the field
-    /// (package-private, so only classes of `java.lang` can), in the boot
-    /// loader, before any class that calls it exists. Once per run.
-    pub fn define_accessor(&self, jni: &JniEnv) -> Result<(), String> {
-        define_context_accessor(jni)
-    }
-
     /// The window `thread` holds now.
     pub fn read(&self, jni: &JniEnv, thread: jvm::LocalThread<'_>) -> Option<u64> {
         if thread.is_null() {
@@ -447,8 +449,11 @@ impl ContextField {
     }
 }
 
-/// Defines `bci::CONTEXT_ACCESSOR_CLASS` in the boot loader (held for the
-/// run: a boot class never unloads anyway).
+/// Defines `bci::CONTEXT_ACCESSOR_CLASS`, the class through which rewritten
+/// code reaches Thread's context field (package-private, so only classes of
+/// `java.lang` can), in the boot loader, before any class that calls it
+/// exists. Once per run, and only when Thread has the field. (Held for the
+/// run: a boot class never unloads anyway.)
 pub fn define_context_accessor(jni: &JniEnv) -> Result<(), String> {
     let bytes = bci::context_accessor_class_file()?;
     jvm::define_boot_class(

@@ -606,7 +606,7 @@ impl BytecodeCounting {
         }
         if self.wants_contexts() && !self.early {
             let accessor = match field {
-                Some(field) => field.define_accessor(jni),
+                Some(_) => alloc_tracker::define_context_accessor(jni),
                 None => Err("java.lang.Thread was loaded without its field".into()),
             };
             if let Err(why) = accessor {
