@@ -45,7 +45,7 @@
  * in `failure` for the agent to report.
  *
  * What the agent must do: define this class in the boot loader, export
- * jdk.internal.misc to its module (JVMTI AddModuleExports), register its
+ * jdk.internal.misc to its module (in the JVM's table: Module.addExports0), register its
  * native methods, and initialise it (a static field lookup does) before any class calling it
  * is loaded; it is never rewritten itself.
  */
@@ -93,18 +93,23 @@ public final class AllocTracker {
     private AllocTracker() {}
 
     /**
-     * Unsafe's arrayBaseOffset or arrayIndexScale of `arrayClass`, called
-     * reflectively once: they return an int up to JDK 24 and a long from
-     * JDK 25 on.
+     * Unsafe's arrayBaseOffset or arrayIndexScale of `arrayClass`, asked of
+     * the agent: they return an int up to JDK 24 and a long from JDK 25 on,
+     * and the agent calls them through JNI. (Not by reflection here, which
+     * would check the export in java.base's Java-side record; the agent
+     * exports the package in the JVM's own table only.)
      */
     private static long layout(String method, Class<?> arrayClass) {
-        try {
-            Object value = Unsafe.class.getMethod(method, Class.class).invoke(U, arrayClass);
-            return ((Number) value).longValue();
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException(method + " of " + arrayClass.getName(), e);
+        long value = unsafeLayout(method, arrayClass);
+        if (value < 0) {
+            throw new IllegalStateException(method + " of " + arrayClass.getName());
         }
+        return value;
     }
+
+    /** Unsafe's `method` (arrayBaseOffset or arrayIndexScale) of
+     * `arrayClass`; -1 when it cannot be called. */
+    private static native long unsafeLayout(String method, Class<?> arrayClass);
 
     /** Before `new`: one instance at `site`. */
     public static void object(int site) {

@@ -79,6 +79,67 @@ extern "system" fn key_slots_native(_env: *mut jni::JNIEnv, _tracker: jni::jclas
     KEY_SLOTS.load(Ordering::Relaxed)
 }
 
+/// `AllocTracker.unsafeLayout(String, Class)`: jdk.internal.misc.Unsafe's
+/// `arrayBaseOffset` or `arrayIndexScale` (the name given) of an array
+/// class, or -1. Called through JNI, which checks no module's exports;
+/// they return an int up to JDK 24 and a long from JDK 25 on.
+extern "system" fn unsafe_layout_native(
+    env: *mut jni::JNIEnv,
+    _tracker: jni::jclass,
+    method: jni::jstring,
+    array_class: jni::jclass,
+) -> jni::jlong {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: the JNIEnv of this native call, on this thread.
+        let jni = unsafe { JniEnv::from_raw(env) };
+        let value = unsafe_layout(&jni, method, array_class);
+        if jni.exception_check() {
+            jni.exception_clear();
+            return -1;
+        }
+        value.unwrap_or(-1)
+    }))
+    .unwrap_or(-1)
+}
+
+fn unsafe_layout(jni: &JniEnv, method: jni::jstring, array_class: jni::jclass) -> Option<i64> {
+    // SAFETY: the String argument of a native call, live until it returns.
+    let name = unsafe { jni.get_string_utf(method) }?;
+    if name != "arrayBaseOffset" && name != "arrayIndexScale" {
+        return None;
+    }
+    let unsafe_class = jvm::find_class(jni, "jdk/internal/misc/Unsafe")?;
+    let class = unsafe_class.get().raw() as jni::jclass;
+    // SAFETY: `class` is a live local reference; a missing method raises
+    // NoSuchMethodError, which the caller clears.
+    let get_unsafe =
+        unsafe { jni.get_static_method_id(class, "getUnsafe", "()Ljdk/internal/misc/Unsafe;") }?;
+    // SAFETY: getUnsafe takes nothing and returns the Unsafe.
+    let instance = unsafe { jni.call_static_object_method(class, get_unsafe, &[]) };
+    if instance.is_null() || jni.exception_check() {
+        return None;
+    }
+    let args = [jni::jvalue { l: array_class }];
+    // SAFETY: `class` is live; a method of the other return type is looked
+    // up when this one is missing (its NoSuchMethodError cleared).
+    let value = unsafe {
+        match jni.get_method_id(class, &name, "(Ljava/lang/Class;)I") {
+            Some(m) if !jni.exception_check() => {
+                Some(i64::from(jni.call_int_method(instance, m, &args)))
+            }
+            _ => {
+                jni.exception_clear();
+                jni.get_method_id(class, &name, "(Ljava/lang/Class;)J")
+                    .filter(|_| !jni.exception_check())
+                    .map(|m| jni.call_long_method(instance, m, &args))
+            }
+        }
+    };
+    // SAFETY: the local reference made by getUnsafe, deleted once.
+    unsafe { jni.delete_local_ref(instance) };
+    value
+}
+
 /// `AllocTracker.made(Object, int)`.
 extern "system" fn made_native(
     env: *mut jni::JNIEnv,
@@ -491,6 +552,11 @@ fn register_natives(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Result<(), S
         ),
         (c"walked", c"(IJ)V", walked_native as *mut std::ffi::c_void),
         (
+            c"unsafeLayout",
+            c"(Ljava/lang/String;Ljava/lang/Class;)J",
+            unsafe_layout_native as *mut std::ffi::c_void,
+        ),
+        (
             c"generated",
             c"([B)[B",
             generated_native as *mut std::ffi::c_void,
@@ -594,33 +660,89 @@ fn module_of(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Option<jni::jobject
 
 /// Exports `jdk.internal.misc` (the JDK's internal Unsafe) from java.base
 /// to the module of `class` (the boot loader's unnamed module).
+///
+/// Through `java.lang.Module.addExports0`, the private native behind
+/// `Module.addExports` that tells the JVM, not through JVMTI's
+/// AddModuleExports: that one runs `Module.implAddExportsOrOpens`, whose
+/// lambda bootstraps java.lang.invoke on the first use, about 20 ms of a
+/// small program's start (measured on JDK 17). The JVM's own table is what
+/// links the tracker's calls to Unsafe; the Java-side record the JVMTI path
+/// also writes serves reflection only, which the tracker does not use.
 fn export_internal_unsafe(
     env: &Jvmti,
     jni: &JniEnv,
     class: GlobalRef<kind::Class>,
 ) -> Result<(), String> {
-    let failed = || "jdk.internal.misc cannot be exported to the allocation tracker".to_string();
+    let failed = |why: &str| {
+        format!("jdk.internal.misc cannot be exported to the allocation tracker ({why})")
+    };
     // SAFETY: a null loader names the boot loader, whose java/lang package
     // is java.base's; the module is a local reference, deleted below.
     let java_base = unsafe { env.get_named_module(std::ptr::null_mut(), "java/lang") }
-        .map_err(|e| format!("{} ({e:?})", failed()))?;
-    let result = match module_of(jni, class) {
-        Some(module) if !java_base.is_null() => {
-            // SAFETY: both modules are live local references. (The package
-            // name is dotted here: the JVM hands it to Module.addExports.)
-            let exported =
-                unsafe { env.add_module_exports(java_base, "jdk.internal.misc", module) };
-            // SAFETY: local references made above, deleted once.
-            unsafe { jni.delete_local_ref(module) };
-            exported.map_err(|e| format!("{} ({e:?})", failed()))
-        }
-        _ => Err(failed()),
-    };
-    if !java_base.is_null() {
-        // SAFETY: as above.
-        unsafe { jni.delete_local_ref(java_base) };
+        .map_err(|e| failed(&format!("{e:?}")))?;
+    if java_base.is_null() {
+        return Err(failed("no java.base"));
     }
+    let result = match module_of(jni, class) {
+        Some(module) => {
+            let exported = add_exports(jni, java_base, "jdk.internal.misc", module);
+            // SAFETY: a local reference made by module_of, deleted once.
+            unsafe { jni.delete_local_ref(module) };
+            exported.map_err(|why| failed(&why))
+        }
+        None => Err(failed("no module")),
+    };
+    // SAFETY: as above.
+    unsafe { jni.delete_local_ref(java_base) };
     result
+}
+
+/// Calls `java.lang.Module.addExports0(from, package, to)` (a private
+/// static native of every JDK from 9 on; JNI ignores access), with the
+/// package's dotted name.
+fn add_exports(
+    jni: &JniEnv,
+    from: jni::jobject,
+    package: &str,
+    to: jni::jobject,
+) -> Result<(), String> {
+    let module_class = jvm::find_class(jni, "java/lang/Module").ok_or("no java.lang.Module")?;
+    let class = module_class.get().raw() as jni::jclass;
+    // SAFETY: `class` is a live local reference; a missing method raises
+    // NoSuchMethodError, cleared below.
+    let method = unsafe {
+        jni.get_static_method_id(
+            class,
+            "addExports0",
+            "(Ljava/lang/Module;Ljava/lang/String;Ljava/lang/Module;)V",
+        )
+    };
+    let method = match method {
+        Some(method) if !jni.exception_check() => method,
+        _ => {
+            jni.exception_clear();
+            return Err("no Module.addExports0".into());
+        }
+    };
+    let name = jni.new_string_utf(package).ok_or("no string")?;
+    let args = [
+        jni::jvalue { l: from },
+        jni::jvalue { l: name },
+        jni::jvalue { l: to },
+    ];
+    // SAFETY: the method takes (Module, String, Module) and returns void;
+    // `from` and `to` are live Module references and `name` a String.
+    unsafe { jni.call_static_void_method(class, method, &args) };
+    let thrown = jni.exception_check();
+    if thrown {
+        jni.exception_clear();
+    }
+    // SAFETY: the local reference made above, deleted once.
+    unsafe { jni.delete_local_ref(name) };
+    if thrown {
+        return Err("Module.addExports0 threw".into());
+    }
+    Ok(())
 }
 
 /// Makes one `java.lang.Object` with the call `rule` names (one of
