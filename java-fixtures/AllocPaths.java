@@ -23,6 +23,8 @@ import java.util.function.Supplier;
  *   AllocPaths$Thrown        made in a method then left by an exception, caught by its caller
  *   AllocPaths$Point         made and dropped within one method (escape analysis may
  *                            remove the allocation from compiled code; the bytecode made it)
+ *   AllocPaths$$Lambda...    a capturing lambda, N objects of its hidden class (made by
+ *                            Unsafe.allocateInstance up to JDK 17, by a `new` in the class later)
  *
  * Nothing is kept but the last object of each path; prints "made <N>" and a checksum.
  *
@@ -70,6 +72,10 @@ public class AllocPaths {
         return p.x + p.y;
     }
 
+    static java.util.function.IntSupplier capture(int i) {
+        return () -> i + 1;
+    }
+
     public static void main(String[] args) throws Throwable {
         if (args.length == 2 && args[0].equals("builders")) {
             int k = Integer.parseInt(args[1]);
@@ -103,6 +109,7 @@ public class AllocPaths {
                 checksum += 1;
             }
             checksum += escape(i);
+            checksum += capture(i).getAsInt();
         }
         System.out.println("made " + n + " checksum " + checksum);
     }

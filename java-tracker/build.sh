@@ -19,6 +19,6 @@ INTERNAL_API_JAVAC_FLAGS="-source 11 -target 11 -Xlint:-options --add-exports ja
 "$javac" $INTERNAL_API_JAVAC_FLAGS -encoding UTF-8 -d . hprof_rs/AllocTracker.java
 # Tracker uses the DontInline annotation: the same flags.
 "$javac" $INTERNAL_API_JAVAC_FLAGS -encoding UTF-8 -d . hprof_rs/Tracker.java
-for class in Tracker LockTracker AllocTracker StartBinder; do
+for class in Tracker LockTracker AllocTracker 'AllocTracker$MadeAt' StartBinder; do
     echo "wrote $(pwd)/hprof_rs/$class.class ($(wc -c < "hprof_rs/$class.class") bytes)"
 done

@@ -19,8 +19,9 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use hprof_rs::bci::{
-    ALLOC_TRACKER_CLASS, ALLOC_TRACKER_CLASS_FILE, Injection, RewriteOptions, TRACKER_CLASS,
-    TRACKER_CLASS_FILE, rewrite_class_with,
+    ALLOC_TRACKER_CLASS, ALLOC_TRACKER_CLASS_FILE, ALLOC_TRACKER_MADE_AT_CLASS,
+    ALLOC_TRACKER_MADE_AT_CLASS_FILE, Injection, RewriteOptions, TRACKER_CLASS, TRACKER_CLASS_FILE,
+    rewrite_class_with,
 };
 
 /// Calls and returns of every method the workload runs, by
@@ -295,4 +296,10 @@ fn the_embedded_tracker_classes_are_built_from_their_sources() {
             common::javac().display()
         );
     }
+    // The tracker's nested class, compiled with it above.
+    let fresh = fs::read(dir.join(format!("{ALLOC_TRACKER_MADE_AT_CLASS}.class"))).unwrap();
+    assert!(
+        fresh == ALLOC_TRACKER_MADE_AT_CLASS_FILE,
+        "java-tracker/{ALLOC_TRACKER_MADE_AT_CLASS}.class is stale: run java-tracker/build.sh"
+    );
 }

@@ -288,6 +288,21 @@ fn every_way_of_making_an_object_is_counted_once_in_compiled_code() {
         for (class, count) in expected {
             assert_eq!(allocated(class), count, "{label}: {class} allocated");
         }
+        // The capturing lambda's hidden class (its name varies by JDK): N objects.
+        let lambdas: Vec<u64> = sites
+            .site_rows()
+            .iter()
+            .filter(|row| row.class_name.starts_with("AllocPaths$$Lambda"))
+            .fold(std::collections::BTreeMap::new(), |mut by_class, row| {
+                *by_class.entry(row.class_name.clone()).or_insert(0) += row.allocated_objects;
+                by_class
+            })
+            .into_values()
+            .collect();
+        assert!(
+            lambdas.contains(&N),
+            "{label}: a capturing lambda's class made {N} times, got {lambdas:?}"
+        );
         // Sizes: an empty instance is 16 bytes, a Cell[3] 16 + 3 references.
         let (objects, _, bytes, _) = common::site_totals(&sites.sites_of_class("AllocPaths$ByNew"));
         assert_eq!(bytes, objects * 16, "{label}: ByNew bytes");

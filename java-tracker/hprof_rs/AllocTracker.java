@@ -44,7 +44,8 @@
  * cannot be allocated) leaves the allocation uncounted and is remembered
  * in `failure` for the agent to report.
  *
- * What the agent must do: define this class in the boot loader, export
+ * What the agent must do: define this class in the boot loader (its nested
+ * MadeAt first), export
  * jdk.internal.misc to its module (in the JVM's table: Module.addExports0), register its
  * native methods, and initialise it (a static field lookup does) before any class calling it
  * is loaded; it is never rewritten itself.
@@ -145,7 +146,17 @@ public final class AllocTracker {
     }
 
     /** As made(Object, int), called in `context`. */
-    public static native void made(Object object, int site, long context);
+    public static void made(Object object, int site, long context) {
+        int counted = countedSite(object, site);
+        if (counted >= 0) {
+            bumpIn(counted, context, 0);
+        } else if (counted == UNCACHED && object != null) {
+            madeSlow(object, site, context);
+        }
+    }
+
+    /** As made(Object, int, long), the object counted by the agent itself. */
+    private static native void madeSlow(Object object, int site, long context);
 
     /** The size of the keyed table: 0 without calling contexts. */
     private static native int keySlots();
@@ -175,9 +186,75 @@ public final class AllocTracker {
      * After a call that returns an object the VM made without telling the
      * agent (Unsafe.allocateInstance before JDK 19, say): the agent counts
      * it at `site` under its class (the same call makes objects of many
-     * classes: method-handle constructors, capturing lambdas).
+     * classes: method-handle constructors, capturing lambdas). Each
+     * (site, class) gets a site number of its own from the agent, once,
+     * and is counted there like any `new`: no call into the agent per object.
      */
-    public static native void made(Object object, int site);
+    public static void made(Object object, int site) {
+        int counted = countedSite(object, site);
+        if (counted >= 0) {
+            bump(counted, 0);
+        } else if (counted == UNCACHED && object != null) {
+            madeSlow(object, site);
+        }
+    }
+
+    /** As made(Object, int), the object counted by the agent itself. */
+    private static native void madeSlow(Object object, int site);
+
+    /** countedSite's answer when the agent gave no site number. */
+    private static final int UNCACHED = -1;
+    /** countedSite's answer when there is nothing to count. */
+    private static final int NOTHING = -2;
+
+    /**
+     * The site number `site`'s objects of this object's class are counted
+     * under, from a small table (the class held weakly: an entry must not
+     * keep a class loader alive), asked of the agent on a miss.
+     */
+    private static int countedSite(Object object, int site) {
+        if (object == null) {
+            return NOTHING;
+        }
+        Class<?> made = object.getClass();
+        MadeAt[] table = MADE_AT;
+        int slot = (site * 0x9E3779B1 + made.hashCode()) & (table.length - 1);
+        MadeAt at = table[slot];
+        if (at != null && at.site == site && at.get() == made) {
+            return at.counted;
+        }
+        try {
+            int counted = madeSite(object, site);
+            if (counted >= 0) {
+                table[slot] = new MadeAt(made, site, counted);
+            }
+            return counted < 0 ? UNCACHED : counted;
+        } catch (Throwable t) {
+            if (failure == null) {
+                failure = t;
+            }
+            return NOTHING;
+        }
+    }
+
+    /** The site number of objects of `object`'s class made at `site`, or
+     * -1 when the agent keeps none. */
+    private static native int madeSite(Object object, int site);
+
+    /** One entry of MADE_AT: the objects of a class made at a site. */
+    private static final class MadeAt extends java.lang.ref.WeakReference<Class<?>> {
+        final int site;
+        final int counted;
+
+        MadeAt(Class<?> made, int site, int counted) {
+            super(made);
+            this.site = site;
+            this.counted = counted;
+        }
+    }
+
+    /** Entries by (site, class) hash, replaced on collision. */
+    private static final MadeAt[] MADE_AT = new MadeAt[1 << 12];
 
     /**
      * After a call that returns a class file generated at run time (a

@@ -49,6 +49,14 @@ pub const ALLOC_TRACKER_CLASS: &str = "hprof_rs/AllocTracker";
 pub const ALLOC_TRACKER_CLASS_FILE: &[u8] =
     include_bytes!("../../../java-tracker/hprof_rs/AllocTracker.class");
 
+/// Internal name of the tracker's nested class of cached made-object
+/// sites, defined before the tracker.
+pub const ALLOC_TRACKER_MADE_AT_CLASS: &str = "hprof_rs/AllocTracker$MadeAt";
+
+/// `hprof_rs/AllocTracker$MadeAt.class`, compiled with the tracker.
+pub const ALLOC_TRACKER_MADE_AT_CLASS_FILE: &[u8] =
+    include_bytes!("../../../java-tracker/hprof_rs/AllocTracker$MadeAt.class");
+
 /// The tracker's private static field of counter pages (`long[][]`), which
 /// the agent reads at each dump: name and signature.
 pub const ALLOC_TRACKER_PAGES_FIELD: (&str, &str) = ("PAGES", "[[J");

@@ -89,6 +89,9 @@ pub struct SiteRegistry {
     /// Classes rewritten before VM init with a call that makes objects in
     /// the VM (counted whether or not this JVM reports them).
     early_makers: std::collections::BTreeSet<String>,
+    /// The sites of the objects of one class made at one maker call, by
+    /// (the call's site, the class's signature): see [`SiteRegistry::made_site`].
+    made_sites: FxHashMap<(u32, Arc<str>), u32>,
 }
 
 /// Distinct (name, descriptor) pairs, numbered, over strings kept once:
@@ -203,6 +206,28 @@ impl CountedRow {
 }
 
 impl SiteRegistry {
+    /// The site number of the objects of class `signature` made at the
+    /// maker call numbered `site` (Unsafe.allocateInstance and the like,
+    /// which make objects of many classes): a site of their own, at the
+    /// call's place, numbered on first sight. None past the last number.
+    fn made_site(&mut self, site: u32, signature: &str) -> Option<u32> {
+        let allocated = self.methods.strings.get(signature);
+        if let Some(&number) = self.made_sites.get(&(site, allocated.clone())) {
+            return Some(number);
+        }
+        let place = self.sites.get(site as usize)?.place.clone();
+        let number = u32::try_from(self.sites.len())
+            .ok()
+            .filter(|&n| n <= bci::MAX_SITE)?;
+        self.sites.push(CountedSite {
+            place,
+            allocated: allocated.clone(),
+            instance: true,
+        });
+        self.made_sites.insert((site, allocated), number);
+        Some(number)
+    }
+
     /// Records the sites of a rewrite that numbered from `self.sites.len()`
     /// (and its call sites from `self.call_sites.len()`).
     fn add(&mut self, name: &str, outcome: &bci::CountingOutcome) {
@@ -949,9 +974,16 @@ impl BytecodeCounting {
             .or_insert(next)
     }
 
-    /// The tracker's `made`: an object of the class tagged `class_tag`,
-    /// `size` bytes, made by the call at `site` in calling context
-    /// `context`.
+    /// The site number the tracker counts the objects of class
+    /// `signature` made at the maker call `site` under (see
+    /// [`SiteRegistry::made_site`]).
+    pub fn made_site(&self, site: u32, signature: &str) -> Option<u32> {
+        self.registry.lock().made_site(site, signature)
+    }
+
+    /// The tracker's `madeSlow` (a class the tracker got no site number
+    /// for): an object of the class tagged `class_tag`, `size` bytes, made
+    /// by the call at `site` in calling context `context`.
     pub fn count_made(&self, site: u32, context: u64, class_tag: u64, size: u64) {
         let mut key = (site, bci::context_key(context), class_tag);
         let mut made = self.made.lock();

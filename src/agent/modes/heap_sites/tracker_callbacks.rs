@@ -45,6 +45,22 @@ impl AllocEvents for AllocationSites {
         counting.count_made(site, context, class_tag, size);
     }
 
+    /// A site of their own for the objects of one class made at one maker
+    /// call: the tracker then counts them there, in Java, like any `new`
+    /// (one call into the agent per site and class instead of per object:
+    /// javac spent 0.9 s of its 3.6 s under heap=sites in `made`).
+    fn made_site(&self, jni: &JniEnv, object: LocalObject<'_>, site: u32) -> Option<u32> {
+        let (Some(run), Some(counting)) = (self.run.get(), &self.bytecode) else {
+            return None;
+        };
+        if !run.lifecycle.accepting_events() {
+            return None;
+        }
+        let class = jvm::object_class(jni, object)?;
+        let signature = jvm::class_signature(&run.jvmti.env(), class.get())?;
+        counting.made_site(site, &signature)
+    }
+
     fn generated(&self, class_file: &[u8]) -> Option<Vec<u8>> {
         self.bytecode.as_ref()?.rewrite(None, class_file)
     }
