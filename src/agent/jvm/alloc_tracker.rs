@@ -11,6 +11,7 @@ use crate::agent::jvm::{
 };
 use crate::bci;
 use jvmti_bindings::prelude::*;
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -949,10 +950,11 @@ pub fn mark_present_objects(env: &Jvmti, class_class_tag: u64) -> Result<(), jvm
 /// mark of those present at start, nor an identifier of the agent's).
 #[derive(Default)]
 pub struct LiveInHeap {
-    /// Live objects and bytes per tagged class, by class tag.
-    pub by_class: HashMap<u64, (u64, u64)>,
+    /// Live objects and bytes per tagged class, by class tag (Fx: the walk
+    /// updates it once per object in the heap).
+    pub by_class: FxHashMap<u64, (u64, u64)>,
     /// Live objects per sample tag.
-    pub sample_tags: HashMap<u64, u64>,
+    pub sample_tags: FxHashMap<u64, u64>,
 }
 
 /// The live objects made since the counting began: one walk of the heap

@@ -15,6 +15,7 @@ use crate::model::Model;
 use crate::model::SiteStats;
 use crate::model::traces::EMPTY_TRACE_SERIAL;
 use jvmti_bindings::prelude::*;
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 
 use super::live_sharing::{
@@ -29,7 +30,7 @@ pub(super) struct CountedDump {
     /// bytes in the heap.
     classes: HashMap<String, (u32, (u64, u64))>,
     /// The live sample in the heap: objects per tag.
-    sample_tags: HashMap<u64, u64>,
+    sample_tags: FxHashMap<u64, u64>,
     /// The serials of the classes the rows' frames are in, by signature.
     frame_classes: HashMap<String, u32>,
 }
@@ -296,7 +297,7 @@ struct SampledLive {
 fn sampled_live(
     model: &Model,
     live: &LiveSamples,
-    sample_tags: &HashMap<u64, u64>,
+    sample_tags: &FxHashMap<u64, u64>,
     printed: &HashMap<Vec<PrintedFrame>, u32>,
 ) -> SampledLive {
     let mut by_site: HashMap<u32, (u64, u64)> = HashMap::new();

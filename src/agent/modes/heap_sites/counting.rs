@@ -939,7 +939,7 @@ impl BytecodeCounting {
         env: &Jvmti,
         jni: &JniEnv,
         classes: &HashMap<String, (crate::agent::jvm::LocalClass<'_>, u64)>,
-        live: &HashMap<u64, (u64, u64)>,
+        live: &FxHashMap<u64, (u64, u64)>,
     ) {
         let mut sizes = self.sizes.lock();
         for (signature, (class, tag)) in classes {
