@@ -158,6 +158,18 @@ impl AllocationSites {
             return;
         }
         let env = run.jvmti.env();
+        if size.max(0) as u64 >= LARGE_ARRAY_BYTES
+            && live.is_sampling()
+            && jvm::class_signature(&env, class).is_some_and(|s| is_primitive_array(&s))
+        {
+            // Left out of the sample once it samples: a tag on a dead
+            // humongous array keeps G1 from freeing it at the next young GC
+            // (see LARGE_ARRAY_BYTES); Rhino's heap filled with them, and 20
+            // concurrent cycles ran that never ran without the tags. The
+            // walk still counts the live ones with their class, which goes
+            // to the class's rows without samples, by allocation.
+            return;
+        }
         let class_tag = jvm::tag_of(&env, class);
         if class_tag != 0 && class_tag == self.class_class_tag.load(Ordering::Relaxed) {
             return; // class objects carry identifiers of their own

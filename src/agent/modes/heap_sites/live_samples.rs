@@ -62,6 +62,12 @@ impl LiveSamples {
         }
     }
 
+    /// Whether the budget of the exact start is spent: one object per
+    /// interval is tagged now.
+    pub fn is_sampling(&self) -> bool {
+        self.sampling.load(Ordering::Relaxed)
+    }
+
     /// Whether every object is reported at first.
     pub fn starts_exact(&self) -> bool {
         self.exact_bytes > 0

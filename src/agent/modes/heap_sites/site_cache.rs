@@ -2,8 +2,8 @@
 //! (class tag, thread, raw frames) to its site index, so that the common case
 //! of an allocation at a known site takes no lock.
 
-use std::cell::RefCell;
 use rustc_hash::FxHashMap;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Entries per thread before the cache starts over (bounds its memory).
