@@ -170,9 +170,9 @@ public final class Tracker {
     // This thread's traces: tree node and counters, and what was drained.
     private int[] localNode = new int[16];
     private int[] localHash = new int[16];
-    private long[] calls = new long[16];
-    private long[] selfNanos = new long[16];
-    private long[] totalNanos = new long[16];
+    /** Per trace, side by side (one cache line for a call's three adds):
+     * completed calls, self nanoseconds, total nanoseconds. */
+    private long[] counters = new long[3 * 16];
     // What drain() reported so far: grown and written under LOCKS.
     private long[] drainedCalls = new long[0];
     private long[] drainedSelf = new long[0];
@@ -181,10 +181,10 @@ public final class Tracker {
     /** Trace by node; a slot holds trace + 1, 0 = empty. */
     private int[] localIndex = new int[32];
 
-    // Memo: (caller trace, method) -> trace, open addressing.
-    private int[] memoCaller = new int[32];
-    private long[] memoMethod = new long[32];
-    private int[] memoTrace = filled(32);
+    // Memo: (caller trace, method) -> trace, open addressing. Per slot two
+    // longs side by side, so that a lookup reads one cache line: the method,
+    // then the caller's trace (high half) and the trace (low half); -1: empty.
+    private long[] memo = emptyMemo(32);
     private int memoCount;
 
     private Tracker(Thread thread, int madeFor) {
@@ -192,10 +192,13 @@ public final class Tracker {
         this.madeFor = madeFor;
     }
 
-    private static int[] filled(int n) {
-        int[] a = new int[n];
-        java.util.Arrays.fill(a, -1);
-        return a;
+    /** A memo of `slots` empty slots. */
+    private static long[] emptyMemo(int slots) {
+        long[] memo = new long[2 * slots];
+        for (int i = 1; i < memo.length; i += 2) {
+            memo[i] = -1L;
+        }
+        return memo;
     }
 
     /** The thread holding LOCKS, or null: set once it is taken, cleared before it is let go. */
@@ -448,9 +451,10 @@ public final class Tracker {
             self = 0;
         }
         int trace = stackTrace[at];
-        calls[trace]++;
-        selfNanos[trace] += self;
-        totalNanos[trace] += total;
+        long[] c = counters;
+        c[3 * trace]++;
+        c[3 * trace + 1] += self;
+        c[3 * trace + 2] += total;
         if (at > 0) {
             stackCallees[at - 1] += total;
         }
@@ -468,46 +472,45 @@ public final class Tracker {
     }
 
     private int memoGet(int caller, long method) {
-        int mask = memoCaller.length - 1;
+        long[] m = memo;
+        int mask = (m.length >>> 1) - 1;
         for (int i = mix(method * 31 + caller) & mask; ; i = (i + 1) & mask) {
-            int t = memoTrace[i];
-            if (t < 0) {
+            long entry = m[2 * i + 1];
+            if (entry == -1L) {
                 return -1;
             }
-            if (memoCaller[i] == caller && memoMethod[i] == method) {
-                return t;
+            if ((int) (entry >>> 32) == caller && m[2 * i] == method) {
+                return (int) entry;
             }
         }
     }
 
     private void memoPut(int caller, long method, int trace) {
-        if (2 * (memoCount + 1) > memoCaller.length) {
-            int n = memoCaller.length * 2;
-            int[] newCaller = new int[n];
-            long[] newMethod = new long[n];
-            int[] newTrace = filled(n);
-            for (int i = 0; i < memoCaller.length; i++) {
-                if (memoTrace[i] >= 0) {
-                    memoInsert(newCaller, newMethod, newTrace, memoCaller[i], memoMethod[i], memoTrace[i]);
+        long[] m = memo;
+        int slots = m.length >>> 1;
+        if (2 * (memoCount + 1) > slots) {
+            long[] bigger = emptyMemo(2 * slots);
+            for (int i = 0; i < slots; i++) {
+                long entry = m[2 * i + 1];
+                if (entry != -1L) {
+                    memoInsert(bigger, (int) (entry >>> 32), m[2 * i], entry);
                 }
             }
-            memoCaller = newCaller;
-            memoMethod = newMethod;
-            memoTrace = newTrace;
+            memo = bigger;
+            m = bigger;
         }
-        memoInsert(memoCaller, memoMethod, memoTrace, caller, method, trace);
+        memoInsert(m, caller, method, ((long) caller << 32) | (trace & 0xFFFFFFFFL));
         memoCount++;
     }
 
-    private static void memoInsert(int[] callers, long[] methods, int[] traces, int caller, long method, int trace) {
-        int mask = callers.length - 1;
+    private static void memoInsert(long[] m, int caller, long method, long entry) {
+        int mask = (m.length >>> 1) - 1;
         int i = mix(method * 31 + caller) & mask;
-        while (traces[i] >= 0) {
+        while (m[2 * i + 1] != -1L) {
             i = (i + 1) & mask;
         }
-        callers[i] = caller;
-        methods[i] = method;
-        traces[i] = trace;
+        m[2 * i] = method;
+        m[2 * i + 1] = entry;
     }
 
     /** An index of `count` entries with hashes `hashes`, `size` slots. */
@@ -542,12 +545,8 @@ public final class Tracker {
             int n = trace * 2;
             int[] newNode = java.util.Arrays.copyOf(localNode, n);
             int[] newHash = java.util.Arrays.copyOf(localHash, n);
-            long[] newCalls = java.util.Arrays.copyOf(calls, n);
-            long[] newSelf = java.util.Arrays.copyOf(selfNanos, n);
-            long[] newTotal = java.util.Arrays.copyOf(totalNanos, n);
-            calls = newCalls;
-            selfNanos = newSelf;
-            totalNanos = newTotal;
+            long[] newCounters = java.util.Arrays.copyOf(counters, 3 * n);
+            counters = newCounters;
             localHash = newHash;
             localNode = newNode;
         }
@@ -716,17 +715,13 @@ public final class Tracker {
         top = 0;
         localNode = new int[1];
         localHash = new int[1];
-        calls = new long[1];
-        selfNanos = new long[1];
-        totalNanos = new long[1];
+        counters = new long[3];
         drainedCalls = new long[0];
         drainedSelf = new long[0];
         drainedTotal = new long[0];
         traceCount = 0;
         localIndex = new int[2];
-        memoCaller = new int[2];
-        memoMethod = new long[2];
-        memoTrace = filled(2);
+        memo = emptyMemo(2);
         memoCount = 0;
     }
 
@@ -820,11 +815,9 @@ public final class Tracker {
      * meanwhile: each is read once.
      */
     private static void collect(Tracker t, int owner, int serial) {
-        long[] c = t.calls;
-        long[] s = t.selfNanos;
-        long[] total = t.totalNanos;
+        long[] counters = t.counters;
         int[] nodes = t.localNode;
-        int count = Math.min(t.traceCount, Math.min(c.length, Math.min(s.length, Math.min(total.length, nodes.length))));
+        int count = Math.min(t.traceCount, Math.min(counters.length / 3, nodes.length));
         if (t.drainedCalls.length < count) {
             long[] newCalls = java.util.Arrays.copyOf(t.drainedCalls, count);
             long[] newSelf = java.util.Arrays.copyOf(t.drainedSelf, count);
@@ -834,13 +827,13 @@ public final class Tracker {
             t.drainedCalls = newCalls;
         }
         for (int trace = 0; trace < count; trace++) {
-            long nowCalls = c[trace];
+            long nowCalls = counters[3 * trace];
             long newCalls = nowCalls - t.drainedCalls[trace];
             if (newCalls <= 0) {
                 continue;
             }
-            long nowSelf = s[trace];
-            long nowTotal = total[trace];
+            long nowSelf = counters[3 * trace + 1];
+            long nowTotal = counters[3 * trace + 2];
             if (owner < 0) {
                 addFolded(serial, nodes[trace], newCalls, nowSelf - t.drainedSelf[trace], nowTotal - t.drainedTotal[trace]);
             } else {
