@@ -215,6 +215,9 @@ impl SiteRegistry {
         if let Some(&number) = self.made_sites.get(&(site, allocated.clone())) {
             return Some(number);
         }
+        if self.made_sites.len() >= MAX_MADE_SITES {
+            return None; // each object is then counted by the agent's own keys
+        }
         let place = self.sites.get(site as usize)?.place.clone();
         let number = u32::try_from(self.sites.len())
             .ok()
@@ -400,6 +403,12 @@ impl SiteRegistry {
         (frames, true)
     }
 }
+
+/// (maker call, class) pairs given a site of their own, at most (about 80
+/// bytes each with the site: a program that makes classes without end,
+/// each with objects from such a call, stops here and goes on through the
+/// bounded keys below).
+const MAX_MADE_SITES: usize = 65_536;
 
 /// Keys (site, calling context, class) of what VM-maker calls made, at
 /// most (about 40 bytes each); past it a new key counts under its site
@@ -1050,6 +1059,45 @@ fn unreported_makers(jni: &JniEnv) -> Vec<bci::CallRule> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn objects_of_a_maker_call_get_a_site_per_class_up_to_a_bound() {
+        let mut registry = SiteRegistry::default();
+        registry.sites.push(CountedSite {
+            place: CodePlace {
+                class: 0,
+                method_index: 0,
+                method: 0,
+                bci: 3,
+                line: Some(7),
+            },
+            allocated: Arc::from("Ljava/lang/Object;"),
+            instance: true,
+        });
+        assert_eq!(registry.made_site(0, "LFoo;"), Some(1));
+        assert_eq!(
+            registry.made_site(0, "LFoo;"),
+            Some(1),
+            "the same pair, the same site"
+        );
+        assert_eq!(registry.sites[1].place.bci, 3, "at the call's place");
+        assert_eq!(&*registry.sites[1].allocated, "LFoo;");
+        assert!(registry.sites[1].instance);
+        assert_eq!(registry.made_site(9, "LFoo;"), None, "no such call");
+        for n in 1..MAX_MADE_SITES {
+            assert!(registry.made_site(0, &format!("LC{n};")).is_some());
+        }
+        assert_eq!(
+            registry.made_site(0, "LOneTooMany;"),
+            None,
+            "past the bound"
+        );
+        assert_eq!(
+            registry.made_site(0, "LFoo;"),
+            Some(1),
+            "known pairs still answer"
+        );
+    }
 
     #[test]
     fn what_vm_makers_made_is_kept_under_a_bounded_number_of_keys() {
