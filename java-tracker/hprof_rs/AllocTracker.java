@@ -150,7 +150,7 @@ public final class AllocTracker {
         int counted = countedSite(object, site);
         if (counted >= 0) {
             bumpIn(counted, context, 0);
-        } else if (counted == UNCACHED && object != null) {
+        } else if (counted == UNCACHED) {
             madeSlow(object, site, context);
         }
     }
@@ -194,7 +194,7 @@ public final class AllocTracker {
         int counted = countedSite(object, site);
         if (counted >= 0) {
             bump(counted, 0);
-        } else if (counted == UNCACHED && object != null) {
+        } else if (counted == UNCACHED) {
             madeSlow(object, site);
         }
     }

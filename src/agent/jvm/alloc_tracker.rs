@@ -98,8 +98,7 @@ extern "system" fn unsafe_layout_native(
         // SAFETY: the JNIEnv of this native call, on this thread.
         let jni = unsafe { JniEnv::from_raw(env) };
         let value = unsafe_layout(&jni, method, array_class);
-        if jni.exception_check() {
-            jni.exception_clear();
+        if jvm::clear_exception(&jni) {
             return -1;
         }
         value.unwrap_or(-1)
@@ -133,7 +132,7 @@ fn unsafe_layout(jni: &JniEnv, method: jni::jstring, array_class: jni::jclass) -
                 Some(i64::from(jni.call_int_method(instance, m, &args)))
             }
             _ => {
-                jni.exception_clear();
+                jvm::clear_exception(jni);
                 jni.get_method_id(class, &name, "(Ljava/lang/Class;)J")
                     .filter(|_| !jni.exception_check())
                     .map(|m| jni.call_long_method(instance, m, &args))
@@ -378,13 +377,6 @@ impl AllocTracker {
         let mut context_of = vec![0i64; BLOCK.min(slots)];
         let mut counted = vec![0i64; 2 * BLOCK.min(slots)];
         let mut keyed = Vec::new();
-        let failed = || {
-            let thrown = jni.exception_check();
-            if thrown {
-                jni.exception_clear();
-            }
-            thrown
-        };
         for first in (0..slots).step_by(BLOCK) {
             let len = BLOCK.min(slots - first);
             // SAFETY: live arrays of `slots` (and `2 * slots`) elements (the
@@ -399,7 +391,7 @@ impl AllocTracker {
                     &mut site_of[..len],
                 );
             }
-            if failed() {
+            if jvm::clear_exception(jni) {
                 return Vec::new();
             }
             if !site_of[..len].iter().any(|&s| s > 0) {
@@ -420,7 +412,7 @@ impl AllocTracker {
                     &mut counted[..2 * len],
                 );
             }
-            if failed() {
+            if jvm::clear_exception(jni) {
                 return Vec::new();
             }
             keyed.extend(
@@ -758,13 +750,9 @@ fn add_exports(
             "(Ljava/lang/Module;Ljava/lang/String;Ljava/lang/Module;)V",
         )
     };
-    let method = match method {
-        Some(method) if !jni.exception_check() => method,
-        _ => {
-            jni.exception_clear();
-            return Err("no Module.addExports0".into());
-        }
-    };
+    let method = method
+        .filter(|_| !jvm::clear_exception(jni))
+        .ok_or("no Module.addExports0")?;
     let name = jni.new_string_utf(package).ok_or("no string")?;
     let args = [
         jni::jvalue { l: from },
@@ -774,10 +762,7 @@ fn add_exports(
     // SAFETY: the method takes (Module, String, Module) and returns void;
     // `from` and `to` are live Module references and `name` a String.
     unsafe { jni.call_static_void_method(class, method, &args) };
-    let thrown = jni.exception_check();
-    if thrown {
-        jni.exception_clear();
-    }
+    let thrown = jvm::clear_exception(jni);
     // SAFETY: the local reference made above, deleted once.
     unsafe { jni.delete_local_ref(name) };
     if thrown {

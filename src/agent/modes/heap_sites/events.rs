@@ -103,9 +103,7 @@ impl AllocationSites {
         let allocations = &self.counts;
         let size = size.max(0) as u64;
         if allocations.interval > 0
-            && size >= LARGE_ARRAY_BYTES
-            && let Some(signature) = jvm::class_signature(&env, class)
-            && is_primitive_array(&signature)
+            && let Some(signature) = large_primitive_array(&env, class, size)
         {
             // Counted without a tag; the census at each dump finds the live ones.
             if let Some(hash) = jvm::identity_hash(&env, object)
@@ -158,10 +156,7 @@ impl AllocationSites {
             return;
         }
         let env = run.jvmti.env();
-        if size.max(0) as u64 >= LARGE_ARRAY_BYTES
-            && live.is_sampling()
-            && jvm::class_signature(&env, class).is_some_and(|s| is_primitive_array(&s))
-        {
+        if live.is_sampling() && large_primitive_array(&env, class, size.max(0) as u64).is_some() {
             // Left out of the sample once it samples: a tag on a dead
             // humongous array keeps G1 from freeing it at the next young GC
             // (see LARGE_ARRAY_BYTES); Rhino's heap filled with them, and 20
@@ -324,6 +319,16 @@ pub(super) fn allocating_stack(env: &Jvmti, depth: usize) -> Vec<jvm::RawFrame> 
         .skip_while(|&(method, _)| alloc_tracker::is_tracker_method(method))
         .take(depth)
         .collect()
+}
+
+/// The signature of `class` when an object of it of `size` bytes is a
+/// primitive array of [`LARGE_ARRAY_BYTES`] or more, which is never tagged
+/// once allocations are sampled (a tag keeps G1 from freeing it early).
+fn large_primitive_array(env: &Jvmti, class: LocalClass<'_>, size: u64) -> Option<String> {
+    if size < LARGE_ARRAY_BYTES {
+        return None;
+    }
+    jvm::class_signature(env, class).filter(|signature| is_primitive_array(signature))
 }
 
 /// Marks the site-cache keys of objects the VM made under calling contexts.
