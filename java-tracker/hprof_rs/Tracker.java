@@ -43,8 +43,8 @@
  *  2. Instrument nothing before this class is defined, and never this
  *     class itself.
  *  3. At VMInit, set `depth` (trace frames) and start keeping `now`
- *     current (SetStaticLongField from an agent thread, every 100 us or
- *     so), then set `engaged` to non-zero
+ *     current (SetStaticLongField from an agent thread, every millisecond
+ *     or so), then set `engaged` to non-zero
  *     (SetStaticIntField; private fields are fine for JNI). Set `engaged`
  *     back to 0 at the start of VMDeath.
  *  4. On JVMTI ThreadEnd, call ended(serial) on the ending thread.
@@ -75,7 +75,7 @@ public final class Tracker {
     /** Frames per trace; set by the agent before engaging. */
     private static int depth = 4;
     /**
-     * The clock: monotonic nanoseconds, kept current (every 100 us or so) by
+     * The clock: monotonic nanoseconds, kept current (every ms or so) by
      * an agent thread, so that a timed call reads a field instead of calling
      * System.nanoTime() twice. 0 until the agent starts it: then nanoTime().
      */
