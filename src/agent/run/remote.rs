@@ -54,7 +54,7 @@ impl Session {
             },
             Command::AllocSites { flags, cutoff } => match &engines.allocation_sites {
                 Some(sites) => {
-                    if flags & site_flags::GC_FIRST != 0 {
+                    if flags & site_flags::GC_FIRST != 0 && !sites.collects_before_each_dump() {
                         force_gc(run);
                     }
                     write_section(target, || {

@@ -75,8 +75,9 @@ pub(super) fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv)
     // The walk visits every object in the heap, garbage not yet collected
     // included, and HotSpot looks up two tags for each (its own and its
     // class's): at a program's exit the heap is mostly garbage (Rhino:
-    // 5 s of walking alone). A collection first leaves only the live
-    // objects to walk, on the GC's threads.
+    // 3.4 s of walking). A collection first leaves only the live objects
+    // to walk, on the GC's threads. (Every dump collects here, so a `net=`
+    // request to collect first adds none: collects_before_each_dump.)
     if let Err(e) = env.force_garbage_collection() {
         eprintln!(
             "HPROF ERROR: ForceGarbageCollection failed ({e:?}); live counts include garbage"

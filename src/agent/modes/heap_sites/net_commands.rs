@@ -12,8 +12,16 @@ use jvmti_bindings::prelude::*;
 
 /// What a `net=` front end can ask of heap=sites.
 impl AllocationSites {
+    /// Whether each dump collects the heap itself (the default counting,
+    /// before its heap walk), so that a front end's "collect first" flag
+    /// needs no collection of its own.
+    pub fn collects_before_each_dump(&self) -> bool {
+        self.bytecode.is_some()
+    }
+
     /// The sites section with HPROF's ALLOC SITES `flags` and `cutoff`
-    /// (a garbage collection first is the caller's).
+    /// (a garbage collection first is the caller's, unless
+    /// [`collects_before_each_dump`](Self::collects_before_each_dump)).
     pub fn requested_section(&self, run: &Run, jni: &JniEnv, flags: u16, cutoff: f64) -> Vec<u8> {
         let _ = self.prepare_dump(run, Some(jni));
         let mut model = run.model.lock();
