@@ -1,7 +1,7 @@
 /**
  * How deep a recursion gets on the main thread, whose stack the java
- * launcher sizes before any agent loads (so only the frames' own size
- * decides). f() allocates a StackDepth.Node and calls a helper at every level and
+ * launcher sizes before any agent loads (under the modes that rewrite code
+ * the agent runs main() on a thread with three times that stack). f() allocates a StackDepth.Node and calls a helper at every level and
  * returns a value, as a recursive evaluator does. Argument: shallow calls
  * of f() made first (default 0), so that the deep one runs compiled. Runs
  * f() deep three times, each until a StackOverflowError, and prints

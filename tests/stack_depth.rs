@@ -1,34 +1,24 @@
 //! How deep a recursion gets under each mode, against the same program
-//! without the agent, on JDK 11, 17, 21 and 25: on the main thread (whose
-//! stack the java launcher sizes before any agent loads,
-//! java-fixtures/MainDepth.java) and on a fresh 1 MiB thread
+//! without the agent, on JDK 11, 17, 21 and 25: on the main thread
+//! (java-fixtures/MainDepth.java) and on a fresh 1 MiB thread
 //! (java-fixtures/StackDepth.java), one `new` and two calls per level.
 //!
-//! A thread the program starts gets three times its stack while rewritten
-//! code runs (cpu=times, the default heap=sites: src/agent/jvm/
-//! thread_stacks.rs), so there every mode reaches at least the levels it
-//! reaches without the agent, interpreted and compiled (more, since the
-//! agent cannot size the stack to each frame). The main thread keeps its
-//! size: interpreted (`-Xint`, the same depths on every JDK), cpu=samples
-//! and cpu=times (whose rewrite adds operand-stack slots only) reach every
-//! level, the default heap=sites keeps one `long` local of calling context
-//! per rewritten frame, 16 bytes, and reaches 87-88% of the levels (6,937
-//! of 7,868); compiled, the rewritten methods are too large for C2 to
-//! inline the recursion into itself as it does without the agent, and
-//! the depths checked are the ones measured, far from the program's
-//! (docs/decisions.md, 2026-11-27).
+//! The modes that rewrite code (cpu=times, the default heap=sites) make
+//! frames larger, so a thread the program starts gets three times its
+//! stack (src/agent/jvm/thread_stacks.rs) and main() runs on a thread with
+//! three times the launcher thread's stack (src/agent/jvm/main_stack.rs):
+//! every mode reaches at least 95% of the levels it reaches without the
+//! agent, interpreted and compiled (more, since the agent cannot size the
+//! stack to each frame). cpu=samples rewrites nothing and leaves main() on
+//! the launcher's thread: within 5% either way. What main() sees of its
+//! thread is checked in tests/main_thread.rs.
 
 mod common;
 
 use common::Jdk;
 
-/// The share of levels (percent) every mode keeps but the default
-/// heap=sites, interpreted.
+/// The share of levels (percent) every mode keeps.
 const KEPT: u64 = 95;
-
-/// The share heap=sites keeps, interpreted: its one context local
-/// (measured 87.4-88.2%).
-const KEPT_UNDER_HEAP_SITES: u64 = 86;
 
 /// The deepest level `main args` reaches on `jdk` with `jvm_args`, under
 /// the agent with `options` (`None`: without the agent).
@@ -65,15 +55,18 @@ fn depths(
     )
 }
 
-/// Checks `mode` keeps at least `percent` of the levels `without` the
-/// agent reached, and finds no more than 5% more.
-fn assert_kept(label: &str, what: &str, mode: &str, with: u64, without: u64, percent: u64) {
-    assert!(
-        with * 100 <= without * 105,
-        "{label}, {what}: {with} levels under {mode}, {without} without the agent \
-         (the main thread's stack is the program's)"
-    );
-    assert_at_least(label, what, mode, with, without, percent);
+/// Checks `mode` keeps at least [`KEPT`] of the levels `without` the agent
+/// reached; under cpu=samples, which leaves main() on the launcher's
+/// thread, also no more than 5% more.
+fn assert_main_kept(label: &str, what: &str, mode: &str, with: u64, without: u64) {
+    if mode == "cpu=samples" {
+        assert!(
+            with * 100 <= without * 105,
+            "{label}, {what}: {with} levels under {mode}, {without} without the agent \
+             (main() stays on the launcher's thread)"
+        );
+    }
+    assert_at_least(label, what, mode, with, without, KEPT);
 }
 
 /// Checks `mode` reaches at least `percent` of the levels `without` the
@@ -86,19 +79,16 @@ fn assert_at_least(label: &str, what: &str, mode: &str, with: u64, without: u64,
     );
 }
 
+/// The main thread, interpreted (`-Xint`, the same depths on every JDK).
 #[test]
 fn interpreted_recursions_keep_their_depth_under_every_mode() {
     common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
         let label = &jdk.label;
         let (main, args, what) = ("MainDepth", [], "the main thread");
         let without = deepest(jdk, &["-Xint"], None, main, &args);
-        for (mode, percent) in [
-            ("cpu=samples", KEPT),
-            ("cpu=times", KEPT),
-            ("heap=sites", KEPT_UNDER_HEAP_SITES),
-        ] {
+        for mode in ["cpu=samples", "cpu=times", "heap=sites"] {
             let with = deepest(jdk, &["-Xint"], Some(mode), main, &args);
-            assert_kept(label, what, mode, with, without, percent);
+            assert_main_kept(label, what, mode, with, without);
         }
     });
 }
@@ -137,34 +127,21 @@ fn thread_of(args: &[&str]) -> &'static str {
     }
 }
 
-/// The share of levels the rewritten modes keep on the main thread once
-/// C2 compiled the recursion (`-Xbatch`, the best of three deep calls
-/// after 30,000 shallow ones): heap=sites 75-100%, cpu=times 60-100%
-/// (heap=sites: JDK 11 29,508 of 29,511, JDK 17 to 25 29,510 of 39,349;
-/// cpu=times: JDK 11 29,509 of 29,511, JDK 17 and 21 29,509, JDK 25
-/// 23,605 of 39,345), since no tracker method with more than a call in it
-/// (`bumpIn`, `CallSite`, `ReturnSite`) is inlined into the program's
-/// methods (50-67% and 33-50% before).
-const KEPT_COMPILED: [(&str, u64); 3] =
-    [("cpu=samples", KEPT), ("heap=sites", 72), ("cpu=times", 57)];
-
+/// The main thread once C2 compiled the recursion (`-Xbatch`, the best of
+/// three deep calls after 30,000 shallow ones). Without the agent C2
+/// inlines the recursion into itself (39,349 levels on JDK 17 to 25,
+/// 29,511 on JDK 11); the rewritten methods are too large for that, and
+/// on the launcher's stack they kept 60-75% of the levels.
 #[test]
-fn compiled_recursions_on_the_main_thread_keep_what_is_measured() {
+fn compiled_recursions_on_the_main_thread_keep_their_depth_under_every_mode() {
     common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
         // 30,000 shallow calls first, each compiled before it runs on
         // (-Xbatch): the deep ones run compiled, whatever the machine's load.
         let (jvm, args) = (["-Xbatch"], ["30000"]);
         let without = deepest(jdk, &jvm, None, "MainDepth", &args);
-        for (mode, percent) in KEPT_COMPILED {
+        for mode in ["cpu=samples", "cpu=times", "heap=sites"] {
             let with = deepest(jdk, &jvm, Some(mode), "MainDepth", &args);
-            assert_kept(
-                &jdk.label,
-                "the main thread, compiled",
-                mode,
-                with,
-                without,
-                percent,
-            );
+            assert_main_kept(&jdk.label, "the main thread, compiled", mode, with, without);
         }
     });
 }

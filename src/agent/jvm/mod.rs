@@ -22,6 +22,7 @@ pub mod class_unloads;
 pub mod jmm;
 pub mod libjvm;
 pub mod lock_tracker;
+pub mod main_stack;
 pub mod object_tags;
 pub mod own_env;
 pub mod retransform;
@@ -614,6 +615,16 @@ impl VmHandle {
     /// Attaches the calling (native) thread as a daemon Java thread named
     /// `name`; returns its JNI environment.
     pub fn attach_daemon(&self, name: &str) -> Option<JniEnv> {
+        self.attach_as(name, true)
+    }
+
+    /// Attaches the calling (native) thread as a Java thread of the
+    /// program, not a daemon, named `name` in the main group.
+    pub fn attach(&self, name: &str) -> Option<JniEnv> {
+        self.attach_as(name, false)
+    }
+
+    fn attach_as(&self, name: &str, daemon: bool) -> Option<JniEnv> {
         let name = std::ffi::CString::new(name).ok()?;
         let mut args = jni::JavaVMAttachArgs {
             version: jni::JNI_VERSION_1_8,
@@ -624,7 +635,11 @@ impl VmHandle {
         // SAFETY: the VM pointer is live for the whole run (the thread is
         // detached before VM death returns); `args` and `env` outlive the call.
         let result = unsafe {
-            let attach = (**self.0).AttachCurrentThreadAsDaemon;
+            let attach = if daemon {
+                (**self.0).AttachCurrentThreadAsDaemon
+            } else {
+                (**self.0).AttachCurrentThread
+            };
             attach(
                 self.0,
                 &mut env,

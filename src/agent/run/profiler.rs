@@ -7,7 +7,7 @@
 //! init and stopped at VM death carries out the front end's commands.
 
 use crate::agent::jvm::{self, JvmtiHandle, LocalClass, LocalThread, VmHandle};
-use crate::agent::jvm::{class_unloads, thread_stacks};
+use crate::agent::jvm::{class_unloads, main_stack, thread_stacks};
 use crate::agent::run::classes::{intern_class, retire_unloaded};
 use crate::agent::run::engine::{Lifecycle, Run};
 use crate::agent::run::engines::Engines;
@@ -137,9 +137,24 @@ impl Profiler {
         let env = run.jvmti.env();
         self.begin(&env, jni);
         self.thread_started(jni, main_thread);
+        self.run_main_on_larger_stack(&env, main_thread);
         run.writer.flush();
         self.enable_live_events(&env);
         self.start_engines(jni);
+    }
+
+    /// Under the engines that rewrite code, main() will run on a thread
+    /// with the stack that code takes (the launcher sized this one before
+    /// the agent loaded).
+    fn run_main_on_larger_stack(&self, env: &Jvmti, main_thread: LocalThread<'_>) {
+        let factor = self.engines.all().map(|e| e.stack_factor()).max();
+        let serial = threads::serial_of(env, main_thread);
+        if let (Some(factor @ 2..), 1..) = (factor, serial)
+            && let Err(why) = main_stack::run_main_on_larger_stack(env, self.run.vm, factor, serial)
+            && self.run.options.verbose
+        {
+            eprintln!("HPROF: main() keeps the launcher's stack ({why})");
+        }
     }
 
     /// What a profile's start writes and does, from VM init or an attach:
@@ -291,9 +306,21 @@ impl Profiler {
         }
         let run = &self.run;
         let env = run.jvmti.env();
-        let frames = jvm::stack_frames(&env, thread, run.traces.depth);
+        // The thread running main() for the launcher's is one thread with
+        // it in the profile: no THREAD START of its own.
+        let stand_in = main_stack::stand_in_serial();
+        let frames = match stand_in {
+            Some(_) => Vec::new(),
+            None => jvm::stack_frames(&env, thread, run.traces.depth),
+        };
         let mut model = run.model.lock();
-        let serial = threads::thread_serial(run, &env, &mut model, thread, &frames);
+        let serial = match stand_in {
+            Some(serial) => {
+                jvm::set_thread_value(&env, thread, u64::from(serial));
+                serial
+            }
+            None => threads::thread_serial(run, &env, &mut model, thread, &frames),
+        };
         for engine in self.engines.all() {
             engine.thread_started(run, jni, thread, serial);
         }
@@ -309,7 +336,8 @@ impl Profiler {
         for engine in self.engines.all() {
             engine.thread_ended(run, jni, serial);
         }
-        if let Some(serial) = serial {
+        // The launcher's thread ends the serial the stand-in for it shared.
+        if let (Some(serial), None) = (serial, main_stack::stand_in_serial()) {
             threads::end(run, serial);
         }
     }
