@@ -135,3 +135,27 @@ fn the_profile_has_one_main_thread_with_main_s_time() {
         );
     });
 }
+
+/// Under `-Xcheck:jni` HotSpot gives threads its checking function table,
+/// which the agent does not replace: main() stays on the launcher's thread
+/// (the thread that ran the static initializer) and the program runs as
+/// without the agent.
+#[test]
+fn under_checked_jni_main_stays_on_the_launcher_s_thread() {
+    common::on_each(&common::jdks_of(&[17, 25]), |jdk| {
+        let dir = common::scratch_dir(&format!("main-thread-checked-{}", jdk.label));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg("-Xcheck:jni")
+            .arg(common::agentpath_arg("heap=sites,file=out.txt"))
+            .arg("MainThread");
+        let out = common::run(&mut cmd);
+        common::assert_success(&out, &format!("{} -Xcheck:jni", jdk.label));
+        let stdout = common::stdout_text(&out);
+        assert_eq!(
+            common::printed::<String>(&stdout, "initializer"),
+            "true",
+            "{stdout}"
+        );
+        assert_eq!(common::printed::<String>(&stdout, "name"), "main");
+    });
+}
