@@ -284,6 +284,18 @@ struct MainCall {
 // SAFETY: global references and a method ID, valid on every thread.
 unsafe impl Send for MainCall {}
 
+/// Set when the new thread is about to call main().
+static MAIN_BEGAN: AtomicBool = AtomicBool::new(false);
+
+/// Detaches the calling thread from the JVM when dropped.
+struct Attached(VmHandle);
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        self.0.detach();
+    }
+}
+
 /// A global reference (or null) handed to the new thread.
 #[derive(Clone, Copy)]
 struct Shared(jni::jobject);
@@ -367,7 +379,15 @@ impl Takeover {
             .stack_size(self.stack_bytes)
             .spawn(move || self.stand_in(shared, loader))
             .ok()
-            .and_then(|thread| thread.join().ok());
+            .map(|thread| {
+                // A panic on the thread after main() began (its outcome
+                // lost) must not run main() a second time here.
+                thread.join().unwrap_or(Outcome {
+                    ran: MAIN_BEGAN.load(Ordering::Acquire),
+                    thrown: std::ptr::null_mut(),
+                    handler: std::ptr::null_mut(),
+                })
+            });
         let delete = |object: jni::jobject| {
             if !object.is_null() {
                 // SAFETY: a global reference made here or by the thread,
@@ -407,6 +427,10 @@ impl Takeover {
         let Some(jni) = self.vm.attach("main") else {
             return outcome;
         };
+        // Detached however this function ends: a thread left attached
+        // would keep the JVM from ending (DestroyJavaVM waits for it).
+        let _attached = Attached(self.vm);
+        MAIN_BEGAN.store(true, Ordering::Release);
         outcome.ran = true;
         if !loader.0.is_null() {
             self.write_own(&jni, ThreadField::ContextClassLoader, loader.0);
@@ -427,7 +451,6 @@ impl Takeover {
         if kept.is_err() {
             jni.exception_clear();
         }
-        self.vm.detach();
         outcome
     }
 
