@@ -139,23 +139,40 @@ fn the_profile_has_one_main_thread_with_main_s_time() {
 /// Under `-Xcheck:jni` HotSpot gives threads its checking function table,
 /// which the agent does not replace: main() stays on the launcher's thread
 /// (the thread that ran the static initializer) and the program runs as
-/// without the agent.
+/// without the agent. And the agent's own JNI use draws none of the
+/// checker's warnings (exceptions checked after each call into Java, room
+/// for the local references of the loaded classes), in every mode.
 #[test]
-fn under_checked_jni_main_stays_on_the_launcher_s_thread() {
-    common::on_each(&common::jdks_of(&[17, 25]), |jdk| {
-        let dir = common::scratch_dir(&format!("main-thread-checked-{}", jdk.label));
-        let mut cmd = common::java_command(jdk, &dir);
-        cmd.arg("-Xcheck:jni")
-            .arg(common::agentpath_arg("heap=sites,file=out.txt"))
-            .arg("MainThread");
-        let out = common::run(&mut cmd);
-        common::assert_success(&out, &format!("{} -Xcheck:jni", jdk.label));
-        let stdout = common::stdout_text(&out);
-        assert_eq!(
-            common::printed::<String>(&stdout, "initializer"),
-            "true",
-            "{stdout}"
-        );
-        assert_eq!(common::printed::<String>(&stdout, "name"), "main");
+fn under_checked_jni_main_stays_on_the_launcher_s_thread_and_nothing_is_warned() {
+    common::on_each(&common::jdks_of(&[11, 17, 25]), |jdk| {
+        for mode in [
+            "heap=sites",
+            "cpu=times",
+            "cpu=samples",
+            "monitor=y",
+            "heap=dump",
+        ] {
+            let what = format!("{} {mode} -Xcheck:jni", jdk.label);
+            let dir = common::scratch_dir(&format!(
+                "main-thread-checked-{}-{}",
+                jdk.label,
+                mode.replace('=', "-")
+            ));
+            let mut cmd = common::java_command(jdk, &dir);
+            cmd.arg("-Xcheck:jni")
+                .arg(common::agentpath_arg(&format!("{mode},file=out.txt")))
+                .arg("MainThread");
+            let out = common::run(&mut cmd);
+            common::assert_success(&out, &what);
+            let stdout = common::stdout_text(&out);
+            assert_eq!(
+                common::printed::<String>(&stdout, "initializer"),
+                "true",
+                "{what}"
+            );
+            assert_eq!(common::printed::<String>(&stdout, "name"), "main", "{what}");
+            let stderr = common::stderr_text(&out);
+            assert!(!stderr.contains("WARNING"), "{what}:\n{stderr}");
+        }
     });
 }

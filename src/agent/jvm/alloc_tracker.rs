@@ -793,7 +793,8 @@ pub fn make_one_with(jni: &JniEnv, rule: &bci::CallRule) -> bool {
             "allocateInstance" => jni
                 .get_static_method_id(owner, "getUnsafe", "()Ljdk/internal/misc/Unsafe;")
                 .map(|get| jni.call_static_object_method(owner, get, &[]))
-                .filter(|unsafe_object| !unsafe_object.is_null())
+                // (Checked before the next call, as -Xcheck:jni asks.)
+                .filter(|unsafe_object| !unsafe_object.is_null() && !jni.exception_check())
                 .and_then(|unsafe_object| {
                     let made = jni
                         .get_method_id(owner, rule.name, rule.descriptor)

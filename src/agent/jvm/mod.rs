@@ -449,6 +449,14 @@ pub fn loaded_classes<'e>(
     jni: Option<&'e JniEnv>,
 ) -> Vec<OwnedLocal<'e, kind::Class>> {
     let classes = env.get_loaded_classes().unwrap_or_default();
+    if let Some(jni) = jni {
+        // The frame now holds a local reference per class: room for them
+        // and a few more (-Xcheck:jni warns past the 16 every frame has).
+        let room = jni::jint::try_from(classes.len()).unwrap_or(jni::jint::MAX);
+        if jni.ensure_local_capacity(room.saturating_add(32)).is_err() {
+            clear_exception(jni);
+        }
+    }
     classes
         .into_iter()
         // SAFETY: local references GetLoadedClasses just made on this
@@ -497,7 +505,8 @@ pub fn max_heap_bytes(jni: &JniEnv) -> Option<i64> {
             jni.get_static_method_id(runtime_class, "getRuntime", "()Ljava/lang/Runtime;")?;
         let max_memory = jni.get_method_id(runtime_class, "maxMemory", "()J")?;
         let runtime = jni.call_static_object_method(runtime_class, get_runtime, &[]);
-        let result = if runtime.is_null() {
+        // (Checked before the next call, as -Xcheck:jni asks.)
+        let result = if runtime.is_null() || jni.exception_check() {
             None
         } else {
             Some(jni.call_long_method(runtime, max_memory, &[]))

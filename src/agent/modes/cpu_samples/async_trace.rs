@@ -249,6 +249,14 @@ pub fn activate() -> Result<(), String> {
     if walker == 0 {
         return Err("AsyncGetCallTrace was not found".into());
     }
+    // Under -Xcheck:jni HotSpot checks that its signal handlers are its
+    // own and prints "Warning: SIGSEGV handler modified!" on the program's
+    // standard output: no guard there, and so no walk in the handler.
+    if crate::agent::jvm::libjvm::bool_flag(c"CheckJNICalls")
+        == crate::agent::jvm::libjvm::BoolFlag::Value(true)
+    {
+        return Err("-Xcheck:jni checks the JVM's signal handlers".into());
+    }
     // SAFETY: installs async-signal-safe handlers that chain to the
     // previous ones (see modes/cpu_samples/fault_guard.c); called once, from VM init.
     if unsafe { hprof_fault_guard_install() } != 0 {
