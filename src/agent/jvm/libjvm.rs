@@ -250,6 +250,12 @@ pub fn bool_flag(name: &CStr) -> BoolFlag {
     }
 }
 
+/// Whether the JVM checks native code's JNI use (`-Xcheck:jni`, HotSpot's
+/// `CheckJNICalls`).
+pub fn checks_jni() -> BoolFlag {
+    bool_flag(c"CheckJNICalls")
+}
+
 /// The value of the HotSpot `intx` flag `name` (such as `ThreadStackSize`,
 /// in KiB), or None when the flag or the tables are not found.
 pub fn intx_flag(name: &CStr) -> Option<i64> {

@@ -33,6 +33,7 @@
 //! id; both are named "main". The profile sees one thread: the new thread
 //! has the launcher thread's serial (see [`stand_in_serial`]).
 
+use crate::agent::jvm::libjvm::{self, BoolFlag};
 use crate::agent::jvm::{JvmtiHandle, VmHandle, thread_stacks};
 use jvmti_bindings::prelude::*;
 use std::cell::Cell;
@@ -110,9 +111,7 @@ pub fn run_main_on_larger_stack(
     if TAKEOVER.get().is_some() {
         return Ok(());
     }
-    if crate::agent::jvm::libjvm::bool_flag(c"CheckJNICalls")
-        != crate::agent::jvm::libjvm::BoolFlag::Value(false)
-    {
+    if libjvm::checks_jni() != BoolFlag::Value(false) {
         return Err("-Xcheck:jni keeps the JNI function table apart".into());
     }
     let own = current_stack_bytes().ok_or("this thread's stack size is unknown")?;
@@ -204,6 +203,11 @@ impl Takeover {
         }
         .map_err(|e| format!("SetJNIFunctionTable: {e:?}"))
     }
+
+    /// The JVM's own CallStaticVoidMethod and CallVoidMethod again.
+    fn put_back_jvm_table(&self) {
+        let _ = self.install(&self.jvm_table);
+    }
 }
 
 /// The size of the calling thread's stack, in bytes.
@@ -260,13 +264,6 @@ extern "C" fn main_arguments(_env: *mut c_void, method: *mut c_void) -> c_int {
         arguments
     })
     .unwrap_or(-1)
-}
-
-impl Takeover {
-    /// The JVM's own CallStaticVoidMethod and CallVoidMethod again.
-    fn put_back_jvm_table(&self) {
-        let _ = self.install(&self.jvm_table);
-    }
 }
 
 /// main()'s call as the launcher made it, its references global so that

@@ -147,7 +147,7 @@ impl Profiler {
     /// with the stack that code takes (the launcher sized this one before
     /// the agent loaded).
     fn run_main_on_larger_stack(&self, env: &Jvmti, main_thread: LocalThread<'_>) {
-        let factor = self.engines.all().map(|e| e.stack_factor()).max();
+        let factor = self.stack_factor();
         let serial = threads::serial_of(env, main_thread);
         if let (Some(factor @ 2..), 1..) = (factor, serial)
             && let Err(why) = main_stack::run_main_on_larger_stack(env, self.run.vm, factor, serial)
@@ -175,11 +175,16 @@ impl Profiler {
         self.run.lifecycle.begin();
     }
 
+    /// How many times its stack a thread needs under the engines' rewritten
+    /// code (the largest engine's factor).
+    fn stack_factor(&self) -> Option<u32> {
+        self.engines.all().map(|e| e.stack_factor()).max()
+    }
+
     /// Threads the program starts from now on get the stack the engines'
     /// rewritten code needs.
     fn enlarge_thread_stacks(&self, jni: Option<&JniEnv>) {
-        let factor = self.engines.all().map(|e| e.stack_factor()).max();
-        if let (Some(jni), Some(factor @ 2..)) = (jni, factor)
+        if let (Some(jni), Some(factor @ 2..)) = (jni, self.stack_factor())
             && let Err(why) = thread_stacks::enlarge_new_threads(jni, factor)
         {
             eprintln!("HPROF: threads keep the stack they ask for ({why})");

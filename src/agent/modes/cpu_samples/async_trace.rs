@@ -17,7 +17,7 @@
 //! This module is one of the few that talk to the JVM and the OS with
 //! unsafe code (with `jvm/mod.rs` and `modes/cpu_samples/cpu_timers.rs`).
 
-use crate::agent::jvm::RawFrame;
+use crate::agent::jvm::{RawFrame, libjvm};
 use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
@@ -252,9 +252,7 @@ pub fn activate() -> Result<(), String> {
     // Under -Xcheck:jni HotSpot checks that its signal handlers are its
     // own and prints "Warning: SIGSEGV handler modified!" on the program's
     // standard output: no guard there, and so no walk in the handler.
-    if crate::agent::jvm::libjvm::bool_flag(c"CheckJNICalls")
-        == crate::agent::jvm::libjvm::BoolFlag::Value(true)
-    {
+    if libjvm::checks_jni() == libjvm::BoolFlag::Value(true) {
         return Err("-Xcheck:jni checks the JVM's signal handlers".into());
     }
     // SAFETY: installs async-signal-safe handlers that chain to the
@@ -267,7 +265,7 @@ pub fn activate() -> Result<(), String> {
 }
 
 fn find_async_get_call_trace() -> Option<usize> {
-    crate::agent::jvm::libjvm::symbol(c"AsyncGetCallTrace").map(|found| found as usize)
+    libjvm::symbol(c"AsyncGetCallTrace").map(|found| found as usize)
 }
 
 /// The calling thread's kernel id, by the system call: glibc's `gettid()`
