@@ -465,6 +465,24 @@ fn a_slow_peer_delays_the_program_by_the_stall_limit_at_most() {
     });
 }
 
+/// Waits until the ASCII file the front end writes has `count` lines that
+/// start with `title`.
+fn wait_for_blocks(file: &Path, title: &str, count: usize, what: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let text = String::from_utf8_lossy(&fs::read(file).unwrap_or_default()).into_owned();
+        if text.lines().filter(|l| l.starts_with(title)).count() >= count {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: fewer than {count} '{title}' in {}",
+            file.display()
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// The `obj=` of the main thread's THREAD START in an ASCII file being
 /// written, as hex.
 fn main_thread_object(file: &Path) -> String {
@@ -506,6 +524,11 @@ fn control_commands_change_what_is_counted() {
         thread::sleep(Duration::from_millis(500));
         front.send("cpu --cutoff 0"); // E: one-frame traces
         front.send("eof"); // no more commands; the output goes on
+        // The agent takes commands in turn, behind dumps a loaded machine
+        // makes slow: once E is in the file, clear-sites was taken, and
+        // the program allocates Chunks after it until it stops.
+        wait_for_blocks(&front.file, "CPU SAMPLES BEGIN", 5, &what);
+        thread::sleep(Duration::from_millis(300));
         stop_server(&dir);
         common::assert_exit_code(&jvm.wait_timeout(PATIENCE), 3, &what);
         let file = front.finish();
