@@ -68,16 +68,19 @@ public final class AllocTracker {
 
     private static final Unsafe U = Unsafe.getUnsafe();
     private static final long LONG_BASE = layout("arrayBaseOffset", long[].class);
-    private static final long INT_BASE = layout("arrayBaseOffset", int[].class);
 
     /** Keyed counters (0 slots: no contexts); the agent reads all three. */
     private static final int KEY_SLOTS = keySlots();
     private static final int PROBES = 32;
-    /** Per slot: its site + 1, 0 while free, -1 while being claimed. */
-    private static final int[] KEY_SITE = new int[KEY_SLOTS];
-    private static final long[] KEY_CONTEXT = new long[KEY_SLOTS];
-    /** Per slot: objects, bytes. */
-    private static final long[] KEY_COUNTS = new long[2 * KEY_SLOTS];
+    /**
+     * KEY_WORDS longs per slot, side by side: its owner (site + 1; 0 while
+     * free, -1 while being claimed, -(site + 2) for a walked context), its
+     * context, objects, bytes. One slot is one place in memory: kept in three
+     * arrays, each allocation under a context touched three cache lines of
+     * a table of megabytes.
+     */
+    private static final int KEY_WORDS = 4;
+    private static final long[] KEYED = new long[KEY_WORDS * KEY_SLOTS];
     /** Array base offset by element code (log2 of the primitive size, 4: reference). */
     private static final long[] BASE = {
         layout("arrayBaseOffset", byte[].class),
@@ -331,23 +334,24 @@ public final class AllocTracker {
         long key = context & Long.MAX_VALUE;
         int hash = slotHash(site, key);
         Unsafe u = U;
+        long[] keyed = KEYED;
         for (int probe = 0; probe < PROBES; probe++) {
             int slot = (hash + probe) & (KEY_SLOTS - 1);
-            long at = INT_BASE + 4L * slot;
-            int owner = u.getIntAcquire(KEY_SITE, at);
-            if (owner == 0 && u.compareAndSetInt(KEY_SITE, at, 0, -1)) {
-                owner = claim(slot, site, key);
-            } else if ((owner != site + 1 && owner != -(site + 2)) || KEY_CONTEXT[slot] != key) {
+            long at = LONG_BASE + 8L * KEY_WORDS * slot;
+            long owner = u.getLongAcquire(keyed, at);
+            if (owner == 0 && u.compareAndSetLong(keyed, at, 0, -1)) {
+                owner = claim(at, site, key);
+            } else if ((owner != site + 1 && owner != -(site + 2L))
+                    || u.getLong(keyed, at + 8) != key) {
                 continue;
             }
             if (owner < 0) {
                 walked(site, bytes);
                 return;
             }
-            long counters = LONG_BASE + 16L * slot;
-            u.getAndAddLong(KEY_COUNTS, counters, 1);
+            u.getAndAddLong(keyed, at + 16, 1);
             if (bytes != 0) {
-                u.getAndAddLong(KEY_COUNTS, counters + 8, bytes);
+                u.getAndAddLong(keyed, at + 24, bytes);
             }
             return;
         }
@@ -374,10 +378,10 @@ public final class AllocTracker {
      * by site + 1, or by -(site + 2) when the agent did not trust the
      * context (its allocations are walked).
      */
-    private static int claim(int slot, int site, long key) {
-        KEY_CONTEXT[slot] = key;
-        int owner = trusted(site, key) ? site + 1 : -(site + 2);
-        U.putIntRelease(KEY_SITE, INT_BASE + 4L * slot, owner);
+    private static long claim(long at, int site, long key) {
+        U.putLong(KEYED, at + 8, key);
+        long owner = trusted(site, key) ? site + 1L : -(site + 2L);
+        U.putLongRelease(KEYED, at, owner);
         return owner;
     }
 

@@ -76,8 +76,12 @@ static EVENTS: OnceLock<&'static dyn AllocEvents> = OnceLock::new();
 static KEY_SLOTS: AtomicI32 = AtomicI32::new(0);
 
 /// Keys of (site, calling context) the tracker counts under: 262,144
-/// (7 MiB of Java heap: an int, a long and two longs per key).
+/// (8 MiB of Java heap: [`KEY_WORDS`] longs per key).
 pub const CONTEXT_KEY_SLOTS: i32 = 1 << 18;
+
+/// The tracker's longs per key in `KEYED`: owner (site + 1, or 0 or
+/// negative), calling context, objects, bytes.
+const KEY_WORDS: usize = 4;
 
 /// `AllocTracker.keySlots()`.
 extern "system" fn key_slots_native(_env: *mut jni::JNIEnv, _tracker: jni::jclass) -> jni::jint {
@@ -247,8 +251,9 @@ pub struct AllocTracker {
     class: GlobalRef<kind::Class>,
     pages: jni::jfieldID,
     failure: jni::jfieldID,
-    /// `KEY_SITE`, `KEY_CONTEXT`, `KEY_COUNTS`.
-    keyed: [jni::jfieldID; 3],
+    /// `KEYED`: per slot, [`KEY_WORDS`] longs (owner, context, objects,
+    /// bytes).
+    keyed: jni::jfieldID,
 }
 
 /// The tracker's own methods (jmethodIDs), which head the stacks its
@@ -324,11 +329,7 @@ impl AllocTracker {
             class,
             pages: field(bci::ALLOC_TRACKER_PAGES_FIELD)?,
             failure: field(bci::ALLOC_TRACKER_FAILURE_FIELD)?,
-            keyed: [
-                field(("KEY_SITE", "[I"))?,
-                field(("KEY_CONTEXT", "[J"))?,
-                field(("KEY_COUNTS", "[J"))?,
-            ],
+            keyed: field(("KEYED", "[J"))?,
         };
         // (Initialised by the field lookups, so prepared: JVMTI lists the
         // methods of a prepared class only.)
@@ -353,77 +354,50 @@ impl AllocTracker {
         if slots == 0 {
             return Vec::new();
         }
-        let array = |field: jni::jfieldID| {
-            // SAFETY: one of the tracker's static array fields.
-            let raw =
-                unsafe { jni.get_static_object_field(self.class.raw() as jni::jclass, field) };
-            // SAFETY: a local reference just made on this thread, deleted
-            // by its owner.
-            (!raw.is_null()).then(|| unsafe { OwnedLocal::<kind::Object>::new(Some(jni), raw) })
-        };
-        let (Some(sites), Some(contexts), Some(counts)) = (
-            array(self.keyed[0]),
-            array(self.keyed[1]),
-            array(self.keyed[2]),
-        ) else {
+        // SAFETY: the tracker's static `long[]` field KEYED.
+        let raw =
+            unsafe { jni.get_static_object_field(self.class.raw() as jni::jclass, self.keyed) };
+        if raw.is_null() {
             return Vec::new();
-        };
-        // Read a block of slots at a time: the tables are large (a quarter
-        // of a million slots, 7 MiB) and mostly empty, and a copy of them
+        }
+        // SAFETY: a local reference just made on this thread, deleted by
+        // its owner.
+        let table: OwnedLocal<'_, kind::Object> = unsafe { OwnedLocal::new(Some(jni), raw) };
+        // Read a block of slots at a time: the table is large (a quarter
+        // of a million slots, 8 MiB) and mostly empty, and a copy of it
         // whole cost a short program's exit several milliseconds of page
         // faults.
         const BLOCK: usize = 8192;
-        let mut site_of = vec![0i32; BLOCK.min(slots)];
-        let mut context_of = vec![0i64; BLOCK.min(slots)];
-        let mut counted = vec![0i64; 2 * BLOCK.min(slots)];
+        let mut words = vec![0i64; KEY_WORDS * BLOCK.min(slots)];
         let mut keyed = Vec::new();
         for first in (0..slots).step_by(BLOCK) {
             let len = BLOCK.min(slots - first);
-            // SAFETY: live arrays of `slots` (and `2 * slots`) elements (the
-            // tracker made them from the same KEY_SLOTS); the regions read
-            // lie inside them and the buffers hold at least `len` (`2 *
-            // len`) elements.
-            unsafe {
-                jni.get_int_array_region(
-                    sites.get().raw(),
-                    first as i32,
-                    len as i32,
-                    &mut site_of[..len],
-                );
-            }
-            if jvm::clear_exception(jni) {
-                return Vec::new();
-            }
-            if !site_of[..len].iter().any(|&s| s > 0) {
-                continue;
-            }
-            // SAFETY: as above.
+            // SAFETY: KEYED is a live array of `KEY_WORDS * slots` longs
+            // (the tracker made it from the same KEY_SLOTS); the region read
+            // lies inside it and the buffer holds `KEY_WORDS * len` longs.
             unsafe {
                 jni.get_long_array_region(
-                    contexts.get().raw(),
-                    first as i32,
-                    len as i32,
-                    &mut context_of[..len],
-                );
-                jni.get_long_array_region(
-                    counts.get().raw(),
-                    2 * first as i32,
-                    2 * len as i32,
-                    &mut counted[..2 * len],
+                    table.get().raw(),
+                    (KEY_WORDS * first) as i32,
+                    (KEY_WORDS * len) as i32,
+                    &mut words[..KEY_WORDS * len],
                 );
             }
             if jvm::clear_exception(jni) {
                 return Vec::new();
             }
             keyed.extend(
-                (0..len)
-                    .filter(|&k| site_of[k] > 0 && counted[2 * k] > 0)
-                    .map(|k| {
-                        let count = SiteCount {
-                            objects: counted[2 * k] as u64,
-                            bytes: counted[2 * k + 1] as u64,
-                        };
-                        ((site_of[k] - 1) as u32, context_of[k] as u64, count)
+                words[..KEY_WORDS * len]
+                    .chunks_exact(KEY_WORDS)
+                    .filter_map(|slot| {
+                        let [owner, context, objects, bytes] = [slot[0], slot[1], slot[2], slot[3]];
+                        (owner > 0 && objects > 0).then(|| {
+                            let count = SiteCount {
+                                objects: objects as u64,
+                                bytes: bytes as u64,
+                            };
+                            ((owner - 1) as u32, context as u64, count)
+                        })
                     }),
             );
         }
