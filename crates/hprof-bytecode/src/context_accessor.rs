@@ -6,8 +6,13 @@
 //! (`Thread.class.getFields()`) and no class can reach it by name. Rewritten
 //! code in every package reaches it through this class, defined by the agent
 //! in the boot loader in package `java.lang` (so in `java.base`, whose
-//! packages every module reads): two static methods small enough that the
-//! JIT always inlines them into a plain field access.
+//! packages every module reads): two static methods the JIT inlines into a
+//! plain field access. Both are marked `@ForceInline`
+//! (`jdk.internal.vm.annotation`, which HotSpot honours in boot classes):
+//! small as they are, C2 stops inlining into a compilation that holds 8,000
+//! bytes of byte code (`DesiredMethodLimit`), which the program's large
+//! rewritten methods reach, and then called `setWindow` out of line before
+//! each call.
 //!
 //! ```text
 //! takeWindow()J:      invokestatic Thread.currentThread; dup; getfield context; lstore_0; lconst_0; putfield context; lload_0; lreturn
@@ -48,6 +53,8 @@ pub(crate) const CONTEXT_FIELD_ACCESS: u16 = 0x1000;
 const THREAD_CLASS: &[u8] = b"java/lang/Thread";
 /// Class file version 52: no StackMapTable is needed (no branches).
 const CLASS_VERSION: u16 = 52;
+/// The annotation both methods carry.
+const FORCE_INLINE: &[u8] = b"Ljdk/internal/vm/annotation/ForceInline;";
 /// `ACC_PUBLIC | ACC_FINAL | ACC_SUPER | ACC_SYNTHETIC`.
 const CLASS_ACCESS: u16 = 0x0001 | 0x0010 | 0x0020 | 0x1000;
 /// `ACC_PUBLIC | ACC_STATIC`.
@@ -146,6 +153,13 @@ pub fn context_accessor_class_file() -> Result<Vec<u8>, String> {
         Ok((this, object, code_name, methods))
     };
     let (this, object, code_name, methods) = add()?;
+    // Both methods always inlined: a rewritten method of the program's
+    // that reached C2's inlining budget (8,000 bytes of byte code per
+    // compilation) called setWindow out of line at each call site.
+    let annotation = (
+        pool.add_utf8(b"RuntimeVisibleAnnotations")?,
+        pool.add_utf8(FORCE_INLINE)?,
+    );
     // A Thread, a long and then a second long; locals a long and an int.
     let methods: Vec<MadeMethod> = methods
         .into_iter()
@@ -167,6 +181,7 @@ pub fn context_accessor_class_file() -> Result<Vec<u8>, String> {
         method_access: METHOD_ACCESS,
         code_name,
         methods: &methods,
+        method_annotation: Some(annotation),
     }
     .write())
 }
@@ -190,5 +205,23 @@ mod tests {
             .map(|m| class.pool.utf8(m.name_index).unwrap().to_vec())
             .collect();
         assert_eq!(names, [b"takeWindow".to_vec(), b"setWindow".to_vec()]);
+        for method in &class.methods {
+            let annotations: Vec<_> = method
+                .attributes
+                .iter()
+                .filter(|a| class.pool.utf8(a.name_index).unwrap() == b"RuntimeVisibleAnnotations")
+                .collect();
+            let [annotations] = annotations.as_slice() else {
+                panic!("one RuntimeVisibleAnnotations attribute per method");
+            };
+            // One annotation, no elements, of type ForceInline.
+            let info = annotations.info;
+            assert_eq!(
+                (info.len(), &info[..2], &info[4..]),
+                (6, &[0, 1][..], &[0, 0][..])
+            );
+            let type_index = u16::from_be_bytes([info[2], info[3]]);
+            assert_eq!(class.pool.utf8(type_index).unwrap(), FORCE_INLINE);
+        }
     }
 }

@@ -119,6 +119,7 @@ pub fn early_gate_class_file(
         method_access: METHOD_ACCESS,
         code_name,
         methods: &methods,
+        method_annotation: None,
     }
     .write())
 }

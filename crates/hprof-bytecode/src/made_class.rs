@@ -1,6 +1,7 @@
 //! Writes the small classes the agent makes from nothing (the context
 //! accessor, the early gate): static fields without attributes, static
-//! methods with a `Code` attribute each, no stack maps.
+//! methods with a `Code` attribute each (and, if asked, one annotation), no
+//! stack maps.
 
 use super::bytes::{put_u16, put_u32};
 use super::constant_pool::ConstantPool;
@@ -25,6 +26,8 @@ pub(crate) struct MadeClass<'p, 'a> {
     pub method_access: u16,
     pub code_name: u16,
     pub methods: &'p [MadeMethod],
+    /// (name of `RuntimeVisibleAnnotations`, type of the annotation) put on every method.
+    pub method_annotation: Option<(u16, u16)>,
 }
 
 impl MadeClass<'_, '_> {
@@ -51,7 +54,7 @@ impl MadeClass<'_, '_> {
             put_u16(&mut out, self.method_access);
             put_u16(&mut out, method.name);
             put_u16(&mut out, method.descriptor);
-            put_u16(&mut out, 1); // attributes: Code
+            put_u16(&mut out, 1 + u16::from(self.method_annotation.is_some()));
             put_u16(&mut out, self.code_name);
             put_u32(&mut out, 12 + method.code.len() as u32);
             put_u16(&mut out, method.max_stack);
@@ -60,6 +63,13 @@ impl MadeClass<'_, '_> {
             out.extend_from_slice(&method.code);
             put_u16(&mut out, 0); // exception table
             put_u16(&mut out, 0); // attributes
+            if let Some((name, annotation)) = self.method_annotation {
+                put_u16(&mut out, name);
+                put_u32(&mut out, 6);
+                put_u16(&mut out, 1);
+                put_u16(&mut out, annotation);
+                put_u16(&mut out, 0);
+            }
         }
         put_u16(&mut out, 0); // class attributes
         out
