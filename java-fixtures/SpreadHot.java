@@ -4,11 +4,12 @@ import java.lang.management.ThreadMXBean;
 /**
  * One method hot through several traces, another hot through one: hot()
  * spends its time in three leaves (leafA, leafB, leafC, two units of work
- * each), single() does three units itself. HPROF's CPU SAMPLES table, one
- * row per trace, ranks single() first (33% against 22% per leaf); aggregated
- * by method, hot() has 67% in total. (The margins are wide because the JIT
- * compiles each leaf at its own time, which skews the leaves' shares in a
- * one-second run.) No lambdas, so every frame name is stable.
+ * each), single() does four units itself. HPROF's CPU SAMPLES table, one
+ * row per trace, ranks single() first (40% against 20% per leaf); aggregated
+ * by method, hot() has 60% in total. The margins are wide because a
+ * one-second run takes about a hundred samples on a loaded machine: at 33%
+ * against 22% (three units), one leaf drew 35 samples to single()'s 34 by
+ * chance alone. No lambdas, so every frame name is stable.
  *
  * Rounds of hot() and single() repeat until the main thread has used the
  * CPU milliseconds given as the argument (default 1000): cpu=samples counts
@@ -51,7 +52,7 @@ public class SpreadHot {
 
     static void single() {
         long x = 4;
-        for (long i = 0; i < 3 * UNIT; i++) {
+        for (long i = 0; i < 4 * UNIT; i++) {
             x = x * 6364136223846793005L + 1442695040888963407L;
         }
         sink += x;

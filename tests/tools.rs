@@ -190,7 +190,7 @@ fn top_ranks_a_method_hot_through_several_traces_first_by_total() {
                 .filter(|m| m.starts_with("SpreadHot.") && m != "SpreadHot.main")
                 .collect()
         };
-        // By self, single() (2 units in one trace) is first; HPROF's own
+        // By self, single() (4 units in one trace, 2 per leaf) is first; HPROF's own
         // table, one row per trace, ranks it first too.
         assert_eq!(
             names("by_self")[0],
@@ -209,7 +209,7 @@ fn top_ranks_a_method_hot_through_several_traces_first_by_total() {
             "{}",
             jdk.label
         );
-        // By total, hot() (3 units over three traces) ranks above single().
+        // By total, hot() (6 units over three traces) ranks above single().
         assert_eq!(
             names("by_total")[0],
             "SpreadHot.hot",
