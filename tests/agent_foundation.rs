@@ -455,18 +455,15 @@ fn sigquit_appends_a_dump_and_the_program_finishes() {
         child.signal(libc::SIGQUIT);
         // The dump is flushed before the program goes on: wait for it to show.
         let path = ascii_file(&dir);
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while !fs::read_to_string(&path)
-            .unwrap_or_default()
-            .contains("TRACE 300000:")
-        {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{}: no dump after SIGQUIT",
-                jdk.label
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        common::wait_until(
+            Duration::from_secs(20),
+            || format!("{}: no dump after SIGQUIT", jdk.label),
+            || {
+                fs::read_to_string(&path)
+                    .unwrap_or_default()
+                    .contains("TRACE 300000:")
+            },
+        );
         let out = child.wait_timeout(Duration::from_secs(60));
         common::assert_success(&out, &format!("Sleeper with SIGQUIT on {}", jdk.label));
         assert!(

@@ -8,7 +8,7 @@ use hprof_rs::format::ascii::Section;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn hprof_rs() -> Command {
     let mut cmd = Command::new(common::hprof_rs_bin());
@@ -86,15 +86,11 @@ fn with_stop_signals_caught(cmd: &mut Command) {
 
 /// Waits until the file at `path` holds `text`.
 fn wait_for_text(path: &Path, text: &str, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !fs::read_to_string(path).unwrap_or_default().contains(text) {
-        assert!(
-            Instant::now() < deadline,
-            "{what}: no {text:?} in {}",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::wait_until(
+        Duration::from_secs(30),
+        || format!("{what}: no {text:?} in {}", path.display()),
+        || fs::read_to_string(path).unwrap_or_default().contains(text),
+    );
 }
 
 #[test]

@@ -254,15 +254,16 @@ impl Front {
 
     /// Waits until `listen` printed `line` on standard error.
     fn wait_for_stderr(&self, line: &str) {
-        let deadline = Instant::now() + PATIENCE;
-        while !self.process.output_so_far().1.lines().any(|l| l == line) {
-            assert!(
-                Instant::now() < deadline,
-                "no line {line:?} on listen's stderr:\n{}",
-                self.process.output_so_far().1
-            );
-            thread::sleep(Duration::from_millis(20));
-        }
+        common::wait_until(
+            PATIENCE,
+            || {
+                format!(
+                    "no line {line:?} on listen's stderr:\n{}",
+                    self.process.output_so_far().1
+                )
+            },
+            || self.process.output_so_far().1.lines().any(|l| l == line),
+        );
     }
 }
 
@@ -894,18 +895,19 @@ fn two_thousand_connections_to_the_agents_port_give_64_jvms_and_bounded_resource
 
     // Once they are gone, a new JVM is taken, and the burst is counted.
     drop(jvms);
-    let deadline = Instant::now() + PATIENCE;
-    while front
-        .process
-        .output_so_far()
-        .0
-        .matches(" disconnected, 0 bytes in ")
-        .count()
-        < MAX_AGENTS
-    {
-        assert!(Instant::now() < deadline, "the 64 did not all disconnect");
-        thread::sleep(Duration::from_millis(20));
-    }
+    common::wait_until(
+        PATIENCE,
+        || "the 64 did not all disconnect".into(),
+        || {
+            front
+                .process
+                .output_so_far()
+                .0
+                .matches(" disconnected, 0 bytes in ")
+                .count()
+                >= MAX_AGENTS
+        },
+    );
     let next = format!("{}.{MAX_AGENTS}", output.display());
     let _jvm = front.connect_jvm(MAX_AGENTS + 1, Path::new(&next));
     front.wait_for_stderr(&format!(

@@ -287,18 +287,15 @@ fn a_binary_dump_on_request_loads_in_visualvm_and_the_records_are_files() {
         front.send("dump");
         front.send("summary");
         // The program goes on until the second summary (after the dump) arrived.
-        let deadline = Instant::now() + PATIENCE;
         let summaries = |path: &Path| {
             let tags = record_tags(path).0;
             tags.iter().filter(|&&t| t == HEAP_SUMMARY).count()
         };
-        while summaries(&front.file) < 2 {
-            assert!(
-                Instant::now() < deadline,
-                "{what}: no second HEAP SUMMARY came"
-            );
-            thread::sleep(Duration::from_millis(100));
-        }
+        common::wait_until(
+            PATIENCE,
+            || format!("{what}: no second HEAP SUMMARY came"),
+            || summaries(&front.file) >= 2,
+        );
         stop_server(&dir);
         let out = jvm.wait_timeout(PATIENCE);
         common::assert_exit_code(&out, 3, &format!("{what} net="));
@@ -468,19 +465,14 @@ fn a_slow_peer_delays_the_program_by_the_stall_limit_at_most() {
 /// Waits until the ASCII file the front end writes has `count` lines that
 /// start with `title`.
 fn wait_for_blocks(file: &Path, title: &str, count: usize, what: &str) {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let text = String::from_utf8_lossy(&fs::read(file).unwrap_or_default()).into_owned();
-        if text.lines().filter(|l| l.starts_with(title)).count() >= count {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: fewer than {count} '{title}' in {}",
-            file.display()
-        );
-        thread::sleep(Duration::from_millis(100));
-    }
+    common::wait_until(
+        PATIENCE,
+        || format!("{what}: fewer than {count} '{title}' in {}", file.display()),
+        || {
+            let text = String::from_utf8_lossy(&fs::read(file).unwrap_or_default()).into_owned();
+            text.lines().filter(|l| l.starts_with(title)).count() >= count
+        },
+    );
 }
 
 /// The `obj=` of the main thread's THREAD START in an ASCII file being

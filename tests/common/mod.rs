@@ -891,6 +891,21 @@ pub fn jdks_of(majors: &[u32]) -> Vec<Jdk> {
     chosen
 }
 
+/// Polls `done` every 20 ms until it holds, for what another process makes
+/// true (a file written, a line printed); panics with `what()` once
+/// `patience` has passed without it.
+pub fn wait_until(patience: Duration, what: impl Fn() -> String, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + patience;
+    while !done() {
+        assert!(
+            Instant::now() < deadline,
+            "{} (waited {patience:?})",
+            what()
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Runs `check` on each JDK and reports every JDK's failure, not only the first.
 pub fn on_each(jdks: &[Jdk], check: impl Fn(&Jdk)) {
     let failures: Vec<String> = jdks
