@@ -61,6 +61,7 @@ fn injection() -> Injection {
         entry: Some(("CallSite".into(), "(II)V".into())),
         exit: Some(("ReturnSite".into(), "(II)V".into())),
         exit_on_throw: true,
+        leaf: Injection::tracker().leaf,
     }
 }
 

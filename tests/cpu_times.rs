@@ -128,6 +128,47 @@ fn call_counts_are_exact_and_the_sleeper_has_the_most_self_time() {
     });
 }
 
+/// The `self` share of `method`'s rows, added up.
+fn self_percent_of(section: &CpuSection, method: &str) -> f64 {
+    section
+        .rows
+        .iter()
+        .filter(|row| row.method.as_deref() == Some(method))
+        .map(|row| row.self_percent)
+        .sum()
+}
+
+#[test]
+fn leaves_are_counted_exactly_and_hold_their_own_time() {
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        let (dir, stdout) = run_timed(
+            jdk,
+            &format!("cpu-times-leaves-{label}"),
+            &[],
+            "cpu=times,cutoff=0",
+            "LeafCalls",
+        );
+        assert!(stdout.contains("done true"), "{label}: {stdout}");
+        let section = cpu_time_section(&dir.join("java.hprof.txt"), label);
+        let calls = calls_per_method(&section);
+        assert_eq!(calls.get("LeafCalls.spin"), Some(&3), "{label}: spin()");
+        assert_eq!(calls.get("LeafCalls.outer"), Some(&1), "{label}: outer()");
+        assert_eq!(
+            calls.get("LeafCalls.at"),
+            Some(&1001),
+            "{label}: at(), one call left by an exception"
+        );
+        // spin() runs 180 million rounds of its loop; outer() three calls.
+        let spin = self_percent_of(&section, "LeafCalls.spin");
+        let outer = self_percent_of(&section, "LeafCalls.outer");
+        assert!(
+            spin >= 30.0 && outer * 20.0 <= spin,
+            "{label}: spin() {spin}% and outer() {outer}% of the self time"
+        );
+    });
+}
+
 #[test]
 fn cpu_old_writes_the_old_prof_table_only() {
     common::on_each(&common::jdks(), |jdk| {

@@ -443,6 +443,7 @@ proptest! {
             entry: Some(("CallSite".into(), "(II)V".into())),
             exit: Some(("ReturnSite".into(), "(II)V".into())),
             exit_on_throw: true,
+            leaf: Injection::tracker().leaf,
         };
         let options = RewriteOptions { widen_all_branches: widen };
         if let Ok(out) = rewrite_class_with(&bytes, 1, &injection, &options) {

@@ -9,7 +9,14 @@
  *     ldc <class number>; <push method number>; invokestatic hprof_rs/Tracker.ReturnSite(II)V
  * before each return instruction and, when the method is left by an
  * exception, in a catch-all handler that then rethrows it (constructors
- * excepted). Both do nothing until the agent engages the tracker. A call
+ * excepted). A leaf, a method with no invoke instruction, starts with
+ *     invokestatic hprof_rs/Tracker.leafStart()J; lstore <its own local>
+ * instead and runs
+ *     ldc <class number>; <push method number>; lload <that local>;
+ *     invokestatic hprof_rs/Tracker.LeafSite(IIJ)V
+ * where the others run ReturnSite: nothing timed can start inside a leaf,
+ * so its whole call is counted at its end, without a place on the shadow
+ * stack. The hooks do nothing until the agent engages the tracker. A call
  * whose exit was not seen (a constructor left by an exception, a frame
  * running code from before a retransformation) ends when a caller below it
  * exits.
@@ -337,6 +344,40 @@ public final class Tracker {
     }
 
     /**
+     * The clock on entry to a leaf. Small enough for the JIT to inline, and
+     * read whether or not the tracker is engaged: LeafSite decides.
+     */
+    public static long leafStart() {
+        return clock();
+    }
+
+    /**
+     * Called before each return of leaf method number {@code mnum} of class
+     * number {@code cnum}, and when an exception leaves it, with the clock
+     * read on its entry: the whole call, counted under its caller's trace.
+     */
+    @jdk.internal.vm.annotation.DontInline
+    public static void LeafSite(int cnum, int mnum, long start) {
+        if (engaged != 0) {
+            try {
+                Tracker t = current();
+                if (!t.busy) {
+                    t.busy = true;
+                    try {
+                        t.leaf(((long) cnum << 32) | (mnum & 0xFFFFFFFFL), clock() - start);
+                    } catch (Throwable e) {
+                        t.failed |= stops(t, e);
+                    } finally {
+                        t.busy = t.failed;
+                    }
+                }
+            } catch (Throwable e) {
+                // Never into the program (see the class comment).
+            }
+        }
+    }
+
+    /**
      * Whether error `e`, caught inside the tracker, stops the thread's
      * timing: all but a StackOverflowError, which leaves the state
      * consistent. Remembers the first. No calls: the stack may be full.
@@ -391,12 +432,7 @@ public final class Tracker {
      */
     @jdk.internal.vm.annotation.DontInline
     private void enter(long method, long time) {
-        int caller = top == 0 ? -1 : stackTrace[top - 1];
-        int trace = memoGet(caller, method);
-        if (trace < 0) {
-            trace = localTrace(node(caller < 0 ? -1 : localNode[caller], method));
-            memoPut(caller, method, trace);
-        }
+        int trace = traceOfCall(method);
         if (top == stackMethod.length) {
             growStack();
         }
@@ -405,6 +441,43 @@ public final class Tracker {
         stackStart[top] = time;
         stackCallees[top] = 0;
         top++;
+    }
+
+    /**
+     * A completed call of leaf `method` that took `total` nanoseconds, all
+     * its own: its trace is found as enter() finds one, and counted as
+     * pop() counts, and the time joins the caller's callees. (A class
+     * initializer the JVM ran inside the leaf was timed as a callee of the
+     * caller, and is then subtracted from it twice: once a class.)
+     */
+    @jdk.internal.vm.annotation.DontInline
+    private void leaf(long method, long total) {
+        int trace = traceOfCall(method);
+        // No calls below (see pop()).
+        if (total < 0) {
+            total = 0;
+        }
+        long[] c = counters;
+        c[3 * trace]++;
+        c[3 * trace + 1] += total;
+        c[3 * trace + 2] += total;
+        if (top > 0) {
+            stackCallees[top - 1] += total;
+        }
+    }
+
+    /**
+     * This thread's trace of a call of `method` from the innermost call on
+     * its shadow stack: from the memo, else made and remembered.
+     */
+    private int traceOfCall(long method) {
+        int caller = top == 0 ? -1 : stackTrace[top - 1];
+        int trace = memoGet(caller, method);
+        if (trace < 0) {
+            trace = localTrace(node(caller < 0 ? -1 : localNode[caller], method));
+            memoPut(caller, method, trace);
+        }
+        return trace;
     }
 
     /** Doubles the shadow stack: copies first, then switches in one go. */

@@ -42,7 +42,7 @@
 use super::BciError;
 use super::bytes::{put_u16, u16_at, u32_at};
 use super::class_file::ClassFile;
-use super::code::op;
+use super::code::{local_insn, op};
 use super::constant_pool::ConstantPool;
 use super::context_accessor::{
     CONTEXT_FIELD, CONTEXT_FIELD_ACCESS, SET_WINDOW, SITE_SHIFT, TAKE_WINDOW,
@@ -153,18 +153,6 @@ impl ContextRefs {
         add_offset(&mut out, offset, pool)?;
         Self::invoke(&mut out, self.set_window);
         Ok(out)
-    }
-}
-
-/// `lload L` / `lstore L` in its shortest form.
-pub(crate) fn local_insn(out: &mut Vec<u8>, opcode: u8, short_form: u8, local: u16) {
-    match local {
-        0..=3 => out.push(short_form + local as u8),
-        4..=255 => out.extend_from_slice(&[opcode, local as u8]),
-        _ => {
-            out.extend_from_slice(&[op::WIDE, opcode]);
-            put_u16(out, local);
-        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! Byte-code instruction decoding: lengths (including `tableswitch` and
 //! `lookupswitch` padding and the `wide` prefix) and branch targets.
-use super::bytes::{i32_at, u16_at};
+use super::bytes::{i32_at, put_u16, u16_at};
 
 /// Opcodes the rewriter treats specially.
 pub(crate) mod op {
@@ -9,6 +9,9 @@ pub(crate) mod op {
     pub const ISTORE: u8 = 54;
     pub const ASTORE: u8 = 58;
     pub const ISTORE_0: u8 = 59;
+    pub const LLOAD: u8 = 22;
+    pub const LLOAD_0: u8 = 30;
+    pub const LSTORE: u8 = 55;
     pub const LSTORE_0: u8 = 63;
     pub const FSTORE_0: u8 = 67;
     pub const DSTORE_0: u8 = 71;
@@ -27,13 +30,29 @@ pub(crate) mod op {
     pub const IRETURN: u8 = 172;
     pub const RETURN: u8 = 177;
     pub const IADD: u8 = 96;
+    pub const INVOKEVIRTUAL: u8 = 182;
     pub const INVOKESTATIC: u8 = 184;
+    pub const INVOKEDYNAMIC: u8 = 186;
     pub const ATHROW: u8 = 191;
     pub const WIDE: u8 = 196;
     pub const IFNULL: u8 = 198;
     pub const IFNONNULL: u8 = 199;
     pub const GOTO_W: u8 = 200;
     pub const JSR_W: u8 = 201;
+}
+
+/// A local variable instruction (`lload L`, `lstore L`, ...) in its
+/// shortest form: `short_form + L` for locals 0 to 3, `opcode L`, or `wide
+/// opcode L` past 255.
+pub(crate) fn local_insn(out: &mut Vec<u8>, opcode: u8, short_form: u8, local: u16) {
+    match local {
+        0..=3 => out.push(short_form + local as u8),
+        4..=255 => out.extend_from_slice(&[opcode, local as u8]),
+        _ => {
+            out.extend_from_slice(&[op::WIDE, opcode]);
+            put_u16(out, local);
+        }
+    }
 }
 
 /// Opcode ranges whose fixed length is not 1: `(first, last, length)`,

@@ -2,10 +2,12 @@
 //! of the `Code` attribute that holds a code offset. Returns the new `Code`
 //! attribute body, or the reason the method is better left alone.
 
+use super::LeafCalls;
 use super::bytes::{Reader, put_attribute, put_u16, put_u32};
 use super::class_file::{Attribute, CodeAttribute};
-use super::code::{self, Insn, op};
+use super::code::{self, Insn, local_insn, op};
 use super::constant_pool::ConstantPool;
+use super::constant_pool::encode_modified_utf8;
 use super::relocate::Layout;
 use super::simulate;
 use super::stackmap::{self, FrameKind, FrameState, OutFrame};
@@ -60,6 +62,55 @@ pub(crate) struct MethodFacts<'m> {
     pub is_static: bool,
     /// Its position in the class's methods table: the method number.
     pub index: u16,
+}
+
+/// The pool entries of a class's leaf calls, added at the class's first
+/// leaf (a class without one gets none).
+pub(crate) struct LeafRefs<'i> {
+    tracker_class: &'i str,
+    calls: Option<&'i LeafCalls>,
+    /// `Methodref`s of the start and the end call, once added.
+    resolved: Option<(u16, u16)>,
+}
+
+impl<'i> LeafRefs<'i> {
+    /// The leaf calls `calls` (`None`: leaves are rewritten like any
+    /// method) into `tracker_class`.
+    pub(crate) fn new(tracker_class: &'i str, calls: Option<&'i LeafCalls>) -> Self {
+        Self {
+            tracker_class,
+            calls,
+            resolved: None,
+        }
+    }
+
+    /// The start and end `Methodref`s, added to `pool` on first use.
+    fn get(&mut self, pool: &mut ConstantPool<'_>) -> Result<Option<(u16, u16)>, String> {
+        let Some(calls) = self.calls else {
+            return Ok(None);
+        };
+        if self.resolved.is_none() {
+            let tracker = encode_modified_utf8(self.tracker_class);
+            let mut method = |(name, descriptor): &(String, String)| {
+                pool.add_method_ref(
+                    &tracker,
+                    &encode_modified_utf8(name),
+                    &encode_modified_utf8(descriptor),
+                )
+            };
+            self.resolved = Some((method(&calls.start)?, method(&calls.end)?));
+        }
+        Ok(self.resolved)
+    }
+}
+
+/// True when no instruction of `insns` calls a method: nothing the tracker
+/// times can start inside (but a class initializer or loader the JVM runs
+/// for an instruction, which then counts as a callee of the leaf's caller).
+fn is_leaf(insns: &[Insn]) -> bool {
+    !insns
+        .iter()
+        .any(|i| (op::INVOKEVIRTUAL..=op::INVOKEDYNAMIC).contains(&i.opcode))
 }
 
 /// Code that pushes `value` on the operand stack.
@@ -282,12 +333,14 @@ fn exception_table(
 }
 
 /// A StackMapTable `body` (new offsets) with one more frame, at the
-/// catch-all handler `at` past every other: no locals (the handler reads
-/// none, so whatever the method held is assignable to it) and the
-/// exception on the stack.
+/// catch-all handler `at` past every other, with the exception on the
+/// stack and no locals (whatever the method held is assignable to that)
+/// but the `long`s the injected code added, `added_longs` (first slot,
+/// count), which the handler reads: the slots below them are `top`.
 fn with_handler_frame(
     mut body: Vec<u8>,
     at: u32,
+    added_longs: Option<(u16, u16)>,
     pool: &mut ConstantPool<'_>,
 ) -> Result<Vec<u8>, String> {
     let frames = stackmap::decode(&body)?;
@@ -304,7 +357,15 @@ fn with_handler_frame(
         &mut body,
         u16::try_from(delta).map_err(|_| "offset past 65535")?,
     );
-    put_u16(&mut body, 0);
+    match added_longs {
+        None => put_u16(&mut body, 0),
+        Some((first, count)) => {
+            let locals = first.checked_add(count).ok_or("too many locals")?;
+            put_u16(&mut body, locals);
+            body.extend(std::iter::repeat_n(0, usize::from(first))); // Top_variable_info
+            body.extend(std::iter::repeat_n(4, usize::from(count))); // Long_variable_info
+        }
+    }
     put_u16(&mut body, 1);
     body.push(7); // Object_variable_info
     put_u16(&mut body, throwable);
@@ -507,6 +568,7 @@ pub(crate) fn rewrite_code(
     info: &[u8],
     pool: &mut ConstantPool<'_>,
     calls: Calls,
+    leaf_refs: &mut LeafRefs<'_>,
     class: ClassFacts,
     method: MethodFacts<'_>,
 ) -> Result<Option<Vec<u8>>, String> {
@@ -525,11 +587,42 @@ pub(crate) fn rewrite_code(
             class.major
         ));
     }
-    let returns = insns.iter().any(Insn::is_return);
     if calls.passed == Passed::FirstArgument && insns.iter().any(|i| writes_local_0(i, code.code)) {
         return Err("it writes local 0, the argument the calls pass".into());
     }
+    let leaf = match is_leaf(&insns) && !subroutines && calls.passed == Passed::Numbers {
+        true => leaf_refs.get(pool)?,
+        false => None,
+    };
+    let injected = match leaf {
+        Some(refs) => leaf_injection(&code, &insns, pool, calls, refs, method)?,
+        None => match call_injection(&insns, pool, calls, method)? {
+            Some(injected) => injected,
+            None => return Ok(None),
+        },
+    };
+    relocate_method(
+        &code,
+        &insns,
+        pool,
+        class,
+        method,
+        &injected,
+        calls.widen_all,
+    )
+    .map(Some)
+}
 
+/// What any other method gets: the entry call, the exit call before each
+/// return and, with `exit_on_throw`, from the catch-all handler (not in
+/// constructors). `None`: nothing to inject.
+fn call_injection(
+    insns: &[Insn],
+    pool: &mut ConstantPool<'_>,
+    calls: Calls,
+    method: MethodFacts<'_>,
+) -> Result<Option<Injected>, String> {
+    let returns = insns.iter().any(Insn::is_return);
     let entry = match calls.entry {
         Some(m) => sequence_of(calls, method.index, m, pool)?,
         None => vec![],
@@ -551,24 +644,56 @@ pub(crate) fn rewrite_code(
         .iter()
         .map(|i| if i.is_return() { exit.clone() } else { vec![] })
         .collect();
-    let injected = Injected {
+    Ok(Some(Injected {
         entry,
         before,
         after: vec![vec![]; insns.len()],
         extra_stack: 2,
         extra_long_locals: 0,
         on_throw,
+    }))
+}
+
+/// What a leaf gets (see [`LeafCalls`]): the clock into a `long` local
+/// after the method's own on entry; the end call with the numbers and that
+/// local before each return and, with `exit_on_throw`, from the catch-all
+/// handler (constructors always call another method: none is a leaf).
+fn leaf_injection(
+    code: &CodeAttribute<'_>,
+    insns: &[Insn],
+    pool: &mut ConstantPool<'_>,
+    calls: Calls,
+    (start, end): (u16, u16),
+    method: MethodFacts<'_>,
+) -> Result<Injected, String> {
+    let local = code.max_locals;
+    let mut entry = vec![op::INVOKESTATIC];
+    put_u16(&mut entry, start);
+    local_insn(&mut entry, op::LSTORE, op::LSTORE_0, local);
+    let mut exit = Vec::with_capacity(12);
+    push_constant(&mut exit, calls.class_number);
+    push_int(&mut exit, method.index, pool)?;
+    local_insn(&mut exit, op::LLOAD, op::LLOAD_0, local);
+    exit.push(op::INVOKESTATIC);
+    put_u16(&mut exit, end);
+    let before = insns
+        .iter()
+        .map(|i| if i.is_return() { exit.clone() } else { vec![] })
+        .collect();
+    let on_throw = if calls.exit_on_throw && method.name != b"<init>" {
+        exit.clone()
+    } else {
+        vec![]
     };
-    relocate_method(
-        &code,
-        &insns,
-        pool,
-        class,
-        method,
-        &injected,
-        calls.widen_all,
-    )
-    .map(Some)
+    Ok(Injected {
+        entry,
+        before,
+        after: vec![vec![]; insns.len()],
+        // Two ints and a long.
+        extra_stack: 4,
+        extra_long_locals: 1,
+        on_throw,
+    })
 }
 
 /// The code injected into one method: a sequence at entry, and per
@@ -620,8 +745,8 @@ pub(crate) fn relocate_method(
         .checked_add(injected.extra_stack)
         .ok_or("max_stack would pass 65535")?;
     if handler.is_some() {
-        // The exception, and the two numbers the exit call takes.
-        max_stack = max_stack.max(3);
+        // The exception, and what the exit call takes.
+        max_stack = max_stack.max(1 + injected.extra_stack);
     }
 
     // Offsets after widened conditionals become branch targets; from class
@@ -665,7 +790,7 @@ pub(crate) fn relocate_method(
                 let body = rewrite.stack_map(Some(attribute.info), pool)?;
                 let body = body.ok_or("StackMapTable vanished")?;
                 match handler {
-                    Some(at) => with_handler_frame(body, at, pool)?,
+                    Some(at) => with_handler_frame(body, at, rewrite.added_longs, pool)?,
                     None => body,
                 }
             }
@@ -685,6 +810,7 @@ pub(crate) fn relocate_method(
             (body, Some(at)) if class.major >= 50 => Some(with_handler_frame(
                 body.unwrap_or_else(|| vec![0, 0]),
                 at,
+                rewrite.added_longs,
                 pool,
             )?),
             (body, _) => body,

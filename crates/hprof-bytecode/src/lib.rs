@@ -8,6 +8,14 @@
 //! before *return: ldc[_w] <class number>; <push method number>; invokestatic Tracker.ReturnSite(II)V
 //! ```
 //!
+//! and, with [`Injection::leaf`], into a leaf (a method with no invoke
+//! instruction) the clock on entry and one call at its end instead:
+//!
+//! ```text
+//! entry:          invokestatic Tracker.leafStart()J; lstore <max_locals>
+//! before *return: ldc[_w] <class number>; <push method number>; lload <max_locals>; invokestatic Tracker.LeafSite(IIJ)V
+//! ```
+//!
 //! The class number goes into the constant pool as a `CONSTANT_Integer`
 //! (agents use large numbers); the method number, the method's index in the
 //! class's `methods` table, is pushed with `iconst_<n>`, `bipush` or
@@ -18,7 +26,8 @@
 //! method's own handlers come first), which rethrows the same object:
 //! HPROF instead asked the JVM for an event at every catch, which makes
 //! HotSpot deoptimize each frame an exception leaves. `max_stack` grows by
-//! 2 (to 3 at least with the handler); locals are untouched.
+//! 2 (to 3 at least with the handler), a leaf's by 4 (5); locals are
+//! untouched but a leaf's, which gain the `long` of its start.
 //!
 //! Everything that holds a code offset is relocated: branch and switch
 //! targets (with switch padding recomputed), the exception table,
@@ -150,7 +159,37 @@ pub struct Injection {
     /// rethrows. Constructors get none (their code before `super()` runs
     /// with `this` unmade, which a handler over it would have to repeat).
     pub exit_on_throw: bool,
+    /// How to time a method that calls no other (a leaf), if differently:
+    /// see [`LeafCalls`]. `None`: leaves get `entry` and `exit` like every
+    /// other method.
+    pub leaf: Option<LeafCalls>,
 }
+
+/// The calls injected into a leaf, a method with no invoke instruction
+/// (cpu=times): no tracked method can start while it runs, so the tracker
+/// need not know it has begun. On entry the clock is read into a local of
+/// its own (`invokestatic start; lstore`); before each return, and from the
+/// catch-all handler when [`Injection::exit_on_throw`] is set, one call
+/// passes the class number, the method number and that reading. One call
+/// into the tracker per leaf call instead of two, and no push and pop of
+/// its shadow stack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeafCalls {
+    /// Name and descriptor ([`LEAF_START_DESCRIPTOR`]) of the static method
+    /// whose result, the clock on entry, the leaf keeps.
+    pub start: (String, String),
+    /// Name and descriptor ([`LEAF_END_DESCRIPTOR`]) of the static method
+    /// called with the class number, the method number and the clock on
+    /// entry when the leaf ends.
+    pub end: (String, String),
+}
+
+/// The descriptor of [`LeafCalls::start`]: it returns the clock.
+pub const LEAF_START_DESCRIPTOR: &str = "()J";
+
+/// The descriptor of [`LeafCalls::end`]: class number, method number, the
+/// clock on entry.
+pub const LEAF_END_DESCRIPTOR: &str = "(IIJ)V";
 
 /// Knobs of [`rewrite_class_with`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -326,6 +365,21 @@ fn rewrite(
     if injection.tracker_class.is_empty() {
         return Err(BciError::BadInjection("no tracker class".into()));
     }
+    if let Some(leaf) = &injection.leaf {
+        let (start, end) = (&leaf.start, &leaf.end);
+        if selected.is_some()
+            || start.0.is_empty()
+            || end.0.is_empty()
+            || start.1 != LEAF_START_DESCRIPTOR
+            || end.1 != LEAF_END_DESCRIPTOR
+        {
+            return Err(BciError::BadInjection(format!(
+                "leaf calls {}{} and {}{}: they take {LEAF_START_DESCRIPTOR} and \
+                 {LEAF_END_DESCRIPTOR}, with class and method numbers",
+                start.0, start.1, end.0, end.1
+            )));
+        }
+    }
     let mut class = ClassFile::parse(class_file)?;
     let malformed = |what: String| BciError::Malformed { offset: 0, what };
     let this_name = class.this_name()?;
@@ -359,6 +413,7 @@ fn rewrite(
         major: class.major,
         this_class: class.this_class,
     };
+    let mut leaf_refs = inject::LeafRefs::new(&injection.tracker_class, injection.leaf.as_ref());
     let mut new_code = vec![None; class.methods.len()];
     for (index, method) in class.methods.iter().enumerate() {
         let report = &mut methods[index];
@@ -382,7 +437,14 @@ fn rewrite(
                     is_static: method.access_flags & ACC_STATIC != 0,
                     index: index as u16,
                 };
-                inject::rewrite_code(code.info, &mut class.pool, calls, facts, target)
+                inject::rewrite_code(
+                    code.info,
+                    &mut class.pool,
+                    calls,
+                    &mut leaf_refs,
+                    facts,
+                    target,
+                )
             }
             (None, _) => Err("several Code attributes".to_string()),
         };

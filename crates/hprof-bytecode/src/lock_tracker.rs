@@ -49,6 +49,7 @@ impl Injection {
             entry: Some(("parking".into(), ARGUMENT_CALL_DESCRIPTOR.into())),
             exit: Some(("parked".into(), ARGUMENT_CALL_DESCRIPTOR.into())),
             exit_on_throw: false,
+            leaf: None,
         }
     }
 }

@@ -167,6 +167,7 @@ fn tracker() -> Injection {
         entry: Some(("CallSite".into(), "(II)V".into())),
         exit: Some(("ReturnSite".into(), "(II)V".into())),
         exit_on_throw: false,
+        leaf: None,
     }
 }
 
@@ -343,6 +344,106 @@ fn exception_ranges_keep_their_instructions_and_handlers_get_their_exit_calls() 
         .map(|h| (h.start, h.end, h.handler))
         .collect();
     assert_eq!(ranges, [(6, 8, 15), (8, 15, 15)]);
+}
+
+/// The name and descriptor of the tracker method `insn` (an
+/// `invokestatic`) calls.
+fn tracker_call<'p>(class: &'p ClassFile<'_>, code: &[u8], insn: &Insn) -> (&'p [u8], &'p [u8]) {
+    assert_eq!(insn.opcode, op::INVOKESTATIC);
+    let m = super::bytes::u16_at(code, insn.offset as usize + 1).unwrap();
+    let (c, name, descriptor) = class.pool.member_ref(m).unwrap();
+    assert_eq!(class.pool.class_name(c).unwrap(), b"hprof_rs/Tracker");
+    (name, descriptor)
+}
+
+#[test]
+fn a_leaf_keeps_its_start_in_a_local_and_reports_its_call_once() {
+    let mut b = ClassBuilder::new(52, "p/L");
+    // static int leaf(int x) { return x; }: calls nothing.
+    b.method(
+        ACC_PUBLIC_STATIC,
+        "leaf",
+        "(I)I",
+        Some(Body::new(1, 1, vec![26, 172])),
+    );
+    // static void caller() { leaf(0); }
+    let leaf = b.method_ref("p/L", "leaf", "(I)I");
+    let (hi, lo) = ((leaf >> 8) as u8, leaf as u8);
+    b.method(
+        ACC_PUBLIC_STATIC,
+        "caller",
+        "()V",
+        Some(Body::new(1, 0, vec![3, 184, hi, lo, 87, 177])),
+    );
+    let out = rewrite_class(&b.build(), 7, &Injection::tracker()).unwrap();
+    assert!(out.methods.iter().all(|m| m.rewritten), "{:?}", out.methods);
+
+    let (class, code, insns) = code_of(&out.bytes, 0);
+    let ops: Vec<u8> = insns.iter().map(|i| i.opcode).collect();
+    // leafStart; lstore_1 | iload_0 | ldc 7; iconst_0; lload_1; LeafSite |
+    // ireturn | the handler: ldc 7; iconst_0; lload_1; LeafSite; athrow.
+    assert_eq!(
+        ops,
+        [
+            184,
+            63 + 1,
+            26,
+            op::LDC,
+            3,
+            30 + 1,
+            184,
+            172,
+            op::LDC,
+            3,
+            30 + 1,
+            184,
+            op::ATHROW
+        ]
+    );
+    assert_eq!(
+        tracker_call(&class, code.code, &insns[0]),
+        (&b"leafStart"[..], &b"()J"[..])
+    );
+    for at in [6, 11] {
+        assert_eq!(
+            tracker_call(&class, code.code, &insns[at]),
+            (&b"LeafSite"[..], &b"(IIJ)V"[..])
+        );
+    }
+    let ldc = u16::from(code.code[insns[3].offset as usize + 1]);
+    assert_eq!(
+        class.pool.entry(ldc),
+        Some(&constant_pool::Entry::Integer(7))
+    );
+    assert_eq!(code.max_locals, 3, "its argument, then the long start");
+    assert_eq!(code.max_stack, 5, "the exception, two ints and a long");
+    let handler = insns[8].offset;
+    let table: Vec<_> = code
+        .handlers
+        .iter()
+        .map(|h| {
+            (
+                u32::from(h.start),
+                u32::from(h.end),
+                u32::from(h.handler),
+                h.catch_type,
+            )
+        })
+        .collect();
+    assert_eq!(table, [(insns[2].offset, handler, handler, 0)]);
+    // The handler reads the start: its frame lists it, above a `top`.
+    let frames = stackmap::decode(sub_attribute(&class, &code, "StackMapTable").unwrap()).unwrap();
+    let last = frames.last().unwrap();
+    assert_eq!(last.offset, handler);
+    let FrameKind::Full { locals, stack } = &last.kind else {
+        panic!("a full frame at the handler: {last:?}");
+    };
+    assert_eq!(locals[..], [VType::Top, VType::Long]);
+    assert_eq!(stack.len(), 1);
+
+    // The caller calls a method: entry and exit calls as before.
+    let (class, code, insns) = code_of(&out.bytes, 1);
+    assert_call(&class, code.code, &insns, 0, 7, "CallSite");
 }
 
 #[test]

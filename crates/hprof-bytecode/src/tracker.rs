@@ -4,7 +4,7 @@
 //! it, is `java-tracker/hprof_rs/Tracker.java`; `java-tracker/build.sh`
 //! compiles it, and `tests/bci_run.rs` checks the embedded class is fresh.
 
-use super::{CALL_DESCRIPTOR, Injection};
+use super::{CALL_DESCRIPTOR, Injection, LEAF_END_DESCRIPTOR, LEAF_START_DESCRIPTOR, LeafCalls};
 
 /// Internal name of the tracker class.
 pub const TRACKER_CLASS: &str = "hprof_rs/Tracker";
@@ -48,13 +48,19 @@ impl Injection {
     /// What `cpu=times` and `cpu=old` inject: `Tracker.CallSite(II)V` on
     /// entry and `Tracker.ReturnSite(II)V` before each return and in a
     /// catch-all handler that rethrows (the Tracker's exit takes the
-    /// innermost call of the method and any left above it).
+    /// innermost call of the method and any left above it). Leaves keep
+    /// the clock on entry (`Tracker.leafStart()J`) and report their whole
+    /// call at its end (`Tracker.LeafSite(IIJ)V`).
     pub fn tracker() -> Injection {
         Injection {
             tracker_class: TRACKER_CLASS.into(),
             entry: Some(("CallSite".into(), CALL_DESCRIPTOR.into())),
             exit: Some(("ReturnSite".into(), CALL_DESCRIPTOR.into())),
             exit_on_throw: true,
+            leaf: Some(LeafCalls {
+                start: ("leafStart".into(), LEAF_START_DESCRIPTOR.into()),
+                end: ("LeafSite".into(), LEAF_END_DESCRIPTOR.into()),
+            }),
         }
     }
 }
@@ -78,6 +84,8 @@ mod tests {
         for expected in [
             ("CallSite", "(II)V"),
             ("ReturnSite", "(II)V"),
+            ("leafStart", "()J"),
+            ("LeafSite", "(IIJ)V"),
             TRACKER_DRAIN,
             TRACKER_ENDED,
             TRACKER_RESET,
