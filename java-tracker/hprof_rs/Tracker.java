@@ -432,7 +432,12 @@ public final class Tracker {
      */
     @jdk.internal.vm.annotation.DontInline
     private void enter(long method, long time) {
-        int trace = traceOfCall(method);
+        int caller = top == 0 ? -1 : stackTrace[top - 1];
+        int trace = memoGet(caller, method);
+        if (trace < 0) {
+            trace = localTrace(node(caller < 0 ? -1 : localNode[caller], method));
+            memoPut(caller, method, trace);
+        }
         if (top == stackMethod.length) {
             growStack();
         }
@@ -445,14 +450,19 @@ public final class Tracker {
 
     /**
      * A completed call of leaf `method` that took `total` nanoseconds, all
-     * its own: its trace is found as enter() finds one, and counted as
+     * its own: its trace is found as enter() finds one, then counted as
      * pop() counts, and the time joins the caller's callees. (A class
      * initializer the JVM ran inside the leaf was timed as a callee of the
      * caller, and is then subtracted from it twice: once a class.)
      */
     @jdk.internal.vm.annotation.DontInline
     private void leaf(long method, long total) {
-        int trace = traceOfCall(method);
+        int caller = top == 0 ? -1 : stackTrace[top - 1];
+        int trace = memoGet(caller, method);
+        if (trace < 0) {
+            trace = localTrace(node(caller < 0 ? -1 : localNode[caller], method));
+            memoPut(caller, method, trace);
+        }
         // No calls below (see pop()).
         if (total < 0) {
             total = 0;
@@ -464,20 +474,6 @@ public final class Tracker {
         if (top > 0) {
             stackCallees[top - 1] += total;
         }
-    }
-
-    /**
-     * This thread's trace of a call of `method` from the innermost call on
-     * its shadow stack: from the memo, else made and remembered.
-     */
-    private int traceOfCall(long method) {
-        int caller = top == 0 ? -1 : stackTrace[top - 1];
-        int trace = memoGet(caller, method);
-        if (trace < 0) {
-            trace = localTrace(node(caller < 0 ? -1 : localNode[caller], method));
-            memoPut(caller, method, trace);
-        }
-        return trace;
     }
 
     /** Doubles the shadow stack: copies first, then switches in one go. */
