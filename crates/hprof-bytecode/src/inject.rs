@@ -90,18 +90,26 @@ impl<'i> LeafRefs<'i> {
             return Ok(None);
         };
         if self.resolved.is_none() {
-            let tracker = encode_modified_utf8(self.tracker_class);
-            let mut method = |(name, descriptor): &(String, String)| {
-                pool.add_method_ref(
-                    &tracker,
-                    &encode_modified_utf8(name),
-                    &encode_modified_utf8(descriptor),
-                )
-            };
-            self.resolved = Some((method(&calls.start)?, method(&calls.end)?));
+            let start = tracker_method_ref(pool, self.tracker_class, &calls.start)?;
+            let end = tracker_method_ref(pool, self.tracker_class, &calls.end)?;
+            self.resolved = Some((start, end));
         }
         Ok(self.resolved)
     }
+}
+
+/// The `Methodref` of static method `(name, descriptor)` of `tracker_class`,
+/// added to `pool` if it is not there yet.
+pub(crate) fn tracker_method_ref(
+    pool: &mut ConstantPool<'_>,
+    tracker_class: &str,
+    (name, descriptor): &(String, String),
+) -> Result<u16, String> {
+    pool.add_method_ref(
+        &encode_modified_utf8(tracker_class),
+        &encode_modified_utf8(name),
+        &encode_modified_utf8(descriptor),
+    )
 }
 
 /// True when no instruction of `insns` calls a method: nothing the tracker
@@ -590,9 +598,11 @@ pub(crate) fn rewrite_code(
     if calls.passed == Passed::FirstArgument && insns.iter().any(|i| writes_local_0(i, code.code)) {
         return Err("it writes local 0, the argument the calls pass".into());
     }
-    let leaf = match is_leaf(&insns) && !subroutines && calls.passed == Passed::Numbers {
-        true => leaf_refs.get(pool)?,
-        false => None,
+    // (Leaf calls are refused with calls that pass the first argument.)
+    let leaf = if is_leaf(&insns) && !subroutines {
+        leaf_refs.get(pool)?
+    } else {
+        None
     };
     let injected = match leaf {
         Some(refs) => leaf_injection(&code, &insns, pool, calls, refs, method)?,
@@ -632,32 +642,28 @@ fn call_injection(
         _ => vec![],
     };
     let on_throw = match calls.exit {
-        Some(m) if calls.exit_on_throw && method.name != b"<init>" => {
-            sequence_of(calls, method.index, m, pool)?
-        }
+        Some(m) if handler_wanted(calls, method) => sequence_of(calls, method.index, m, pool)?,
         _ => vec![],
     };
     if entry.is_empty() && exit.is_empty() && on_throw.is_empty() {
         return Ok(None);
     }
-    let before = insns
-        .iter()
-        .map(|i| if i.is_return() { exit.clone() } else { vec![] })
-        .collect();
-    Ok(Some(Injected {
-        entry,
-        before,
-        after: vec![vec![]; insns.len()],
-        extra_stack: 2,
-        extra_long_locals: 0,
-        on_throw,
-    }))
+    Ok(Some(Injected::around_returns(
+        insns, entry, &exit, on_throw, 2, 0,
+    )))
+}
+
+/// Whether the method gets the catch-all handler: asked for, and not a
+/// constructor (its code before `super()` runs with `this` unmade, which
+/// the handler's frame would have to name).
+fn handler_wanted(calls: Calls, method: MethodFacts<'_>) -> bool {
+    calls.exit_on_throw && method.name != b"<init>"
 }
 
 /// What a leaf gets (see [`LeafCalls`]): the clock into a `long` local
 /// after the method's own on entry; the end call with the numbers and that
-/// local before each return and, with `exit_on_throw`, from the catch-all
-/// handler (constructors always call another method: none is a leaf).
+/// local before each return and from the catch-all handler, when the
+/// method gets one.
 fn leaf_injection(
     code: &CodeAttribute<'_>,
     insns: &[Insn],
@@ -676,24 +682,15 @@ fn leaf_injection(
     local_insn(&mut exit, op::LLOAD, op::LLOAD_0, local);
     exit.push(op::INVOKESTATIC);
     put_u16(&mut exit, end);
-    let before = insns
-        .iter()
-        .map(|i| if i.is_return() { exit.clone() } else { vec![] })
-        .collect();
-    let on_throw = if calls.exit_on_throw && method.name != b"<init>" {
+    let on_throw = if handler_wanted(calls, method) {
         exit.clone()
     } else {
         vec![]
     };
-    Ok(Injected {
-        entry,
-        before,
-        after: vec![vec![]; insns.len()],
-        // Two ints and a long.
-        extra_stack: 4,
-        extra_long_locals: 1,
-        on_throw,
-    })
+    // The end call takes two ints and a long.
+    Ok(Injected::around_returns(
+        insns, entry, &exit, on_throw, 4, 1,
+    ))
 }
 
 /// The code injected into one method: a sequence at entry, and per
@@ -712,6 +709,32 @@ pub(crate) struct Injected {
     /// exception, if not empty: appended after the code as a catch-all
     /// handler over everything after the entry sequence, then `athrow`.
     pub on_throw: Vec<u8>,
+}
+
+impl Injected {
+    /// `entry` on entry, `exit` before each return instruction of `insns`
+    /// and nothing else between them, `on_throw` from the handler.
+    fn around_returns(
+        insns: &[Insn],
+        entry: Vec<u8>,
+        exit: &[u8],
+        on_throw: Vec<u8>,
+        extra_stack: u16,
+        extra_long_locals: u16,
+    ) -> Injected {
+        let before = insns
+            .iter()
+            .map(|i| if i.is_return() { exit.to_vec() } else { vec![] })
+            .collect();
+        Injected {
+            entry,
+            before,
+            after: vec![vec![]; insns.len()],
+            extra_stack,
+            extra_long_locals,
+            on_throw,
+        }
+    }
 }
 
 /// The new `Code` attribute body of `code` (decoded as `insns`) with

@@ -522,7 +522,6 @@ fn resolve_calls(
     options: &RewriteOptions,
     passed: Passed,
 ) -> Result<Calls, String> {
-    let tracker = encode_modified_utf8(&injection.tracker_class);
     // The agent's class numbers are u32 serials; the JVM sees the same bits
     // as an int.
     let class_number = match passed {
@@ -531,13 +530,7 @@ fn resolve_calls(
     };
     let mut method_ref = |call: &Option<(String, String)>| -> Result<Option<u16>, String> {
         call.as_ref()
-            .map(|(name, descriptor)| {
-                class.pool.add_method_ref(
-                    &tracker,
-                    &encode_modified_utf8(name),
-                    &encode_modified_utf8(descriptor),
-                )
-            })
+            .map(|call| inject::tracker_method_ref(&mut class.pool, &injection.tracker_class, call))
             .transpose()
     };
     let entry = method_ref(&injection.entry)?;

@@ -214,13 +214,10 @@ fn assert_call(
         class.pool.entry(ldc),
         Some(&constant_pool::Entry::Integer(class_number))
     );
-    let invoke = &insns[first + 2];
-    assert_eq!(invoke.opcode, op::INVOKESTATIC);
-    let m = super::bytes::u16_at(code, invoke.offset as usize + 1).unwrap();
-    let (c, name, descriptor) = class.pool.member_ref(m).unwrap();
-    assert_eq!(class.pool.class_name(c).unwrap(), b"hprof_rs/Tracker");
-    assert_eq!(name, method.as_bytes());
-    assert_eq!(descriptor, b"(II)V");
+    assert_eq!(
+        tracker_call(class, code, &insns[first + 2]),
+        (method.as_bytes(), &b"(II)V"[..])
+    );
 }
 
 #[test]
