@@ -470,8 +470,8 @@ impl Rewrite<'_, '_> {
             // Every frame in full, each with the added locals.
             let mut all: Vec<(u32, FrameState)> = frames
                 .iter()
-                .zip(&states)
-                .map(|(f, s)| (f.offset, s.clone()))
+                .map(|f| f.offset)
+                .zip(states)
                 .chain(added)
                 .collect();
             all.sort_by_key(|(offset, _)| *offset);
