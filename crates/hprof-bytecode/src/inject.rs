@@ -433,7 +433,11 @@ impl Rewrite<'_, '_> {
                 method.name,
                 method.descriptor,
             )?;
-            let states = stackmap::expand(&frames, &initial)?;
+            // Room for the added locals, so that adding them moves nothing.
+            let room = self
+                .added_longs
+                .map_or(0, |(slot, count)| usize::from(slot) + usize::from(count));
+            let states = stackmap::expand(&frames, &initial, room)?;
             let ctx = simulate::Context {
                 pool,
                 code: code.code,

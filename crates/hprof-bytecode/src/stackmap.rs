@@ -123,8 +123,13 @@ pub(crate) fn decode(body: &[u8]) -> Result<Vec<Frame>, String> {
 }
 
 /// The full state at each frame, starting from the method's implicit first
-/// frame (`initial` locals, empty stack).
-pub(crate) fn expand(frames: &[Frame], initial: &[VType]) -> Result<Vec<FrameState>, String> {
+/// frame (`initial` locals, empty stack); each state's locals have room for
+/// `locals_capacity` entries.
+pub(crate) fn expand(
+    frames: &[Frame],
+    initial: &[VType],
+    locals_capacity: usize,
+) -> Result<Vec<FrameState>, String> {
     let mut states: Vec<FrameState> = Vec::with_capacity(frames.len());
     let mut locals = initial.to_vec();
     for frame in frames {
@@ -151,8 +156,10 @@ pub(crate) fn expand(frames: &[Frame], initial: &[VType]) -> Result<Vec<FrameSta
                 stack.clone()
             }
         };
+        let mut copy = Vec::with_capacity(locals.len().max(locals_capacity));
+        copy.extend_from_slice(&locals);
         states.push(FrameState {
-            locals: locals.clone(),
+            locals: copy,
             stack,
         });
     }
@@ -244,15 +251,11 @@ pub(crate) fn encode(
         };
         previous = Some(offset);
         let delta = u16::try_from(delta).map_err(|_| "frame offset delta past 65535")?;
-        let full;
         let kind = match (frame.kind, frame.state) {
             (Some(kind), _) => kind,
             (None, Some(state)) => {
-                full = FrameKind::Full {
-                    locals: state.locals.clone(),
-                    stack: state.stack.clone(),
-                };
-                &full
+                write_full(&mut out, delta, &state.locals, &state.stack, map, pool)?;
+                continue;
             }
             (None, None) => return Err("a frame with neither encoding nor state".into()),
         };
@@ -281,16 +284,28 @@ pub(crate) fn encode(
                 write_vtypes(&mut out, added, map, pool)?;
             }
             FrameKind::Full { locals, stack } => {
-                out.push(255);
-                put_u16(&mut out, delta);
-                put_u16(&mut out, locals.len() as u16);
-                write_vtypes(&mut out, locals, map, pool)?;
-                put_u16(&mut out, stack.len() as u16);
-                write_vtypes(&mut out, stack, map, pool)?;
+                write_full(&mut out, delta, locals, stack, map, pool)?;
             }
         }
     }
     Ok(out)
+}
+
+/// A `full_frame` of `locals` and `stack`.
+fn write_full(
+    out: &mut Vec<u8>,
+    delta: u16,
+    locals: &[VType],
+    stack: &[VType],
+    map: &dyn OffsetMapping,
+    pool: &mut ConstantPool<'_>,
+) -> Result<(), String> {
+    out.push(255);
+    put_u16(out, delta);
+    put_u16(out, locals.len() as u16);
+    write_vtypes(out, locals, map, pool)?;
+    put_u16(out, stack.len() as u16);
+    write_vtypes(out, stack, map, pool)
 }
 
 #[cfg(test)]
@@ -372,7 +387,7 @@ mod tests {
             frames[4].kind,
             FrameKind::SameLocals1(VType::Uninitialized(3))
         );
-        let states = expand(&frames, &[VType::Integer, VType::Float]).unwrap();
+        let states = expand(&frames, &[VType::Integer, VType::Float], 0).unwrap();
         assert_eq!(
             states[2].locals,
             [VType::Integer, VType::Float, VType::Object(2)]
@@ -446,6 +461,6 @@ mod tests {
         assert!(decode(&[0, 1, 64, 9]).is_err());
         assert!(decode(&[0, 1, 0, 0]).is_err());
         let chop = decode(&[0, 1, 250, 0, 0]).unwrap();
-        assert!(expand(&chop, &[]).is_err());
+        assert!(expand(&chop, &[], 0).is_err());
     }
 }
