@@ -169,6 +169,10 @@ pub const CALL_RULES: &[CallRule] = &[
 impl CallRule {
     /// Whether a call of `owner.name descriptor` matches.
     fn matches(&self, owner: &[u8], name: &[u8], descriptor: &[u8]) -> bool {
+        // The owner first: it rules out almost every call at once.
+        if owner != self.owner.as_bytes() {
+            return false;
+        }
         let name_matches = match self.name.strip_suffix('*') {
             Some(prefix) => name.starts_with(prefix.as_bytes()),
             None => name == self.name.as_bytes(),
@@ -178,7 +182,7 @@ impl CallRule {
         } else {
             descriptor == self.descriptor.as_bytes()
         };
-        owner == self.owner.as_bytes() && name_matches && descriptor_matches
+        name_matches && descriptor_matches
     }
 }
 
