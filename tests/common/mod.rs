@@ -894,7 +894,18 @@ pub fn jdks_of(majors: &[u32]) -> Vec<Jdk> {
 /// Polls `done` every 20 ms until it holds, for what another process makes
 /// true (a file written, a line printed); panics with `what()` once
 /// `patience` has passed without it.
-pub fn wait_until(patience: Duration, what: impl Fn() -> String, mut done: impl FnMut() -> bool) {
+pub fn wait_until(patience: Duration, what: impl Fn() -> String, done: impl FnMut() -> bool) {
+    wait_until_every(patience, Duration::from_millis(20), what, done);
+}
+
+/// As [`wait_until`], polling every `every` (for a `done` that costs more
+/// than a glance: parsing a whole file, say).
+pub fn wait_until_every(
+    patience: Duration,
+    every: Duration,
+    what: impl Fn() -> String,
+    mut done: impl FnMut() -> bool,
+) {
     let deadline = Instant::now() + patience;
     while !done() {
         assert!(
@@ -902,7 +913,7 @@ pub fn wait_until(patience: Duration, what: impl Fn() -> String, mut done: impl 
             "{} (waited {patience:?})",
             what()
         );
-        thread::sleep(Duration::from_millis(20));
+        thread::sleep(every);
     }
 }
 
