@@ -89,6 +89,10 @@ MODES = {m.key: m for m in [
     # rewritten as they load (hidden X=0x400000), for the comparison.
     Mode("sites-retransform", "heap=sites,X=0x400000 (retransformed at VM init)",
          "heap=sites,X=0x400000", ("SITES BEGIN",)),
+    # heap=sites without calling contexts (per-site counts, one-frame traces), for the
+    # comparison: what the contexts cost.
+    Mode("sites-depth1", "heap=sites,depth=1 (no calling contexts)", "heap=sites,depth=1",
+         ("SITES BEGIN",)),
     Mode("times", "cpu=times", "cpu=times", ("CPU TIME (ms) BEGIN",)),
     # cpu=times with a filter: only javac's attribution package (com.sun.tools.javac.comp) is
     # rewritten and timed; on the other workloads nothing matches.
@@ -144,7 +148,7 @@ def baseline_first(order: List[Mode]) -> List[Mode]:
 SAMPLES_COMPARISON_MODES = ["samples-1", "samples-jvmti", "samples-jvmti-1", "samples-nodebug"]
 # heap=sites with the classes loaded before VM init retransformed (the design before), run
 # only when --modes names it.
-SITES_COMPARISON_MODES = ["sites-retransform"]
+SITES_COMPARISON_MODES = ["sites-retransform", "sites-depth1"]
 # cpu=times filtered to one package, also run only when --modes names it.
 FILTERED_TIMES_MODES = ["times-javac-comp", "times-nothing"]
 PROFILING_MODES = ["none", "samples", "sites", "sites-events", "sites-sampled", "sites-bytecode", "times",
