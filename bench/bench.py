@@ -93,6 +93,9 @@ MODES = {m.key: m for m in [
     # comparison: what the contexts cost.
     Mode("sites-depth1", "heap=sites,depth=1 (no calling contexts)", "heap=sites,depth=1",
          ("SITES BEGIN",)),
+    # ... and without contexts, each site's rows taken from the live sample (hidden X=0x800000).
+    Mode("sites-split", "heap=sites,X=0x800000 (rows from the live sample)",
+         "heap=sites,X=0x800000", ("SITES BEGIN",)),
     Mode("times", "cpu=times", "cpu=times", ("CPU TIME (ms) BEGIN",)),
     # cpu=times with a filter: only javac's attribution package (com.sun.tools.javac.comp) is
     # rewritten and timed; on the other workloads nothing matches.
@@ -148,7 +151,7 @@ def baseline_first(order: List[Mode]) -> List[Mode]:
 SAMPLES_COMPARISON_MODES = ["samples-1", "samples-jvmti", "samples-jvmti-1", "samples-nodebug"]
 # heap=sites with the classes loaded before VM init retransformed (the design before), run
 # only when --modes names it.
-SITES_COMPARISON_MODES = ["sites-retransform", "sites-depth1"]
+SITES_COMPARISON_MODES = ["sites-retransform", "sites-depth1", "sites-split"]
 # cpu=times filtered to one package, also run only when --modes names it.
 FILTERED_TIMES_MODES = ["times-javac-comp", "times-nothing"]
 PROFILING_MODES = ["none", "samples", "sites", "sites-events", "sites-sampled", "sites-bytecode", "times",

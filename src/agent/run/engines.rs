@@ -27,7 +27,8 @@ pub struct Engines {
 
 /// The live sample of `alloc_count=bytecode`: the default, or what the
 /// hidden measuring bits of `X=` ask.
-fn live_sample(experiment_bits: i64) -> LiveSamples {
+fn live_sample(options: &Options) -> LiveSamples {
+    let experiment_bits = options.experiment;
     let exact_bytes = if experiment_bits & experiment::LIVE_SAMPLE_EVERY_OBJECT != 0 {
         u64::MAX
     } else if experiment_bits & experiment::LIVE_SAMPLE_OFF != 0 {
@@ -42,7 +43,19 @@ fn live_sample(experiment_bits: i64) -> LiveSamples {
     };
     let mut live = LiveSamples::new(exact_bytes, interval);
     live.finds_sites = experiment_bits & experiment::LIVE_SAMPLE_WITHOUT_SITES == 0;
+    if experiment_bits & experiment::ROWS_FROM_LIVE_SAMPLE != 0 {
+        live.split_frames = (options.depth as usize).max(1);
+    }
     live
+}
+
+/// Frames of the counted rows' traces: `depth`, or one when the live
+/// sample gives the rows their traces (hidden `X=0x800000`).
+fn counted_frames(options: &Options) -> usize {
+    match options.experiment & experiment::ROWS_FROM_LIVE_SAMPLE {
+        0 => options.depth as usize,
+        _ => 1,
+    }
 }
 
 impl Engines {
@@ -66,8 +79,8 @@ impl Engines {
                 AllocationSites::new(
                     options.alloc_interval,
                     options.alloc_count_bytecode,
-                    options.depth as usize,
-                    live_sample(options.experiment),
+                    counted_frames(options),
+                    live_sample(options),
                     // (Not with cpu=times, whose rewrite needs its tracker
                     // from the first class it changes.)
                     options.experiment & experiment::RETRANSFORM_AT_VM_INIT == 0

@@ -19,8 +19,8 @@ use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 
 use super::live_sharing::{
-    Sample, Sharer, merged_by_key, scaled_to_what_was_allocated, shares_by_allocation,
-    shares_by_sample, with_bytes,
+    Sample, Sharer, merged_by_key, scaled_to_what_was_allocated, share_live_by,
+    shares_by_allocation, shares_by_sample, with_bytes,
 };
 
 /// The bytecode counters as a dump's first step found them.
@@ -153,7 +153,7 @@ pub(super) fn counted_sites(
     event_sites: Vec<SiteSnapshot>,
     live: Option<&LiveSamples>,
 ) -> Vec<SiteSnapshot> {
-    let mut rows: HashMap<(u32, u32), SiteSnapshot> = HashMap::new();
+    let mut rows: Rows = HashMap::new();
     let mut sharers: HashMap<u32, Vec<Sharer>> = HashMap::new();
     // Trace serials by what their frames print.
     let mut printed: HashMap<Vec<PrintedFrame>, u32> = HashMap::new();
@@ -212,15 +212,11 @@ pub(super) fn counted_sites(
         });
         site.stats.live_objects = 0;
         site.stats.live_bytes = 0;
-        match rows.get_mut(&key) {
-            Some(row) => {
-                row.stats.allocated_objects += site.stats.allocated_objects;
-                row.stats.allocated_bytes += site.stats.allocated_bytes;
-            }
-            None => {
-                rows.insert(key, site);
-            }
-        }
+        add_row(&mut rows, site);
+    }
+    if let Some(live) = live.filter(|live| live.splits_rows()) {
+        rows = split_by_sample(model, live, rows, &mut printed);
+        sharers = sharers_of(&rows);
     }
     let sampled = live.map(|live| sampled_live(model, live, &counted.sample_tags, &printed));
     for (class_serial, sharers) in sharers {
@@ -285,6 +281,108 @@ pub(super) fn counted_sites(
     let mut sites: Vec<SiteSnapshot> = rows.into_values().collect();
     sites.sort_by_key(|s| (s.class_serial, s.trace_serial));
     sites
+}
+
+/// Rows by (class serial, trace serial).
+type Rows = HashMap<(u32, u32), SiteSnapshot>;
+
+/// A trace the live sample saw, with the objects and bytes it saw there.
+type SeenTrace = (u32, u64, u64);
+
+/// Adds `row` to `rows`, to the allocations of its key's row if there is one.
+fn add_row(rows: &mut Rows, row: SiteSnapshot) {
+    let key = (row.class_serial, row.trace_serial);
+    match rows.get_mut(&key) {
+        Some(known) => {
+            known.stats.allocated_objects += row.stats.allocated_objects;
+            known.stats.allocated_bytes += row.stats.allocated_bytes;
+        }
+        None => {
+            rows.insert(key, row);
+        }
+    }
+}
+
+/// The rows when the live sample gives them their traces: each one-frame
+/// row of the counters is shared among the traces the sample saw begin at
+/// its frame, objects by the objects it saw on each, bytes by the bytes
+/// (exact while the sample reports every object: what it saw is then what
+/// was made); a row the sample saw nothing of keeps its one frame.
+fn split_by_sample(
+    model: &Model,
+    live: &LiveSamples,
+    rows: Rows,
+    printed: &mut HashMap<Vec<PrintedFrame>, u32>,
+) -> Rows {
+    // What the sample saw, by class and first frame: (trace, objects, bytes).
+    let mut seen_from: HashMap<(u32, PrintedFrame), Vec<SeenTrace>> = HashMap::new();
+    for (site, (objects, bytes)) in live.seen_by_site() {
+        let Some(key) = model.sites.key(site) else {
+            continue;
+        };
+        let frames = printed_frames(model, key.trace_serial);
+        let Some(first) = frames.first().cloned() else {
+            continue;
+        };
+        let trace = *printed.entry(frames).or_insert(key.trace_serial);
+        let traces = seen_from.entry((key.class_serial, first)).or_default();
+        match traces.iter_mut().find(|(t, _, _)| *t == trace) {
+            Some(entry) => {
+                entry.1 += objects;
+                entry.2 += bytes;
+            }
+            None => traces.push((trace, objects, bytes)),
+        }
+    }
+    let mut split: Rows = HashMap::with_capacity(rows.len());
+    for ((class_serial, trace_serial), row) in rows {
+        let frames = printed_frames(model, trace_serial);
+        let traces = match frames.as_slice() {
+            [frame] => seen_from.get(&(class_serial, frame.clone())),
+            _ => None,
+        };
+        let Some(traces) = traces.filter(|t| t.iter().any(|&(_, objects, _)| objects > 0)) else {
+            add_row(&mut split, row);
+            continue;
+        };
+        let (objects, bytes) = (row.stats.allocated_objects, row.stats.allocated_bytes);
+        let by_objects: Vec<u64> = traces.iter().map(|&(_, o, _)| o).collect();
+        let by_bytes: Vec<u64> = traces.iter().map(|&(_, _, b)| b).collect();
+        let object_shares = share_live_by(objects, &by_objects, &vec![objects; traces.len()]);
+        let byte_shares = share_live_by(bytes, &by_bytes, &vec![bytes; traces.len()]);
+        for (i, &(trace, _, _)) in traces.iter().enumerate() {
+            if object_shares[i] == 0 && byte_shares[i] == 0 {
+                continue;
+            }
+            add_row(
+                &mut split,
+                SiteSnapshot {
+                    class_serial,
+                    trace_serial: trace,
+                    class_signature: row.class_signature.clone(),
+                    stats: SiteStats {
+                        allocated_objects: object_shares[i],
+                        allocated_bytes: byte_shares[i],
+                        ..SiteStats::default()
+                    },
+                },
+            );
+        }
+    }
+    split
+}
+
+/// The sharers of each class's live objects: its rows.
+fn sharers_of(rows: &Rows) -> HashMap<u32, Vec<Sharer>> {
+    let mut sharers: HashMap<u32, Vec<Sharer>> = HashMap::new();
+    for (&key, row) in rows {
+        sharers.entry(key.0).or_default().push(Sharer {
+            objects: row.stats.allocated_objects,
+            bytes: row.stats.allocated_bytes,
+            key,
+        });
+    }
+    sharers
 }
 
 /// The live objects the sample holds.

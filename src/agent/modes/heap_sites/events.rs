@@ -170,7 +170,10 @@ impl AllocationSites {
             return; // class objects carry identifiers of their own
         }
         let site = if live.finds_sites {
-            let depth = self.bytecode.as_ref().map_or(1, |c| c.trace_frames());
+            let depth = match live.split_frames {
+                0 => self.bytecode.as_ref().map_or(1, |c| c.trace_frames()),
+                frames => frames.min(1 + bci::WINDOW_CALL_SITES),
+            };
             let mut buffer = [jvmti::jvmtiFrameInfo::default(); 1 + bci::WINDOW_CALL_SITES];
             let count = jvm::stack_frames_into(&env, thread, &mut buffer[..depth]);
             let frames = &buffer[..count];

@@ -26,6 +26,10 @@ pub struct LiveSamples {
     interval: u64,
     /// False only for a measuring aid: objects tagged without their site.
     pub finds_sites: bool,
+    /// Frames of the traces the sample records when it splits each
+    /// site's counts among them (see [`LiveSamples::splits_rows`]); 0: as
+    /// many as the counted rows show.
+    pub split_frames: usize,
     /// Bytes of the objects tagged while every object is.
     tagged_bytes: AtomicU64,
     /// Set once the budget is spent (and the interval changed).
@@ -46,6 +50,7 @@ impl LiveSamples {
             exact_bytes,
             interval,
             finds_sites: true,
+            split_frames: 0,
             tagged_bytes: AtomicU64::new(0),
             sampling: AtomicBool::new(false),
             seen: Mutex::default(),
@@ -66,6 +71,12 @@ impl LiveSamples {
     /// interval is tagged now.
     pub fn is_sampling(&self) -> bool {
         self.sampling.load(Ordering::Relaxed)
+    }
+
+    /// Whether each counted site's rows are the traces this sample saw
+    /// there, the site's counts shared among them by what it saw.
+    pub fn splits_rows(&self) -> bool {
+        self.split_frames > 0
     }
 
     /// Whether every object is reported at first.
