@@ -12,7 +12,7 @@
 //! names, anywhere in the line, as `-Xlog:class+load` prints them); all
 //! classes without it.
 
-use hprof_bytecode::{VM_MAKER_RULES, rewrite_counting_allocations_with};
+use hprof_bytecode::{ContextScope, VM_MAKER_RULES, rewrite_counting_allocations_with};
 use std::collections::HashSet;
 use std::time::Instant;
 
@@ -44,6 +44,7 @@ fn main() {
                 site,
                 VM_MAKER_RULES,
                 Some(call_site),
+                ContextScope::EveryCall,
                 true,
             ) else {
                 continue;

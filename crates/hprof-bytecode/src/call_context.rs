@@ -68,6 +68,7 @@ const LSTORE: u8 = 55;
 const LSTORE_0: u8 = 63;
 const POP2: u8 = 88;
 const LCONST_0: u8 = 9;
+const ICONST_0: u8 = 3;
 
 /// A window as the tracker keys it: its top bit, what is left of a fourth
 /// call site that no trace shows, dropped.
@@ -79,6 +80,33 @@ pub fn context_key(window: u64) -> u64 {
 pub fn window_call_sites(window: u64) -> [u32; WINDOW_CALL_SITES] {
     let mask = u64::from(MAX_CALL_SITE);
     std::array::from_fn(|k| ((window >> (k as u32 * CALL_SITE_BITS)) & mask) as u32)
+}
+
+/// Which calls write their call site into the thread's field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContextScope {
+    /// Every call, with the caller's window shifted in: the calling
+    /// contexts that give counted allocations their traces.
+    EveryCall,
+    /// Only the calls after which the VM makes an object itself (see
+    /// [`makes_objects_in_the_vm`]), with the call site alone, and the field
+    /// cleared once the call returns: the agent then places those objects
+    /// (reported by a VMObjectAlloc event) by the field instead of a walk
+    /// of the thread's stack. No local is added and methods without such a
+    /// call are left as they are.
+    VmMakerCalls,
+}
+
+/// Whether a call of `owner.name descriptor` is one inside which the VM
+/// makes objects and reports them with a VMObjectAlloc event: `clone()`
+/// (of any class or array: the VM copies the object) and the natives
+/// behind `java.lang.reflect.Array.newInstance`.
+pub fn makes_objects_in_the_vm(owner: &[u8], name: &[u8], descriptor: &[u8]) -> bool {
+    match name {
+        b"clone" => descriptor == b"()Ljava/lang/Object;",
+        b"newArray" | b"multiNewArray" => owner == b"java/lang/reflect/Array",
+        _ => false,
+    }
 }
 
 /// The pool entries the context code uses.
@@ -153,6 +181,35 @@ impl ContextRefs {
         add_offset(&mut out, offset, pool)?;
         Self::invoke(&mut out, self.set_window);
         Ok(out)
+    }
+}
+
+impl ContextRefs {
+    /// The code before a call the VM makes objects in, under
+    /// [`ContextScope::VmMakerCalls`]: the field set to the call's number
+    /// alone (an empty window shifted in). Needs 4 stack slots.
+    pub(crate) fn maker_call_code(
+        &self,
+        pool: &mut ConstantPool<'_>,
+        offset: i32,
+    ) -> Result<Vec<u8>, String> {
+        let mut out = Vec::with_capacity(12);
+        out.push(LCONST_0);
+        push_constant(&mut out, self.base);
+        add_offset(&mut out, offset, pool)?;
+        Self::invoke(&mut out, self.set_window);
+        Ok(out)
+    }
+
+    /// The code after it: the field cleared, so that an object the VM
+    /// makes later on the thread, outside such a call, is not taken for
+    /// this call's. Needs 3 stack slots.
+    pub(crate) fn maker_return_code(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(5);
+        out.push(LCONST_0);
+        out.push(ICONST_0);
+        Self::invoke(&mut out, self.set_window);
+        out
     }
 }
 

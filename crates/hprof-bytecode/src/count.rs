@@ -30,7 +30,9 @@
 //! offsets are relocated as for the entry/exit rewrite (`relocate.rs`).
 
 use super::bytes::{Reader, put_u16, u16_at, u32_at};
-use super::call_context::{self, ContextRefs, HUGE_METHOD_LIMIT, MAX_CALL_SITE};
+use super::call_context::{
+    self, ContextRefs, ContextScope, HUGE_METHOD_LIMIT, MAX_CALL_SITE, makes_objects_in_the_vm,
+};
 use super::class_file::{ACC_STATIC, ClassFile, CodeAttribute, read_attributes};
 use super::code::{self, Insn, op};
 use super::constant_pool::{ConstantPool, decode_modified_utf8, encode_modified_utf8};
@@ -317,26 +319,34 @@ pub fn rewrite_counting_allocations(
     makers: &[CallRule],
     first_call_site: Option<u32>,
 ) -> Result<CountingOutcome, BciError> {
-    rewrite_counting_allocations_with(class_file, first_site, makers, first_call_site, false)
+    rewrite_counting_allocations_with(
+        class_file,
+        first_site,
+        makers,
+        first_call_site,
+        ContextScope::EveryCall,
+        false,
+    )
 }
 
 /// [`rewrite_counting_allocations`]; with `compact_sites` each site's number
 /// is pushed as the class's first number plus an offset, so that the class
 /// gains two constants rather than one per site (for a retransformation,
 /// where each new constant costs the JVM a scan of the old pool), at 2 to
-/// 4 bytes of code per site.
+/// 4 bytes of code per site. `scope`: which calls get the context code.
 pub fn rewrite_counting_allocations_with(
     class_file: &[u8],
     first_site: u32,
     makers: &[CallRule],
     first_call_site: Option<u32>,
+    scope: ContextScope,
     compact_sites: bool,
 ) -> Result<CountingOutcome, BciError> {
     rewrite_counting(
         class_file,
         first_site,
         makers,
-        first_call_site,
+        first_call_site.map(|first| (first, scope)),
         compact_sites,
         Targets::DIRECT,
     )
@@ -351,12 +361,13 @@ pub fn rewrite_counting_allocations_through_gate(
     first_site: u32,
     makers: &[CallRule],
     first_call_site: Option<u32>,
+    scope: ContextScope,
 ) -> Result<CountingOutcome, BciError> {
     rewrite_counting(
         class_file,
         first_site,
         makers,
-        first_call_site,
+        first_call_site.map(|first| (first, scope)),
         false,
         Targets::GATE,
     )
@@ -385,10 +396,12 @@ fn rewrite_counting(
     class_file: &[u8],
     first_site: u32,
     makers: &[CallRule],
-    first_call_site: Option<u32>,
+    contexts: Option<(u32, ContextScope)>,
     compact_sites: bool,
     targets: Targets,
 ) -> Result<CountingOutcome, BciError> {
+    let first_call_site = contexts.map(|(first, _)| first);
+    let scope = contexts.map_or(ContextScope::EveryCall, |(_, scope)| scope);
     let mut class = ClassFile::parse(class_file)?;
     let malformed = |what: String| BciError::Malformed { offset: 0, what };
     let this_name = class.this_name()?;
@@ -416,7 +429,8 @@ fn rewrite_counting(
             ..unchanged(methods, vec![])
         });
     }
-    let contexts = first_call_site.is_some();
+    // The counting calls pass a context only when every call keeps one.
+    let contexts = first_call_site.is_some() && scope == ContextScope::EveryCall;
     let resolved =
         TrackerCalls::resolve(&mut class.pool, contexts, targets.tracker).and_then(|calls| {
             let refs = match first_call_site {
@@ -475,6 +489,7 @@ fn rewrite_counting(
             call_site_base: base,
             makers,
             contexts: context_refs,
+            scope,
         };
         match count_in_method(
             code.info,
@@ -705,6 +720,8 @@ struct Numbering<'r> {
     makers: &'r [CallRule],
     /// Calling contexts kept, with these pool entries.
     contexts: Option<ContextRefs>,
+    /// Which calls get the context code.
+    scope: ContextScope,
 }
 
 /// The element code and array descriptor of `newarray`'s `atype`.
@@ -852,13 +869,32 @@ fn count_in_method(
         .iter()
         .filter(|i| matches!(i.opcode, NEW | NEWARRAY | ANEWARRAY | MULTIANEWARRAY))
         .count();
+    let every_call = numbering.scope == ContextScope::EveryCall;
     let is_call = |insn: &Insn| (182..=186).contains(&insn.opcode);
-    let keeps_contexts = numbering.contexts.is_some() && insns.iter().any(is_call);
+    let makes_in_vm = |insn: &Insn| {
+        (182..=185).contains(&insn.opcode)
+            && u16_at(code.code, insn.offset as usize + 1)
+                .and_then(|index| pool.member_ref(index).ok())
+                .and_then(|(class, name, descriptor)| {
+                    let owner = pool.class_name(class).ok()?;
+                    Some(makes_objects_in_the_vm(owner, name, descriptor))
+                })
+                .unwrap_or(false)
+    };
+    let context_calls: Vec<bool> = match numbering.contexts {
+        None => vec![false; insns.len()],
+        Some(_) if every_call => insns.iter().map(is_call).collect(),
+        Some(_) => insns.iter().map(makes_in_vm).collect(),
+    };
+    let keeps_contexts = context_calls.contains(&true);
     if allocations == 0 && rules.iter().all(Option::is_none) && !keeps_contexts {
         return Ok(None);
     }
-    // The context local comes after the method's own.
-    let context = numbering.contexts.map(|_| code.max_locals);
+    // The context local comes after the method's own (every call only).
+    let context = numbering
+        .contexts
+        .filter(|_| every_call)
+        .map(|_| code.max_locals);
     let subroutines = insns.iter().any(|i| {
         matches!(i.opcode, 168 | 169 | 201)
             || (i.opcode == op::WIDE && code.code.get(i.offset as usize + 1) == Some(&169))
@@ -891,6 +927,8 @@ fn count_in_method(
         // added).
         extra_stack: match (context, push) {
             (Some(_), _) => 4,
+            // A maker call's code: a long and two ints.
+            (None, _) if keeps_contexts => 4,
             (None, SitePush::FromBase(_)) => 3,
             (None, SitePush::Constant) => 2,
         },
@@ -900,19 +938,29 @@ fn count_in_method(
     };
     let mut found = Vec::with_capacity(allocations);
     let mut calls_found = Vec::new();
-    if let (Some(refs), Some(local)) = (numbering.contexts, context) {
-        injected.entry = if is_program_main(method) {
-            refs.main_entry_code(local)
-        } else {
-            refs.entry_code(local)
-        };
-        for (k, insn) in insns.iter().enumerate().filter(|(_, i)| is_call(i)) {
+    if let Some(refs) = numbering.contexts {
+        // (Every method that counts under a context takes its window, calls
+        // or none.)
+        if let Some(local) = context {
+            injected.entry = if is_program_main(method) {
+                refs.main_entry_code(local)
+            } else {
+                refs.entry_code(local)
+            };
+        }
+        for (k, insn) in insns.iter().enumerate().filter(|&(k, _)| context_calls[k]) {
             let number = numbering.first_call_site + calls_found.len() as u32;
             // Past the last number, calls pass 0 (the offset that brings
             // the base back to it): their callees' traces stop there.
             let number = if number <= MAX_CALL_SITE { number } else { 0 };
-            let offset = i64::from(number) - i64::from(numbering.call_site_base);
-            injected.before[k] = refs.call_code(pool, local, offset as i32)?;
+            let offset = (i64::from(number) - i64::from(numbering.call_site_base)) as i32;
+            match context {
+                Some(local) => injected.before[k] = refs.call_code(pool, local, offset)?,
+                None => {
+                    injected.before[k] = refs.maker_call_code(pool, offset)?;
+                    injected.after[k] = refs.maker_return_code();
+                }
+            }
             let line = lines.as_ref().and_then(|table| table.line_of(insn.offset));
             let target = call_target(pool, code.code, insn, targets);
             calls_found.push((number, insn.offset, line, target));

@@ -100,8 +100,8 @@ mod uncounted;
 mod writer;
 
 pub use call_context::{
-    CALL_SITE_BITS, HUGE_METHOD_LIMIT, MAX_CALL_SITE, WINDOW_CALL_SITES, add_context_field,
-    context_key, window_call_sites,
+    CALL_SITE_BITS, ContextScope, HUGE_METHOD_LIMIT, MAX_CALL_SITE, WINDOW_CALL_SITES,
+    add_context_field, context_key, makes_objects_in_the_vm, window_call_sites,
 };
 pub use context_accessor::{
     CONTEXT_ACCESSOR_CLASS, CONTEXT_FIELD, SET_WINDOW, TAKE_WINDOW, context_accessor_class_file,

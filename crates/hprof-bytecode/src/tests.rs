@@ -966,7 +966,15 @@ fn compact_sites_push_a_base_and_an_offset_instead_of_a_constant_each() {
     let constants = |bytes: &[u8]| ClassFile::parse(bytes).unwrap().pool.count();
     let first = 1000;
     let plain = crate::rewrite_counting_allocations(&input, first, &[], None).unwrap();
-    let compact = crate::rewrite_counting_allocations_with(&input, first, &[], None, true).unwrap();
+    let compact = crate::rewrite_counting_allocations_with(
+        &input,
+        first,
+        &[],
+        None,
+        crate::ContextScope::EveryCall,
+        true,
+    )
+    .unwrap();
     assert_eq!(plain.sites, compact.sites, "the same numbering");
     // One constant per site before; now the base (shifted, for arrays)
     // alone beside the tracker's references (15 in all here).

@@ -446,6 +446,14 @@ pub struct BytecodeCounting {
     /// Calling contexts are kept: wanted, and java.lang.Thread has the
     /// field they live in (checked at VM init).
     contexts: AtomicBool,
+    /// Without contexts, the calls the VM makes objects in write their
+    /// call site into the thread's field, which places those objects
+    /// without a walk (`bci::ContextScope::VmMakerCalls`; wanted when a
+    /// site's rows come from the live sample).
+    maker_windows: bool,
+    /// The field is written: by every call (contexts) or by the maker
+    /// calls; false when java.lang.Thread lacks it.
+    windows: AtomicBool,
     /// Set once a method was rewritten past HotSpot's huge-method limit
     /// (and the limit turned off).
     huge_allowed: AtomicBool,
@@ -511,12 +519,25 @@ impl BytecodeCounting {
             callers,
             context_field: OnceLock::new(),
             contexts: AtomicBool::new(callers > 0),
+            maker_windows: false,
+            windows: AtomicBool::new(callers > 0),
             huge_allowed: AtomicBool::new(false),
             retransforming: AtomicBool::new(false),
             uncounted_named: AtomicUsize::new(0),
             sharing_required,
             early: false,
         }
+    }
+
+    /// With `on` (and no calling contexts), the calls the VM makes objects
+    /// in write their call site into the thread's field, so that those
+    /// objects are placed without a walk of the stack (not under
+    /// `-Xshare:on`, which keeps the field away).
+    pub fn placing_vm_made_objects_by_call(mut self, on: bool) -> Self {
+        self.maker_windows = on && self.callers == 0 && !self.sharing_required;
+        self.windows
+            .store(self.callers > 0 || self.maker_windows, Ordering::Relaxed);
+        self
     }
 
     /// With `early`, the classes loaded before VM init are rewritten as
@@ -542,9 +563,10 @@ impl BytecodeCounting {
     /// gate's context methods do nothing and contexts are off.
     pub fn define_early_classes(&self, jni: &JniEnv) -> Result<(), String> {
         let field =
-            self.wants_contexts() && crate::agent::jvm::thread_field_env::thread_has_field();
-        if self.wants_contexts() && !field {
+            self.wants_thread_field() && crate::agent::jvm::thread_field_env::thread_has_field();
+        if self.wants_thread_field() && !field {
             self.contexts.store(false, Ordering::Relaxed);
+            self.windows.store(false, Ordering::Relaxed);
             eprintln!(
                 "HPROF ERROR: heap=sites cannot keep calling contexts (java.lang.Thread was loaded without its field); traces stop at the allocating frame"
             );
@@ -566,10 +588,11 @@ impl BytecodeCounting {
         }
     }
 
-    /// Whether calling contexts are wanted: java.lang.Thread then needs
-    /// its field from the moment the JVM loads it.
-    pub fn wants_contexts(&self) -> bool {
-        self.callers > 0
+    /// Whether calling contexts, or the maker calls' sites, are wanted:
+    /// java.lang.Thread then needs its field from the moment the JVM
+    /// loads it.
+    pub fn wants_thread_field(&self) -> bool {
+        self.callers > 0 || self.maker_windows
     }
 
     /// Why contexts that `depth` asked for are not kept from the start,
@@ -580,19 +603,29 @@ impl BytecodeCounting {
         )
     }
 
+    /// Which calls the rewrite gives context code: every call with
+    /// contexts, else the calls the VM makes objects in.
+    fn context_scope(&self) -> bci::ContextScope {
+        match self.contexts.load(Ordering::Relaxed) {
+            true => bci::ContextScope::EveryCall,
+            false => bci::ContextScope::VmMakerCalls,
+        }
+    }
+
     /// Whether calling contexts are kept (wanted, and the field is there).
     pub fn keeps_contexts(&self) -> bool {
         self.contexts.load(Ordering::Relaxed)
     }
 
     /// The calling context `thread` holds now (its top bit dropped, as the
-    /// tracker keys it), when contexts are kept.
+    /// tracker keys it), when contexts are kept (or, without them, the
+    /// site of the maker call it is in).
     pub fn thread_context(
         &self,
         jni: &JniEnv,
         thread: crate::agent::jvm::LocalThread<'_>,
     ) -> Option<u64> {
-        if !self.contexts.load(Ordering::Relaxed) {
+        if !self.windows.load(Ordering::Relaxed) {
             return None;
         }
         let window = self.context_field.get()?.read(jni, thread)?;
@@ -638,13 +671,14 @@ impl BytecodeCounting {
         if let Some(field) = field {
             let _ = self.context_field.set(field);
         }
-        if self.wants_contexts() && !self.early {
+        if self.wants_thread_field() && !self.early {
             let accessor = match field {
                 Some(_) => alloc_tracker::define_context_accessor(jni),
                 None => Err("java.lang.Thread was loaded without its field".into()),
             };
             if let Err(why) = accessor {
                 self.contexts.store(false, Ordering::Relaxed);
+                self.windows.store(false, Ordering::Relaxed);
                 eprintln!(
                     "HPROF ERROR: heap=sites cannot keep calling contexts ({why}); traces stop at the allocating frame"
                 );
@@ -689,7 +723,7 @@ impl BytecodeCounting {
     /// allocation, no site numbers left, a class file the rewriter does not
     /// take).
     pub fn rewrite(&self, name: Option<&str>, bytes: &[u8]) -> Option<Vec<u8>> {
-        if self.wants_contexts() && name == Some("java/lang/Thread") {
+        if self.wants_thread_field() && name == Some("java/lang/Thread") {
             // From its first load on (and again at each retransformation,
             // which starts from the bytes before this change).
             let with_field = bci::add_context_field(bytes).ok()?;
@@ -738,16 +772,30 @@ impl BytecodeCounting {
             registry.reloads.note_reused();
             return Some(again);
         }
-        let first_call_site = self.contexts.load(Ordering::Relaxed).then(|| {
+        let scope = self.context_scope();
+        let first_call_site = self.windows.load(Ordering::Relaxed).then(|| {
             if registry.call_sites.is_empty() {
                 registry.call_sites.push(None); // number 0: no call site
             }
             registry.call_sites.len() as u32
         });
         let outcome = if through_gate {
-            bci::rewrite_counting_allocations_through_gate(bytes, first, makers, first_call_site)
+            bci::rewrite_counting_allocations_through_gate(
+                bytes,
+                first,
+                makers,
+                first_call_site,
+                scope,
+            )
         } else {
-            bci::rewrite_counting_allocations_with(bytes, first, makers, first_call_site, compact)
+            bci::rewrite_counting_allocations_with(
+                bytes,
+                first,
+                makers,
+                first_call_site,
+                scope,
+                compact,
+            )
         }
         .ok()?;
         self.say_uncounted(name, &outcome, bytes);
@@ -819,8 +867,8 @@ impl BytecodeCounting {
         compact: bool,
     ) -> Option<Vec<u8>> {
         let before = registry.reloads.get(key)?;
-        let contexts = self.contexts.load(Ordering::Relaxed);
-        if before.first_call_site.is_some() != contexts {
+        let windows = self.windows.load(Ordering::Relaxed);
+        if before.first_call_site.is_some() != windows {
             return None;
         }
         let outcome = bci::rewrite_counting_allocations_with(
@@ -828,6 +876,7 @@ impl BytecodeCounting {
             before.first,
             makers,
             before.first_call_site,
+            self.context_scope(),
             compact,
         )
         .ok()?;

@@ -33,7 +33,9 @@ impl AllocationSites {
     /// Whether java.lang.Thread needs the calling-context field from the
     /// moment the JVM loads it (`thread_field_env::install` at load time).
     pub fn wants_thread_field(&self) -> bool {
-        self.bytecode.as_ref().is_some_and(|c| c.wants_contexts())
+        self.bytecode
+            .as_ref()
+            .is_some_and(|c| c.wants_thread_field())
     }
 }
 

@@ -131,7 +131,11 @@ impl AllocationSites {
             counts: AllocationCounts::new(interval),
             class_class_tag: AtomicU64::new(0),
             last_written: Mutex::default(),
-            bytecode: bytecode.then(|| BytecodeCounting::new(depth).rewriting_early(early)),
+            bytecode: bytecode.then(|| {
+                BytecodeCounting::new(depth)
+                    .placing_vm_made_objects_by_call(live.splits_rows())
+                    .rewriting_early(early)
+            }),
             live: bytecode.then_some(live),
             counted: Mutex::default(),
             run: std::sync::OnceLock::new(),
