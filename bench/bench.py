@@ -93,9 +93,10 @@ MODES = {m.key: m for m in [
     # comparison: what the contexts cost.
     Mode("sites-depth1", "heap=sites,depth=1 (no calling contexts)", "heap=sites,depth=1",
          ("SITES BEGIN",)),
-    # ... and without contexts, each site's rows taken from the live sample (hidden X=0x800000).
-    Mode("sites-split", "heap=sites,X=0x800000 (rows from the live sample)",
-         "heap=sites,X=0x800000", ("SITES BEGIN",)),
+    # heap=sites counted per site without calling contexts, each site's rows from the live
+    # sample (alloc_count=sites), for the comparison.
+    Mode("sites-split", "heap=sites,alloc_count=sites (rows from the live sample)",
+         "heap=sites,alloc_count=sites", ("SITES BEGIN",)),
     Mode("times", "cpu=times", "cpu=times", ("CPU TIME (ms) BEGIN",)),
     # cpu=times with a filter: only javac's attribution package (com.sun.tools.javac.comp) is
     # rewritten and timed; on the other workloads nothing matches.

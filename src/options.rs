@@ -95,6 +95,11 @@ pub struct Options {
     /// JVMTI event per object (`alloc_count=events`). Unless the option is
     /// given, bytecode where it gives what was asked (see `finish`).
     pub alloc_count_bytecode: bool,
+    /// hprof-rs addition, `alloc_count=sites`: counted in the byte code per
+    /// allocation site without calling contexts, each site's rows (traces)
+    /// taken from the live sample: exact while it reports every object,
+    /// estimated past (`bytecode` keeps calling contexts: every row exact).
+    pub alloc_count_sites: bool,
     /// Whether `alloc_count` was given.
     pub alloc_count_given: bool,
     /// hprof-rs addition, `include=` / `exclude=`: the classes cpu=times
@@ -141,6 +146,7 @@ impl Default for Options {
             alloc_interval: 0,
             alloc_count_bytecode: false,
             alloc_count_given: false,
+            alloc_count_sites: false,
             class_filter: ClassFilter::default(),
             combined: String::new(),
         }
@@ -228,7 +234,7 @@ const NAME_MAX: usize = 15;
 const VALUE_MAX: usize = 4096;
 
 const PORT_ERROR: &str = "net option port must be a decimal number from 1 to 65535";
-const ALLOC_COUNT_ERROR: &str = "alloc_count option value must be bytecode or events";
+const ALLOC_COUNT_ERROR: &str = "alloc_count option value must be bytecode, sites or events";
 const ALLOC_INTERVAL_ERROR: &str = "alloc_interval option value must be a byte count (e.g. 512k)";
 
 /// Parses the agent options.
@@ -390,11 +396,13 @@ impl<'a> Parser<'a> {
                 options.class_filter.add(name, value)?;
             }
             "alloc_count" => {
-                options.alloc_count_bytecode = match input.value(ALLOC_COUNT_ERROR)? {
-                    "bytecode" => true,
-                    "events" => false,
-                    _ => return Err(ALLOC_COUNT_ERROR.into()),
-                };
+                (options.alloc_count_bytecode, options.alloc_count_sites) =
+                    match input.value(ALLOC_COUNT_ERROR)? {
+                        "bytecode" => (true, false),
+                        "sites" => (true, true),
+                        "events" => (false, false),
+                        _ => return Err(ALLOC_COUNT_ERROR.into()),
+                    };
                 options.alloc_count_given = true;
             }
             // differs from HPROF: it printed a literal `%%p` (a printf escape
@@ -463,7 +471,7 @@ impl<'a> Parser<'a> {
             }
         }
         if o.alloc_count_bytecode && o.alloc_interval != 0 {
-            return Err("alloc_count=bytecode counts every allocation: it cannot be combined with alloc_interval".into());
+            return Err("alloc_count=bytecode|sites counts every allocation: it cannot be combined with alloc_interval".into());
         }
         // hprof-rs addition: the filters choose what cpu=times|old rewrites;
         // heap=sites counts in every class whatever they say.

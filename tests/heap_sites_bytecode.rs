@@ -1,5 +1,5 @@
-//! heap=sites counted in the bytecode (`alloc_count=bytecode`) on real
-//! JVMs: exact counts at known sites on every JDK, every way a program
+//! heap=sites counted in the bytecode (`alloc_count=bytecode`, and per
+//! site with rows from the live sample, `alloc_count=sites`) on real JVMs: exact counts at known sites on every JDK, every way a program
 //! makes an object counted once even in code the JIT compiled, objects
 //! made inside classes loaded before VM init, and javac's output unchanged.
 
@@ -9,8 +9,8 @@ use common::{AsciiProfile, Jdk};
 use hprof_rs::format::ascii::LineInfo;
 
 const BYTECODE: &str = "heap=sites,alloc_count=bytecode,cutoff=0";
-/// The hidden bit that takes each site's rows from the live sample.
-const ROWS_FROM_SAMPLE: &str = "X=0x800000";
+/// Counted per site, each site's rows from the live sample.
+const SITES: &str = "heap=sites,alloc_count=sites,cutoff=0";
 
 /// Runs `main` with `options` on every JDK and `check`s each profile (with
 /// the JDK's label).
@@ -213,16 +213,15 @@ fn traces_are_the_real_top_frames_through_recursion_exceptions_and_threads() {
     );
 }
 
-/// Without calling contexts, each site's rows taken from the live sample
-/// (hidden `X=0x800000`, the design measured against the contexts): a
-/// program that allocates less than the sample's exact first 8 MiB gets
-/// the same rows, counts and traces.
+/// Counted per site without calling contexts (`alloc_count=sites`), each
+/// site's rows taken from the live sample: a program that allocates less
+/// than the sample's exact first 8 MiB gets the same rows, counts and
+/// traces.
 #[test]
 fn rows_from_the_live_sample_are_exact_for_a_small_program() {
-    let options = format!("{BYTECODE},{ROWS_FROM_SAMPLE}");
     check_on_each_jdk(
         "bytecode-split-traces",
-        &options,
+        SITES,
         "AllocTraces",
         assert_alloc_traces,
     );
@@ -305,16 +304,14 @@ fn every_way_of_making_an_object_is_counted_once_in_compiled_code() {
     check_on_each_jdk("bytecode-paths", BYTECODE, "AllocPaths", assert_alloc_paths);
 }
 
-/// The same counts with each site's rows taken from the live sample
-/// (hidden `X=0x800000`): there the objects the VM makes (clones,
-/// reflection's arrays) are placed by the call site the maker call wrote
-/// into the thread's field, not by a walk.
+/// The same counts under `alloc_count=sites`: there the objects the VM
+/// makes (clones, reflection's arrays) are placed by the call site the
+/// maker call wrote into the thread's field, not by a walk.
 #[test]
 fn rows_from_the_live_sample_count_every_way_of_making_an_object_once() {
-    let options = format!("{BYTECODE},{ROWS_FROM_SAMPLE}");
     check_on_each_jdk(
         "bytecode-split-paths",
-        &options,
+        SITES,
         "AllocPaths",
         assert_alloc_paths,
     );
@@ -574,7 +571,7 @@ fn strings_built_in_main(sites: &AsciiProfile) -> u64 {
     common::site_totals(&rows).0
 }
 
-/// Rows from the live sample past its exact first 8 MiB: AllocSplit makes
+/// Rows from the live sample (`alloc_count=sites`) past its exact first 8 MiB: AllocSplit makes
 /// 4,000,000 `long[4]` at one site, three in four through `viaA` and the
 /// fourth through `viaB`, interleaved (192 MB). The site's total stays
 /// exact; its split among the two callers is the sample's estimate. At one
@@ -588,9 +585,8 @@ fn rows_from_the_live_sample_keep_a_large_sites_total_exact() {
     const N: u64 = 4_000_000;
     common::on_each(&common::jdks(), |jdk| {
         let label = &jdk.label;
-        let options = format!("{BYTECODE},{ROWS_FROM_SAMPLE}");
         let n = N.to_string();
-        let sites = profile_of(jdk, "bytecode-split-large", &options, "AllocSplit", &[&n]);
+        let sites = profile_of(jdk, "bytecode-split-large", SITES, "AllocSplit", &[&n]);
         let mut by_caller = std::collections::BTreeMap::new();
         for row in sites.sites_of_class("long[]") {
             let frames = frames_with_lines(&sites, row);

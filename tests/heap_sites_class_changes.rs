@@ -114,20 +114,34 @@ fn heap_sites_starts_under_required_sharing_and_counts_exactly() {
                 &["-Xshare:on", "-XX:+VerifySharedSpaces"][..],
             ),
         ] {
-            let dir = common::scratch_dir(&format!("{name}-{label}"));
-            // (The JVM refused to start here, its archive unusable beside an
-            // early ClassFileLoadHook.)
-            let out = run_java(jdk, &dir, jvm_args, Some("heap=sites"), "AllocSites", &[]);
-            let stderr = common::stderr_text(&out);
-            assert!(
-                stderr.contains("-Xshare:on keeps java.lang.Thread from the shared archive"),
-                "{label} {jvm_args:?}: the shallower traces are said: {stderr}"
-            );
-            assert!(!stderr.contains("HPROF ERROR"), "{label}: {stderr}");
-            let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
-            // (Made by the VM: its trace stops at the maker.)
-            let what = format!("{label} {jvm_args:?}");
-            assert_known_counts(&profile, "java.lang.Object.clone", &what);
+            // Calling contexts need the field, and are refused, which is said;
+            // under alloc_count=sites the traces come from the live sample,
+            // which needs none; depth=1 wants no context (the JVM refused to
+            // start beside it: the early hook was still asked for).
+            for (run, (options, contexts)) in [
+                ("heap=sites", true),
+                ("heap=sites,alloc_count=sites", false),
+                ("heap=sites,depth=1", false),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let dir = common::scratch_dir(&format!("{name}-{run}-{label}"));
+                // (The JVM refused to start here, its archive unusable beside
+                // an early ClassFileLoadHook.)
+                let out = run_java(jdk, &dir, jvm_args, Some(options), "AllocSites", &[]);
+                let stderr = common::stderr_text(&out);
+                assert_eq!(
+                    stderr.contains("-Xshare:on keeps java.lang.Thread from the shared archive"),
+                    contexts,
+                    "{label} {jvm_args:?} {options}: the shallower traces are said: {stderr}"
+                );
+                assert!(!stderr.contains("HPROF ERROR"), "{label}: {stderr}");
+                let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+                // (Made by the VM: its trace starts at the maker.)
+                let what = format!("{label} {jvm_args:?} {options}");
+                assert_known_counts(&profile, "java.lang.Object.clone", &what);
+            }
         }
     });
 }

@@ -72,11 +72,3 @@ pub const TABLE_SIZES_AT_DUMPS: i64 = 0x20_0000;
 /// java.lang that passes nothing on until VM init): the design before,
 /// kept to measure the start-up of the two (docs/decisions.md).
 pub const RETRANSFORM_AT_VM_INIT: i64 = 0x40_0000;
-
-/// heap=sites counted in the bytecode keeps no calling contexts: each
-/// allocation site is counted exactly in the byte code with a one-frame
-/// trace, and its rows are the traces of `depth` frames its live sample
-/// saw there, its counts shared among them as the sample saw them (exact
-/// while the sample reports every object). The design measured against
-/// the contexts (docs/decisions.md), before it becomes a mode.
-pub const ROWS_FROM_LIVE_SAMPLE: i64 = 0x80_0000;

@@ -449,6 +449,11 @@ fn heap_sites_counts_in_the_bytecode_unless_the_options_need_events() {
     }
     assert!(!ok("heap=sites,alloc_count=events").alloc_count_bytecode);
     assert!(ok("heap=sites,thread=y,alloc_count=bytecode").alloc_count_bytecode);
+    // Rows from the live sample only when asked for.
+    assert!(!ok("heap=sites").alloc_count_sites);
+    let sites = ok("heap=sites,alloc_count=sites");
+    assert!(sites.alloc_count_bytecode && sites.alloc_count_sites);
+    assert!(!ok("heap=sites,alloc_count=sites,alloc_count=events").alloc_count_sites);
 }
 
 #[test]

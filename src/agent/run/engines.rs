@@ -43,18 +43,19 @@ fn live_sample(options: &Options) -> LiveSamples {
     };
     let mut live = LiveSamples::new(exact_bytes, interval);
     live.finds_sites = experiment_bits & experiment::LIVE_SAMPLE_WITHOUT_SITES == 0;
-    if experiment_bits & experiment::ROWS_FROM_LIVE_SAMPLE != 0 {
+    if options.alloc_count_sites {
         live.split_frames = (options.depth as usize).max(1);
     }
     live
 }
 
-/// Frames of the counted rows' traces: `depth`, or one when the live
-/// sample gives the rows their traces (hidden `X=0x800000`).
+/// Frames of the counted rows' traces: `depth` with calling contexts, one
+/// under `alloc_count=sites`, where the live sample gives each site's rows
+/// their traces.
 fn counted_frames(options: &Options) -> usize {
-    match options.experiment & experiment::ROWS_FROM_LIVE_SAMPLE {
-        0 => options.depth as usize,
-        _ => 1,
+    match options.alloc_count_sites {
+        true => 1,
+        false => options.depth as usize,
     }
 }
 

@@ -305,9 +305,12 @@ fn add_row(rows: &mut Rows, row: SiteSnapshot) {
 
 /// The rows when the live sample gives them their traces: each one-frame
 /// row of the counters is shared among the traces the sample saw begin at
-/// its frame, objects by the objects it saw on each, bytes by the bytes
-/// (exact while the sample reports every object: what it saw is then what
-/// was made); a row the sample saw nothing of keeps its one frame.
+/// its frame. While the sample still reports every object, each trace
+/// gets what the sample saw there, exactly, and what it did not see (made
+/// before it started, on the agent's threads, or missed by the JVM) stays
+/// in the one-frame row; once it samples, the whole row is shared, objects
+/// by the objects it saw on each trace, bytes by the bytes. A row the sample
+/// saw nothing of keeps its one frame.
 fn split_by_sample(
     model: &Model,
     live: &LiveSamples,
@@ -348,8 +351,34 @@ fn split_by_sample(
         let (objects, bytes) = (row.stats.allocated_objects, row.stats.allocated_bytes);
         let by_objects: Vec<u64> = traces.iter().map(|&(_, o, _)| o).collect();
         let by_bytes: Vec<u64> = traces.iter().map(|&(_, _, b)| b).collect();
-        let object_shares = share_live_by(objects, &by_objects, &vec![objects; traces.len()]);
-        let byte_shares = share_live_by(bytes, &by_bytes, &vec![bytes; traces.len()]);
+        let (object_shares, byte_shares) = if live.estimated() {
+            (
+                share_live_by(objects, &by_objects, &vec![objects; traces.len()]),
+                share_live_by(bytes, &by_bytes, &vec![bytes; traces.len()]),
+            )
+        } else {
+            (
+                share_live_by(objects, &by_objects, &by_objects),
+                share_live_by(bytes, &by_bytes, &by_bytes),
+            )
+        };
+        let unseen = (
+            objects.saturating_sub(object_shares.iter().sum()),
+            bytes.saturating_sub(byte_shares.iter().sum()),
+        );
+        if unseen != (0, 0) {
+            add_row(
+                &mut split,
+                SiteSnapshot {
+                    stats: SiteStats {
+                        allocated_objects: unseen.0,
+                        allocated_bytes: unseen.1,
+                        ..SiteStats::default()
+                    },
+                    ..row.clone()
+                },
+            );
+        }
         for (i, &(trace, _, _)) in traces.iter().enumerate() {
             if object_shares[i] == 0 && byte_shares[i] == 0 {
                 continue;

@@ -468,6 +468,8 @@ pub struct BytecodeCounting {
     /// `-Xshare:on`: java.lang.Thread comes from the shared archive, which
     /// the early ClassFileLoadHook its field needs would refuse.
     sharing_required: bool,
+    /// Calling contexts were asked for and -Xshare:on refused them.
+    contexts_refused: bool,
     /// Classes loaded before VM init are rewritten as they load, their
     /// counting calls through the gate (`bci::EARLY_GATE_CLASS`), which
     /// the JVM's start defines and VM init turns on; none is retransformed.
@@ -503,7 +505,11 @@ impl BytecodeCounting {
     /// above 1 its callers' from calling contexts (at most 3 of them).
     pub fn new(depth: usize) -> Self {
         let callers = depth.saturating_sub(1).min(bci::WINDOW_CALL_SITES);
-        let sharing_required = callers > 0 && shared_archive::sharing_required();
+        // (Asked whatever the depth: the early class-load hook, which the
+        // classes loaded before VM init and the field need, is what -Xshare:on
+        // refuses.)
+        let sharing_required = shared_archive::sharing_required();
+        let contexts_refused = callers > 0 && sharing_required;
         // Without the field, the counting is depth 1's.
         let callers = if sharing_required { 0 } else { callers };
         Self {
@@ -525,6 +531,7 @@ impl BytecodeCounting {
             retransforming: AtomicBool::new(false),
             uncounted_named: AtomicUsize::new(0),
             sharing_required,
+            contexts_refused,
             early: false,
         }
     }
@@ -598,7 +605,7 @@ impl BytecodeCounting {
     /// Why contexts that `depth` asked for are not kept from the start,
     /// if that is so (said once, at load time).
     pub fn contexts_refused(&self) -> Option<&'static str> {
-        self.sharing_required.then_some(
+        self.contexts_refused.then_some(
             "-Xshare:on keeps java.lang.Thread from the shared archive, so heap=sites cannot give it the field calling contexts live in: counts are exact, traces stop at the allocating frame (-Xshare:auto or alloc_count=events keeps whole traces)",
         )
     }
