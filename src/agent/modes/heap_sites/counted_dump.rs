@@ -19,9 +19,11 @@ use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 
 use super::live_sharing::{
-    Sample, Sharer, merged_by_key, scaled_to_what_was_allocated, share_live_by,
-    shares_by_allocation, shares_by_sample, with_bytes,
+    Sample, Sharer, merged_by_key, scaled_to_what_was_allocated, shares_by_allocation,
+    shares_by_sample, with_bytes,
 };
+use super::rows::{PrintedFrame, Rows, add_row, printed_frames};
+use super::sample_rows::split_by_sample;
 
 /// The bytecode counters as a dump's first step found them.
 pub(super) struct CountedDump {
@@ -118,26 +120,6 @@ pub(super) fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv)
         sample_tags: in_heap.sample_tags,
         frame_classes,
     }
-}
-
-/// What a frame prints: class, method, signature, line.
-type PrintedFrame = (String, String, String, i32);
-
-/// The frames of trace `serial` as they print.
-fn printed_frames(model: &Model, serial: u32) -> Vec<PrintedFrame> {
-    let Some(trace) = model.traces.get(serial) else {
-        return Vec::new();
-    };
-    trace
-        .key
-        .frames
-        .iter()
-        .filter_map(|&id| model.frames.get(id))
-        .map(|f| {
-            let (class, method) = (f.class_signature.clone(), f.method_name.clone());
-            (class, method, f.method_signature.clone(), f.line)
-        })
-        .collect()
 }
 
 /// The SITES rows of `alloc_count=bytecode`: one per (allocated class,
@@ -281,124 +263,6 @@ pub(super) fn counted_sites(
     let mut sites: Vec<SiteSnapshot> = rows.into_values().collect();
     sites.sort_by_key(|s| (s.class_serial, s.trace_serial));
     sites
-}
-
-/// Rows by (class serial, trace serial).
-type Rows = HashMap<(u32, u32), SiteSnapshot>;
-
-/// A trace the live sample saw, with the objects and bytes it saw there.
-type SeenTrace = (u32, u64, u64);
-
-/// Adds `row` to `rows`, to the allocations of its key's row if there is one.
-fn add_row(rows: &mut Rows, row: SiteSnapshot) {
-    let key = (row.class_serial, row.trace_serial);
-    match rows.get_mut(&key) {
-        Some(known) => {
-            known.stats.allocated_objects += row.stats.allocated_objects;
-            known.stats.allocated_bytes += row.stats.allocated_bytes;
-        }
-        None => {
-            rows.insert(key, row);
-        }
-    }
-}
-
-/// The rows when the live sample gives them their traces: each one-frame
-/// row of the counters is shared among the traces the sample saw begin at
-/// its frame. While the sample still reports every object, each trace
-/// gets what the sample saw there, exactly, and what it did not see (made
-/// before it started, on the agent's threads, or missed by the JVM) stays
-/// in the one-frame row; once it samples, the whole row is shared, objects
-/// by the objects it saw on each trace, bytes by the bytes. A row the sample
-/// saw nothing of keeps its one frame.
-fn split_by_sample(
-    model: &Model,
-    live: &LiveSamples,
-    rows: Rows,
-    printed: &mut HashMap<Vec<PrintedFrame>, u32>,
-) -> Rows {
-    // What the sample saw, by class and first frame: (trace, objects, bytes).
-    let mut seen_from: HashMap<(u32, PrintedFrame), Vec<SeenTrace>> = HashMap::new();
-    for (site, (objects, bytes)) in live.seen_by_site() {
-        let Some(key) = model.sites.key(site) else {
-            continue;
-        };
-        let frames = printed_frames(model, key.trace_serial);
-        let Some(first) = frames.first().cloned() else {
-            continue;
-        };
-        let trace = *printed.entry(frames).or_insert(key.trace_serial);
-        let traces = seen_from.entry((key.class_serial, first)).or_default();
-        match traces.iter_mut().find(|(t, _, _)| *t == trace) {
-            Some(entry) => {
-                entry.1 += objects;
-                entry.2 += bytes;
-            }
-            None => traces.push((trace, objects, bytes)),
-        }
-    }
-    let mut split: Rows = HashMap::with_capacity(rows.len());
-    for ((class_serial, trace_serial), row) in rows {
-        let frames = printed_frames(model, trace_serial);
-        let traces = match frames.as_slice() {
-            [frame] => seen_from.get(&(class_serial, frame.clone())),
-            _ => None,
-        };
-        let Some(traces) = traces.filter(|t| t.iter().any(|&(_, objects, _)| objects > 0)) else {
-            add_row(&mut split, row);
-            continue;
-        };
-        let (objects, bytes) = (row.stats.allocated_objects, row.stats.allocated_bytes);
-        let by_objects: Vec<u64> = traces.iter().map(|&(_, o, _)| o).collect();
-        let by_bytes: Vec<u64> = traces.iter().map(|&(_, _, b)| b).collect();
-        let (object_shares, byte_shares) = if live.estimated() {
-            (
-                share_live_by(objects, &by_objects, &vec![objects; traces.len()]),
-                share_live_by(bytes, &by_bytes, &vec![bytes; traces.len()]),
-            )
-        } else {
-            (
-                share_live_by(objects, &by_objects, &by_objects),
-                share_live_by(bytes, &by_bytes, &by_bytes),
-            )
-        };
-        let unseen = (
-            objects.saturating_sub(object_shares.iter().sum()),
-            bytes.saturating_sub(byte_shares.iter().sum()),
-        );
-        if unseen != (0, 0) {
-            add_row(
-                &mut split,
-                SiteSnapshot {
-                    stats: SiteStats {
-                        allocated_objects: unseen.0,
-                        allocated_bytes: unseen.1,
-                        ..SiteStats::default()
-                    },
-                    ..row.clone()
-                },
-            );
-        }
-        for (i, &(trace, _, _)) in traces.iter().enumerate() {
-            if object_shares[i] == 0 && byte_shares[i] == 0 {
-                continue;
-            }
-            add_row(
-                &mut split,
-                SiteSnapshot {
-                    class_serial,
-                    trace_serial: trace,
-                    class_signature: row.class_signature.clone(),
-                    stats: SiteStats {
-                        allocated_objects: object_shares[i],
-                        allocated_bytes: byte_shares[i],
-                        ..SiteStats::default()
-                    },
-                },
-            );
-        }
-    }
-    split
 }
 
 /// The sharers of each class's live objects: its rows.

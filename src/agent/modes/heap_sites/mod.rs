@@ -12,6 +12,8 @@ mod events;
 pub mod live_samples;
 mod live_sharing;
 mod net_commands;
+mod rows;
+mod sample_rows;
 pub mod site_cache;
 mod state;
 mod tracker_callbacks;

@@ -1,0 +1,44 @@
+//! The SITES rows of the bytecode counting, keyed by (class serial, trace
+//! serial), and the frames a trace prints, by which rows of traces made
+//! apart (counted, walked, sampled) are merged.
+
+use crate::emit::sites::SiteSnapshot;
+use crate::model::Model;
+use std::collections::HashMap;
+
+/// What a frame prints: class, method, signature, line.
+pub(super) type PrintedFrame = (String, String, String, i32);
+
+/// The frames of trace `serial` as they print.
+pub(super) fn printed_frames(model: &Model, serial: u32) -> Vec<PrintedFrame> {
+    let Some(trace) = model.traces.get(serial) else {
+        return Vec::new();
+    };
+    trace
+        .key
+        .frames
+        .iter()
+        .filter_map(|&id| model.frames.get(id))
+        .map(|f| {
+            let (class, method) = (f.class_signature.clone(), f.method_name.clone());
+            (class, method, f.method_signature.clone(), f.line)
+        })
+        .collect()
+}
+
+/// Rows by (class serial, trace serial).
+pub(super) type Rows = HashMap<(u32, u32), SiteSnapshot>;
+
+/// Adds `row` to `rows`, to the allocations of its key's row if there is one.
+pub(super) fn add_row(rows: &mut Rows, row: SiteSnapshot) {
+    let key = (row.class_serial, row.trace_serial);
+    match rows.get_mut(&key) {
+        Some(known) => {
+            known.stats.allocated_objects += row.stats.allocated_objects;
+            known.stats.allocated_bytes += row.stats.allocated_bytes;
+        }
+        None => {
+            rows.insert(key, row);
+        }
+    }
+}
