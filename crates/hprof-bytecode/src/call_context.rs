@@ -177,14 +177,25 @@ impl ContextRefs {
     ) -> Result<Vec<u8>, String> {
         let mut out = Vec::with_capacity(16);
         local_insn(&mut out, LLOAD, LLOAD_0, local);
-        push_constant(&mut out, self.base);
-        add_offset(&mut out, offset, pool)?;
-        Self::invoke(&mut out, self.set_window);
+        self.set_window_to(&mut out, pool, offset)?;
         Ok(out)
     }
-}
 
-impl ContextRefs {
+    /// Appends the rest of a call's window code, with the window on the
+    /// stack: the call's number (`offset` after the class's base) and the
+    /// accessor's `setWindow`.
+    fn set_window_to(
+        &self,
+        out: &mut Vec<u8>,
+        pool: &mut ConstantPool<'_>,
+        offset: i32,
+    ) -> Result<(), String> {
+        push_constant(out, self.base);
+        add_offset(out, offset, pool)?;
+        Self::invoke(out, self.set_window);
+        Ok(())
+    }
+
     /// The code before a call the VM makes objects in, under
     /// [`ContextScope::VmMakerCalls`]: the field set to the call's number
     /// alone (an empty window shifted in). Needs 4 stack slots.
@@ -195,9 +206,7 @@ impl ContextRefs {
     ) -> Result<Vec<u8>, String> {
         let mut out = Vec::with_capacity(12);
         out.push(LCONST_0);
-        push_constant(&mut out, self.base);
-        add_offset(&mut out, offset, pool)?;
-        Self::invoke(&mut out, self.set_window);
+        self.set_window_to(&mut out, pool, offset)?;
         Ok(out)
     }
 

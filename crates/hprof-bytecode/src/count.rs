@@ -674,6 +674,21 @@ impl TrackerCalls {
     }
 }
 
+/// The owner, name and descriptor a call instruction (not
+/// `invokedynamic`) names; None for other instructions.
+fn called_method<'p>(
+    pool: &'p ConstantPool<'_>,
+    code: &[u8],
+    insn: &Insn,
+) -> Option<(&'p [u8], &'p [u8], &'p [u8])> {
+    if !(182..=185).contains(&insn.opcode) {
+        return None;
+    }
+    let index = u16_at(code, insn.offset as usize + 1)?;
+    let (class, name, descriptor) = pool.member_ref(index).ok()?;
+    Some((pool.class_name(class).ok()?, name, descriptor))
+}
+
 /// The rule a call instruction matches, if any.
 fn call_rule(
     pool: &ConstantPool<'_>,
@@ -681,12 +696,7 @@ fn call_rule(
     insn: &Insn,
     makers: &[CallRule],
 ) -> Option<CallAction> {
-    if !(182..=185).contains(&insn.opcode) {
-        return None;
-    }
-    let index = u16_at(code, insn.offset as usize + 1)?;
-    let (class, name, descriptor) = pool.member_ref(index).ok()?;
-    let owner = pool.class_name(class).ok()?;
+    let (owner, name, descriptor) = called_method(pool, code, insn)?;
     CALL_RULES
         .iter()
         .chain(makers)
@@ -872,14 +882,9 @@ fn count_in_method(
     let every_call = numbering.scope == ContextScope::EveryCall;
     let is_call = |insn: &Insn| (182..=186).contains(&insn.opcode);
     let makes_in_vm = |insn: &Insn| {
-        (182..=185).contains(&insn.opcode)
-            && u16_at(code.code, insn.offset as usize + 1)
-                .and_then(|index| pool.member_ref(index).ok())
-                .and_then(|(class, name, descriptor)| {
-                    let owner = pool.class_name(class).ok()?;
-                    Some(makes_objects_in_the_vm(owner, name, descriptor))
-                })
-                .unwrap_or(false)
+        called_method(pool, code.code, insn).is_some_and(|(owner, name, descriptor)| {
+            makes_objects_in_the_vm(owner, name, descriptor)
+        })
     };
     let context_calls: Vec<bool> = match numbering.contexts {
         None => vec![false; insns.len()],
