@@ -443,17 +443,15 @@ pub struct BytecodeCounting {
     callers: usize,
     /// java.lang.Thread's context field (found at VM init).
     context_field: OnceLock<alloc_tracker::ContextField>,
-    /// Calling contexts are kept: wanted, and java.lang.Thread has the
-    /// field they live in (checked at VM init).
-    contexts: AtomicBool,
+    /// java.lang.Thread turned out to lack the field the windows live in
+    /// (checked at the JVM's start and at VM init): neither calling
+    /// contexts nor the maker calls' sites are kept.
+    field_lost: AtomicBool,
     /// Without contexts, the calls the VM makes objects in write their
     /// call site into the thread's field, which places those objects
     /// without a walk (`bci::ContextScope::VmMakerCalls`; wanted when a
     /// site's rows come from the live sample).
     maker_windows: bool,
-    /// The field is written: by every call (contexts) or by the maker
-    /// calls; false when java.lang.Thread lacks it.
-    windows: AtomicBool,
     /// Set once a method was rewritten past HotSpot's huge-method limit
     /// (and the limit turned off).
     huge_allowed: AtomicBool,
@@ -524,9 +522,8 @@ impl BytecodeCounting {
             walked: Mutex::default(),
             callers,
             context_field: OnceLock::new(),
-            contexts: AtomicBool::new(callers > 0),
+            field_lost: AtomicBool::new(false),
             maker_windows: false,
-            windows: AtomicBool::new(callers > 0),
             huge_allowed: AtomicBool::new(false),
             retransforming: AtomicBool::new(false),
             uncounted_named: AtomicUsize::new(0),
@@ -542,8 +539,6 @@ impl BytecodeCounting {
     /// `-Xshare:on`, which keeps the field away).
     pub fn placing_vm_made_objects_by_call(mut self, on: bool) -> Self {
         self.maker_windows = on && self.callers == 0 && !self.sharing_required;
-        self.windows
-            .store(self.callers > 0 || self.maker_windows, Ordering::Relaxed);
         self
     }
 
@@ -572,8 +567,7 @@ impl BytecodeCounting {
         let field =
             self.wants_thread_field() && crate::agent::jvm::thread_field_env::thread_has_field();
         if self.wants_thread_field() && !field {
-            self.contexts.store(false, Ordering::Relaxed);
-            self.windows.store(false, Ordering::Relaxed);
+            self.field_lost.store(true, Ordering::Relaxed);
             eprintln!(
                 "HPROF ERROR: heap=sites cannot keep calling contexts (java.lang.Thread was loaded without its field); traces stop at the allocating frame"
             );
@@ -613,7 +607,7 @@ impl BytecodeCounting {
     /// Which calls the rewrite gives context code: every call with
     /// contexts, else the calls the VM makes objects in.
     fn context_scope(&self) -> bci::ContextScope {
-        match self.contexts.load(Ordering::Relaxed) {
+        match self.keeps_contexts() {
             true => bci::ContextScope::EveryCall,
             false => bci::ContextScope::VmMakerCalls,
         }
@@ -621,7 +615,13 @@ impl BytecodeCounting {
 
     /// Whether calling contexts are kept (wanted, and the field is there).
     pub fn keeps_contexts(&self) -> bool {
-        self.contexts.load(Ordering::Relaxed)
+        self.callers > 0 && !self.field_lost.load(Ordering::Relaxed)
+    }
+
+    /// Whether the rewritten code writes the thread's field: calling
+    /// contexts, or the maker calls' sites (wanted, and the field is there).
+    fn writes_field(&self) -> bool {
+        self.wants_thread_field() && !self.field_lost.load(Ordering::Relaxed)
     }
 
     /// The calling context `thread` holds now (its top bit dropped, as the
@@ -632,7 +632,7 @@ impl BytecodeCounting {
         jni: &JniEnv,
         thread: crate::agent::jvm::LocalThread<'_>,
     ) -> Option<u64> {
-        if !self.windows.load(Ordering::Relaxed) {
+        if !self.writes_field() {
             return None;
         }
         let window = self.context_field.get()?.read(jni, thread)?;
@@ -684,14 +684,13 @@ impl BytecodeCounting {
                 None => Err("java.lang.Thread was loaded without its field".into()),
             };
             if let Err(why) = accessor {
-                self.contexts.store(false, Ordering::Relaxed);
-                self.windows.store(false, Ordering::Relaxed);
+                self.field_lost.store(true, Ordering::Relaxed);
                 eprintln!(
                     "HPROF ERROR: heap=sites cannot keep calling contexts ({why}); traces stop at the allocating frame"
                 );
             }
         }
-        let key_slots = if self.contexts.load(Ordering::Relaxed) {
+        let key_slots = if self.keeps_contexts() {
             alloc_tracker::CONTEXT_KEY_SLOTS
         } else {
             0
@@ -780,7 +779,7 @@ impl BytecodeCounting {
             return Some(again);
         }
         let scope = self.context_scope();
-        let first_call_site = self.windows.load(Ordering::Relaxed).then(|| {
+        let first_call_site = self.writes_field().then(|| {
             if registry.call_sites.is_empty() {
                 registry.call_sites.push(None); // number 0: no call site
             }
@@ -874,8 +873,7 @@ impl BytecodeCounting {
         compact: bool,
     ) -> Option<Vec<u8>> {
         let before = registry.reloads.get(key)?;
-        let windows = self.windows.load(Ordering::Relaxed);
-        if before.first_call_site.is_some() != windows {
+        if before.first_call_site.is_some() != self.writes_field() {
             return None;
         }
         let outcome = bci::rewrite_counting_allocations_with(
