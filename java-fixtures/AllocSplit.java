@@ -19,6 +19,16 @@ public class AllocSplit {
         sink = make();
     }
 
+    static volatile int[] lateSink;
+
+    static int[] late() {
+        return new int[2];
+    }
+
+    static void lateCaller() {
+        lateSink = late();
+    }
+
     public static void main(String[] args) {
         int n = args.length > 0 ? Integer.parseInt(args[0]) : 1_000_000;
         int b = 0;
@@ -30,6 +40,9 @@ public class AllocSplit {
                 viaA();
             }
         }
-        System.out.println("viaA " + (n - b) + " viaB " + b);
+        for (int i = 0; i < 100; i++) {
+            lateCaller();
+        }
+        System.out.println("viaA " + (n - b) + " viaB " + b + " late 100");
     }
 }

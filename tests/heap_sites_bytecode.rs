@@ -571,6 +571,39 @@ fn strings_built_in_main(sites: &AsciiProfile) -> u64 {
     common::site_totals(&rows).0
 }
 
+/// AllocSplit's last site, 100 `int[2]` (1,600 bytes) made after the sample
+/// thinned out to one object per 256 KiB, so that it most likely sees none
+/// of them: the site's first allocations, walked by the tracker, give its
+/// row its callers, and all 100 are on the one trace they came by.
+fn assert_late_site_has_its_callers(sites: &AsciiProfile, label: &str) {
+    let rows: Vec<_> = sites
+        .sites_of_class("int[]")
+        .into_iter()
+        .filter(|row| {
+            frames_with_lines(sites, row)
+                .first()
+                .is_some_and(|f| f.starts_with("AllocSplit.late"))
+        })
+        .collect();
+    let traces: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| sites.frames(row.trace_serial))
+        .collect();
+    assert_eq!(
+        traces,
+        vec![vec![
+            "AllocSplit.late".to_owned(),
+            "AllocSplit.lateCaller".to_owned(),
+            "AllocSplit.main".to_owned(),
+        ]],
+        "{label}: the late site's rows"
+    );
+    assert_eq!(
+        rows[0].allocated_objects, 100,
+        "{label}: the late site's objects"
+    );
+}
+
 /// Rows from the live sample (`alloc_count=sites`) past its exact first 8 MiB: AllocSplit makes
 /// 4,000,000 `long[4]` at one site, three in four through `viaA` and the
 /// fourth through `viaB`, interleaved (192 MB). The site's total stays
@@ -600,6 +633,7 @@ fn rows_from_the_live_sample_keep_a_large_sites_total_exact() {
         }
         let total: u64 = by_caller.values().sum();
         assert_eq!(total, N, "{label}: the site's total: {by_caller:?}");
+        assert_late_site_has_its_callers(&sites, label);
         for (caller, expected) in [("AllocSplit.viaA", 3 * N / 4), ("AllocSplit.viaB", N / 4)] {
             let got = by_caller
                 .iter()

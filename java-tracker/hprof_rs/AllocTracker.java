@@ -69,6 +69,14 @@ public final class AllocTracker {
     private static final Unsafe U = Unsafe.getUnsafe();
     private static final long LONG_BASE = layout("arrayBaseOffset", long[].class);
 
+    /**
+     * How many of each site's first allocations (per stripe) the agent
+     * walks for their trace, told by the agent (firstWalks): 0 unless a
+     * site's rows come from the live sample (alloc_count=sites), where
+     * these walks give a site the sample misses its real callers.
+     */
+    private static final int FIRST_WALKS = firstWalks();
+
     /** Keyed counters (0 slots: no contexts); the agent reads all three. */
     private static final int KEY_SLOTS = keySlots();
     private static final int PROBES = 32;
@@ -160,6 +168,12 @@ public final class AllocTracker {
 
     /** As made(Object, int, long), the object counted by the agent itself. */
     private static native void madeSlow(Object object, int site, long context);
+
+    /** The allocations walked first per site and stripe: 0 for none. */
+    private static native int firstWalks();
+
+    /** One of a site's first allocations: the agent keeps its trace. */
+    private static native void firstWalk(int site, long bytes);
 
     /** The size of the keyed table: 0 without calling contexts. */
     private static native int keySlots();
@@ -401,9 +415,12 @@ public final class AllocTracker {
         Unsafe u = U;
         int stripe = (int) Thread.currentThread().getId() & (STRIPES - 1);
         long at = LONG_BASE + 16L * ((stripe << PAGE_SHIFT) + (site & (SITES_PER_PAGE - 1)));
-        u.getAndAddLong(counters, at, 1);
+        long before = u.getAndAddLong(counters, at, 1);
         if (bytes != 0) {
             u.getAndAddLong(counters, at + 8, bytes);
+        }
+        if (FIRST_WALKS != 0 && before < FIRST_WALKS) {
+            firstWalk(site, bytes);
         }
     }
 

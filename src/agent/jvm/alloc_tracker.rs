@@ -37,6 +37,10 @@ pub trait AllocEvents: Send + Sync {
     /// One allocation at `site` (of `bytes`, 0 for an instance) under a
     /// context not trusted: count it with this thread's stack.
     fn walked(&self, site: u32, bytes: u64);
+    /// One of the first allocations at `site` (of `bytes`, 0 for an
+    /// instance), counted already: keep this thread's stack as one of the
+    /// site's traces.
+    fn first_walk(&self, site: u32, bytes: u64);
 }
 
 /// `AllocTracker.trusted(int, long)`: true unless the agent says no.
@@ -61,12 +65,36 @@ extern "system" fn walked_native(
     site: jni::jint,
     bytes: jni::jlong,
 ) {
+    tell_events(|events| events.walked(site as u32, bytes.max(0) as u64));
+}
+
+/// Tells the natives' receiver something, a panic contained.
+fn tell_events(tell: impl FnOnce(&dyn AllocEvents) + std::panic::UnwindSafe) {
     let _ = std::panic::catch_unwind(|| {
         if let Some(events) = EVENTS.get() {
-            events.walked(site as u32, bytes.max(0) as u64);
+            tell(*events);
         }
     });
 }
+
+/// `AllocTracker.firstWalk(int, long)`.
+extern "system" fn first_walk_native(
+    _env: *mut jni::JNIEnv,
+    _tracker: jni::jclass,
+    site: jni::jint,
+    bytes: jni::jlong,
+) {
+    tell_events(|events| events.first_walk(site as u32, bytes.max(0) as u64));
+}
+
+/// `AllocTracker.firstWalks()`.
+extern "system" fn first_walks_native(_env: *mut jni::JNIEnv, _tracker: jni::jclass) -> jni::jint {
+    FIRST_WALKS.load(Ordering::Relaxed)
+}
+
+/// How many of each site's first allocations per stripe the tracker has
+/// walked (its `firstWalks`), set before it is initialised: 0 for none.
+static FIRST_WALKS: AtomicI32 = AtomicI32::new(0);
 
 /// Where the natives send what they are told (set once, at definition).
 static EVENTS: OnceLock<&'static dyn AllocEvents> = OnceLock::new();
@@ -289,11 +317,13 @@ impl AllocTracker {
         jni: &JniEnv,
         events: &'static dyn AllocEvents,
         key_slots: i32,
+        first_walks: i32,
     ) -> Result<Self, String> {
         if EVENTS.set(events).is_err() {
             return Err("the allocation tracker is defined already".into());
         }
         KEY_SLOTS.store(key_slots, Ordering::Relaxed);
+        FIRST_WALKS.store(first_walks, Ordering::Relaxed);
         // (The bytes are class files of these very names: tests/bci_run.rs.)
         // The nested class first: the boot loader could not find it later.
         jvm::define_boot_class(
@@ -529,7 +559,7 @@ pub fn define_context_accessor(jni: &JniEnv) -> Result<(), String> {
 }
 
 /// Registers the tracker's natives: `made` (both), `keySlots`, `trusted`,
-/// `walked` and `generated`.
+/// `walked`, `firstWalk`, `firstWalks` and `generated`.
 fn register_natives(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Result<(), String> {
     let names = [
         (
@@ -553,6 +583,16 @@ fn register_natives(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Result<(), S
             trusted_native as *mut std::ffi::c_void,
         ),
         (c"walked", c"(IJ)V", walked_native as *mut std::ffi::c_void),
+        (
+            c"firstWalk",
+            c"(IJ)V",
+            first_walk_native as *mut std::ffi::c_void,
+        ),
+        (
+            c"firstWalks",
+            c"()I",
+            first_walks_native as *mut std::ffi::c_void,
+        ),
         (
             c"madeSite",
             c"(Ljava/lang/Object;I)I",

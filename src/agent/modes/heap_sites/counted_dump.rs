@@ -23,11 +23,13 @@ use super::live_sharing::{
     shares_by_sample, with_bytes,
 };
 use super::rows::{PrintedFrame, Rows, add_row, printed_frames};
-use super::sample_rows::split_by_sample;
+use super::sample_rows::{WalkedTrace, split_by_sample};
 
 /// The bytecode counters as a dump's first step found them.
 pub(super) struct CountedDump {
     rows: Vec<CountedRow>,
+    /// What each site's first allocations were walked for (not counts).
+    first_walks: Vec<CountedRow>,
     /// Per allocated class signature: its serial and its live objects and
     /// bytes in the heap.
     classes: HashMap<String, (u32, (u64, u64))>,
@@ -46,6 +48,7 @@ pub(super) fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv)
         let model = run.model.lock();
         rows.extend(counting.made_rows(|tag| model.classes.get(tag).map(|c| c.signature.clone())));
     }
+    let first_walks = counting.first_walk_rows();
     let allocated = BytecodeCounting::allocated_signatures(&rows);
     // The classes of the frames, named by what the rewrite recorded, get
     // their serials here too, for the binary FRAME records.
@@ -116,6 +119,7 @@ pub(super) fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv)
     drop(model);
     CountedDump {
         rows,
+        first_walks,
         classes,
         sample_tags: in_heap.sample_tags,
         frame_classes,
@@ -197,7 +201,8 @@ pub(super) fn counted_sites(
         add_row(&mut rows, site);
     }
     if let Some(live) = live.filter(|live| live.splits_rows()) {
-        rows = split_by_sample(model, live, rows, &mut printed);
+        let walked = first_walks(counting, &counted, model);
+        rows = split_by_sample(model, live, &walked, rows, &mut printed);
         sharers = sharers_of(&rows);
     }
     let sampled = live.map(|live| sampled_live(model, live, &counted.sample_tags, &printed));
@@ -263,6 +268,36 @@ pub(super) fn counted_sites(
     let mut sites: Vec<SiteSnapshot> = rows.into_values().collect();
     sites.sort_by_key(|s| (s.class_serial, s.trace_serial));
     sites
+}
+
+/// The first walks of the sites as (class serial, trace serial, objects,
+/// bytes), instances' bytes from their class's size.
+fn first_walks(
+    counting: &BytecodeCounting,
+    counted: &CountedDump,
+    model: &Model,
+) -> Vec<WalkedTrace> {
+    counted
+        .first_walks
+        .iter()
+        .filter_map(|row| {
+            let signature = row.identity.allocated.as_str();
+            let &(class_serial, _) = counted.classes.get(signature)?;
+            let trace_serial = row.identity.walked?;
+            model.traces.get(trace_serial)?;
+            let bytes = if row.instance {
+                row.count.objects * counting.instance_size(signature).unwrap_or(0)
+            } else {
+                row.count.bytes
+            };
+            Some(WalkedTrace {
+                class_serial,
+                trace_serial,
+                objects: row.count.objects,
+                bytes,
+            })
+        })
+        .collect()
 }
 
 /// The sharers of each class's live objects: its rows.

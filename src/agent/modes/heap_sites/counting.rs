@@ -438,6 +438,13 @@ pub struct BytecodeCounting {
     made: Mutex<HashMap<(u32, u64, u64), SiteCount>>,
     /// Allocations under contexts not trusted, by (site, walked trace).
     walked: Mutex<HashMap<(u32, u32), SiteCount>>,
+    /// How many of each site's first allocations per stripe of the
+    /// tracker are walked for their trace (0: none).
+    first_walks: i32,
+    /// Those walks, by (site, walked trace): not counts (the site's
+    /// counters have the allocations), the traces they show and how many
+    /// objects and bytes each saw.
+    first_walked: Mutex<HashMap<(u32, u32), SiteCount>>,
     /// Callers a trace shows (`depth` - 1, at most the three a calling
     /// context holds; 0: no contexts are kept).
     callers: usize,
@@ -473,6 +480,14 @@ pub struct BytecodeCounting {
     /// the JVM's start defines and VM init turns on; none is retransformed.
     early: bool,
 }
+
+/// Allocations walked first per site and stripe (the tracker has four
+/// stripes, by thread id): with the sample's rows, a site the live sample
+/// misses (one that allocates little once the sample thins out) still gets
+/// the traces of its first allocations, instead of its frame alone. Each
+/// walk is a JVMTI stack walk (a few microseconds); a site walks at most
+/// four times this many.
+pub const FIRST_WALKS_PER_STRIPE: i32 = 4;
 
 thread_local! {
     /// Set while this thread tries whether a VM maker posts VMObjectAlloc;
@@ -520,6 +535,8 @@ impl BytecodeCounting {
             unreported_makers: OnceLock::new(),
             made: Mutex::default(),
             walked: Mutex::default(),
+            first_walks: 0,
+            first_walked: Mutex::default(),
             callers,
             context_field: OnceLock::new(),
             field_lost: AtomicBool::new(false),
@@ -539,6 +556,14 @@ impl BytecodeCounting {
     /// `-Xshare:on`, which keeps the field away).
     pub fn placing_vm_made_objects_by_call(mut self, on: bool) -> Self {
         self.maker_windows = on && self.callers == 0 && !self.sharing_required;
+        self
+    }
+
+    /// With `on`, each site's first [`FIRST_WALKS_PER_STRIPE`] allocations
+    /// of each stripe of the tracker's counters are walked for their trace
+    /// (see [`Self::first_walk_rows`]).
+    pub fn walking_first_allocations(mut self, on: bool) -> Self {
+        self.first_walks = if on { FIRST_WALKS_PER_STRIPE } else { 0 };
         self
     }
 
@@ -657,6 +682,34 @@ impl BytecodeCounting {
         count.bytes += bytes;
     }
 
+    /// One of the first allocations at `site`, of `bytes` (0 for an
+    /// instance), seen on the walked trace `trace_serial`.
+    pub fn count_first_walk(&self, site: u32, trace_serial: u32, bytes: u64) {
+        let mut walked = self.first_walked.lock();
+        let count = walked.entry((site, trace_serial)).or_default();
+        count.objects += 1;
+        count.bytes += bytes;
+    }
+
+    /// What the first walks of each site saw, as rows of their walked
+    /// traces: not counts to add, but the traces a site's counts may be
+    /// shared among where the live sample saw none of them.
+    pub fn first_walk_rows(&self) -> Vec<CountedRow> {
+        let walked = self.first_walked.lock().clone();
+        let registry = self.registry.lock();
+        walked
+            .into_iter()
+            .filter_map(|((site, trace_serial), count)| {
+                let counted = registry.sites.get(site as usize)?;
+                let class = &registry.classes[counted.place.class as usize];
+                let mut row =
+                    CountedRow::empty(counted, class, registry.method(counted.place.method));
+                row.identity.walked = Some(trace_serial);
+                Some(CountedRow { count, ..row })
+            })
+            .collect()
+    }
+
     /// The callers `context` names for a frame in method `(name,
     /// descriptor)`, and whether the chain held: false when a call does not
     /// name the method below it (see [`SiteRegistry::callers`]).
@@ -695,7 +748,7 @@ impl BytecodeCounting {
         } else {
             0
         };
-        let tracker = AllocTracker::define(env, jni, events, key_slots)?;
+        let tracker = AllocTracker::define(env, jni, events, key_slots, self.first_walks)?;
         let _ = self.unreported_makers.set(unreported_makers(jni));
         let _ = self.tracker.set(tracker);
         Ok(())

@@ -1,7 +1,9 @@
 //! `alloc_count=sites`: each allocation site's rows taken from the live
 //! sample. The counters count per site (one frame, exact); the sample walks
 //! `depth` frames of each object it reports, and at a dump each site's
-//! counts are shared among the traces it saw begin at the site.
+//! counts are shared among the traces it saw begin at the site. A site the
+//! sample saw nothing of is shared among the traces of its first
+//! allocations, which the tracker walked (`FIRST_WALKS_PER_STRIPE`).
 
 use super::live_samples::LiveSamples;
 use super::live_sharing::share_live_by;
@@ -13,32 +15,83 @@ use std::collections::HashMap;
 /// A trace the live sample saw, with the objects and bytes it saw there.
 type SeenTrace = (u32, u64, u64);
 
+/// Traces seen by allocated class and first frame: per trace serial (as
+/// `printed` knows it), the objects and bytes seen on it.
+type SeenFrom = HashMap<(u32, PrintedFrame), HashMap<u32, (u64, u64)>>;
+
+/// What one of a site's first walks saw: the objects of a class on a trace.
+pub(super) struct WalkedTrace {
+    pub class_serial: u32,
+    pub trace_serial: u32,
+    pub objects: u64,
+    pub bytes: u64,
+}
+
+/// Adds what was seen of `class_serial` on `trace_serial` to `seen_from`.
+fn see(
+    model: &Model,
+    seen_from: &mut SeenFrom,
+    printed: &mut HashMap<Vec<PrintedFrame>, u32>,
+    (class_serial, trace_serial): (u32, u32),
+    (objects, bytes): (u64, u64),
+) {
+    let frames = printed_frames(model, trace_serial);
+    let Some(first) = frames.first().cloned() else {
+        return;
+    };
+    let trace = *printed.entry(frames).or_insert(trace_serial);
+    let seen = seen_from
+        .entry((class_serial, first))
+        .or_default()
+        .entry(trace)
+        .or_default();
+    seen.0 += objects;
+    seen.1 += bytes;
+}
+
 /// What the sample saw, by allocated class and the trace's first frame:
 /// per trace (its serial as `printed` knows it), the objects and bytes.
 fn seen_by_first_frame(
     model: &Model,
     live: &LiveSamples,
     printed: &mut HashMap<Vec<PrintedFrame>, u32>,
-) -> HashMap<(u32, PrintedFrame), HashMap<u32, (u64, u64)>> {
-    let mut seen_from: HashMap<(u32, PrintedFrame), HashMap<u32, (u64, u64)>> = HashMap::new();
-    for (site, (objects, bytes)) in live.seen_by_site() {
-        let Some(key) = model.sites.key(site) else {
-            continue;
-        };
-        let frames = printed_frames(model, key.trace_serial);
-        let Some(first) = frames.first().cloned() else {
-            continue;
-        };
-        let trace = *printed.entry(frames).or_insert(key.trace_serial);
-        let seen = seen_from
-            .entry((key.class_serial, first))
-            .or_default()
-            .entry(trace)
-            .or_default();
-        seen.0 += objects;
-        seen.1 += bytes;
+) -> SeenFrom {
+    let mut seen_from = SeenFrom::new();
+    for (site, seen) in live.seen_by_site() {
+        if let Some(key) = model.sites.key(site) {
+            let key = (key.class_serial, key.trace_serial);
+            see(model, &mut seen_from, printed, key, seen);
+        }
     }
     seen_from
+}
+
+/// What the first walks saw, as [`seen_by_first_frame`] the sample.
+fn walked_by_first_frame(
+    model: &Model,
+    walked: &[WalkedTrace],
+    printed: &mut HashMap<Vec<PrintedFrame>, u32>,
+) -> SeenFrom {
+    let mut seen_from = SeenFrom::new();
+    for w in walked {
+        let key = (w.class_serial, w.trace_serial);
+        see(model, &mut seen_from, printed, key, (w.objects, w.bytes));
+    }
+    seen_from
+}
+
+/// The traces in `seen` with something seen on them, in a fixed order (the
+/// shares' rounding then goes the same way each time).
+fn seen_traces(seen: &HashMap<u32, (u64, u64)>) -> Option<Vec<SeenTrace>> {
+    let mut traces: Vec<SeenTrace> = seen
+        .iter()
+        .map(|(&trace, &(objects, bytes))| (trace, objects, bytes))
+        .collect();
+    traces.sort_unstable();
+    traces
+        .iter()
+        .any(|&(_, objects, _)| objects > 0)
+        .then_some(traces)
 }
 
 /// The rows when the live sample gives them their traces: each one-frame
@@ -47,46 +100,49 @@ fn seen_by_first_frame(
 /// gets what the sample saw there, exactly, and what it did not see (made
 /// before it started, on the agent's threads, or missed by the JVM) stays
 /// in the one-frame row; once it samples, the whole row is shared, objects
-/// by the objects it saw on each trace, bytes by the bytes. A row the sample
-/// saw nothing of keeps its one frame.
+/// by the objects it saw on each trace, bytes by the bytes. A row the
+/// sample saw nothing of is shared the same way among the traces its first
+/// allocations were `walked` on, and keeps its one frame without those.
 pub(super) fn split_by_sample(
     model: &Model,
     live: &LiveSamples,
+    walked: &[WalkedTrace],
     rows: Rows,
     printed: &mut HashMap<Vec<PrintedFrame>, u32>,
 ) -> Rows {
     let seen_from = seen_by_first_frame(model, live, printed);
+    let walked_from = walked_by_first_frame(model, walked, printed);
     let mut split: Rows = HashMap::with_capacity(rows.len());
     for ((class_serial, trace_serial), row) in rows {
         let frames = printed_frames(model, trace_serial);
-        let traces = match frames.as_slice() {
-            [frame] => seen_from.get(&(class_serial, frame.clone())).map(|traces| {
-                let mut traces: Vec<SeenTrace> = traces
-                    .iter()
-                    .map(|(&trace, &(objects, bytes))| (trace, objects, bytes))
-                    .collect();
-                // (A fixed order: the shares' rounding goes the same way.)
-                traces.sort_unstable();
-                traces
-            }),
-            _ => None,
-        };
-        let Some(traces) = traces.filter(|t| t.iter().any(|&(_, objects, _)| objects > 0)) else {
+        let [frame] = frames.as_slice() else {
             add_row(&mut split, row);
             continue;
+        };
+        let key = (class_serial, frame.clone());
+        let sampled = seen_from.get(&key).and_then(seen_traces);
+        let (traces, exact) = match sampled {
+            Some(traces) => (traces, !live.estimated()),
+            None => match walked_from.get(&key).and_then(seen_traces) {
+                Some(traces) => (traces, false),
+                None => {
+                    add_row(&mut split, row);
+                    continue;
+                }
+            },
         };
         let (objects, bytes) = (row.stats.allocated_objects, row.stats.allocated_bytes);
         let by_objects: Vec<u64> = traces.iter().map(|&(_, o, _)| o).collect();
         let by_bytes: Vec<u64> = traces.iter().map(|&(_, _, b)| b).collect();
-        let (object_shares, byte_shares) = if live.estimated() {
-            (
-                share_live_by(objects, &by_objects, &vec![objects; traces.len()]),
-                share_live_by(bytes, &by_bytes, &vec![bytes; traces.len()]),
-            )
-        } else {
+        let (object_shares, byte_shares) = if exact {
             (
                 share_live_by(objects, &by_objects, &by_objects),
                 share_live_by(bytes, &by_bytes, &by_bytes),
+            )
+        } else {
+            (
+                share_live_by(objects, &by_objects, &vec![objects; traces.len()]),
+                share_live_by(bytes, &by_bytes, &vec![bytes; traces.len()]),
             )
         };
         let unseen = (

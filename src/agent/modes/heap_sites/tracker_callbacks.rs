@@ -2,6 +2,7 @@
 //! counting's callbacks: objects the VM made, classes generated, the
 //! trust of a site's calling context, walked sites).
 
+use super::counting::BytecodeCounting;
 use super::events::allocating_stack;
 use super::state::AllocationSites;
 use crate::agent::jvm::alloc_tracker::AllocEvents;
@@ -98,17 +99,33 @@ impl AllocEvents for AllocationSites {
 
     /// The stack below the tracker's own frames, `depth` frames of it.
     fn walked(&self, site: u32, bytes: u64) {
+        if let Some((counting, trace_serial)) = self.walk() {
+            counting.count_walked(site, trace_serial, bytes);
+        }
+    }
+
+    fn first_walk(&self, site: u32, bytes: u64) {
+        if let Some((counting, trace_serial)) = self.walk() {
+            counting.count_first_walk(site, trace_serial, bytes);
+        }
+    }
+}
+
+impl AllocationSites {
+    /// The trace of this thread's allocating stack (below the tracker's
+    /// frames, `depth` frames), with the counting to give it to; None
+    /// before the agent takes events or without the bytecode counting.
+    fn walk(&self) -> Option<(&BytecodeCounting, u32)> {
         let (Some(run), Some(counting)) = (self.run.get(), &self.bytecode) else {
-            return;
+            return None;
         };
         if !run.lifecycle.accepting_events() {
-            return;
+            return None;
         }
         let env = run.jvmti.env();
         let raw = allocating_stack(&env, run.traces.depth as usize);
         let mut guard = run.model.lock();
         let trace_serial = run.traces.intern(&env, &mut guard, &raw, 0);
-        drop(guard);
-        counting.count_walked(site, trace_serial, bytes);
+        Some((counting, trace_serial))
     }
 }
