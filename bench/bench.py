@@ -77,14 +77,16 @@ MODES = {m.key: m for m in [
          "cpu=samples,X=0x40000", ("CPU SAMPLES BEGIN",)),
     Mode("samples-jvmti-1", "cpu=samples,interval=1,X=0x10000 (JVMTI stacks)",
          "cpu=samples,interval=1,X=0x10000", ("CPU SAMPLES BEGIN",)),
-    Mode("sites", "heap=sites (default: counted in the bytecode)", "heap=sites", ("SITES BEGIN",)),
+    Mode("sites", "heap=sites (default: counted per site in the bytecode)", "heap=sites",
+         ("SITES BEGIN",)),
     # HPROF's fully exact table: an event, a stack walk and a tag per object.
     Mode("sites-events", "heap=sites,alloc_count=events", "heap=sites,alloc_count=events",
          ("SITES BEGIN",)),
     Mode("sites-sampled", f"heap=sites,alloc_interval={SAMPLED_INTERVAL}",
          f"heap=sites,alloc_interval={SAMPLED_INTERVAL}", ("SITES BEGIN",)),
-    Mode("sites-bytecode", "heap=sites,alloc_count=bytecode", "heap=sites,alloc_count=bytecode",
-         ("SITES BEGIN",)),
+    # Counted in the bytecode with calling contexts: every row exact.
+    Mode("sites-bytecode", "heap=sites,alloc_count=bytecode (calling contexts)",
+         "heap=sites,alloc_count=bytecode", ("SITES BEGIN",)),
     # The design before: the classes loaded before VM init retransformed at VM init instead of
     # rewritten as they load (hidden X=0x400000), for the comparison.
     Mode("sites-retransform", "heap=sites,X=0x400000 (retransformed at VM init)",
@@ -94,7 +96,7 @@ MODES = {m.key: m for m in [
     Mode("sites-depth1", "heap=sites,depth=1 (no calling contexts)", "heap=sites,depth=1",
          ("SITES BEGIN",)),
     # heap=sites counted per site without calling contexts, each site's rows from the live
-    # sample (alloc_count=sites), for the comparison.
+    # sample (alloc_count=sites, the default since 2026-11-29), named.
     Mode("sites-split", "heap=sites,alloc_count=sites (rows from the live sample)",
          "heap=sites,alloc_count=sites", ("SITES BEGIN",)),
     Mode("times", "cpu=times", "cpu=times", ("CPU TIME (ms) BEGIN",)),

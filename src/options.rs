@@ -92,13 +92,15 @@ pub struct Options {
     pub alloc_interval: u64,
     /// hprof-rs addition, `alloc_count=bytecode`: heap=sites counts every
     /// allocation with counters injected into the byte code instead of one
-    /// JVMTI event per object (`alloc_count=events`). Unless the option is
-    /// given, bytecode where it gives what was asked (see `finish`).
+    /// JVMTI event per object (`alloc_count=events`), keyed by calling
+    /// context (every row exact). Set by `sites` too. Unless the option is
+    /// given, `sites` where the byte code gives what was asked (see `finish`).
     pub alloc_count_bytecode: bool,
-    /// hprof-rs addition, `alloc_count=sites`: counted in the byte code per
-    /// allocation site without calling contexts, each site's rows (traces)
-    /// taken from the live sample: exact while it reports every object,
-    /// estimated past (`bytecode` keeps calling contexts: every row exact).
+    /// hprof-rs addition, `alloc_count=sites` (the default where the byte
+    /// code counts): counted in the byte code per allocation site without
+    /// calling contexts, each site's rows (traces) taken from the live
+    /// sample and the site's first allocations: exact while the sample
+    /// reports every object, estimated past.
     pub alloc_count_sites: bool,
     /// Whether `alloc_count` was given.
     pub alloc_count_given: bool,
@@ -484,7 +486,12 @@ impl<'a> Parser<'a> {
             o.heap_sites = true;
         }
         if !o.alloc_count_given {
+            // The default is `sites`: exact counts per site at about 1.2x,
+            // each site's rows from the live sample (exact for a program's
+            // first 8 MiB); `bytecode`'s calling contexts, exact rows in any
+            // program, cost about 1.35x.
             o.alloc_count_bytecode = o.bytecode_counts_what_was_asked();
+            o.alloc_count_sites = o.alloc_count_bytecode;
         }
         Ok(())
     }

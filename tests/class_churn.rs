@@ -79,9 +79,10 @@ fn heap_sites_counts_every_copy_and_numbers_a_reloaded_class_once() {
             let (allocated, _, _, _) = site_totals(&rows);
             assert_eq!(allocated, 3 * copies, "Piece objects of {copies} copies");
             let (_, again, sites) = reloads_line(&stderr, "heap=sites");
-            // ChurnPlugin and ChurnPlugin$Piece, defined again in each copy
-            // after the first.
-            assert!(again >= 2 * (copies - 1), "{again} definitions again");
+            // ChurnPlugin, rewritten for its `new`, defined again in each
+            // copy after the first (ChurnPlugin$Piece allocates nothing:
+            // counted per site, it is loaded as it is).
+            assert!(again >= copies - 1, "{again} definitions again");
             numbered.push(sites);
         }
         // 600 more copies would number at least 600 more sites if each

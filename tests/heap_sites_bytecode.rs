@@ -479,7 +479,8 @@ fn every_line_of_methods_of_hundreds_of_news_has_its_row() {
         // The last -cp is the one the launcher takes.
         cmd.arg("-cp")
             .arg(&classes)
-            .arg(common::agentpath_arg("heap=sites"))
+            // (The calling contexts' keyed table is what this is about.)
+            .arg(common::agentpath_arg(BYTECODE))
             .arg("ManyNews");
         let out = common::run(&mut cmd);
         common::assert_success(&out, &format!("ManyNews on {label}"));

@@ -115,12 +115,12 @@ fn heap_sites_starts_under_required_sharing_and_counts_exactly() {
             ),
         ] {
             // Calling contexts need the field, and are refused, which is said;
-            // under alloc_count=sites the traces come from the live sample,
-            // which needs none; depth=1 wants no context (the JVM refused to
-            // start beside it: the early hook was still asked for).
+            // by default (alloc_count=sites) the traces come from the live
+            // sample, which needs none; depth=1 wants no context (the JVM
+            // refused to start beside it: the early hook was still asked for).
             for (run, (options, contexts)) in [
-                ("heap=sites", true),
-                ("heap=sites,alloc_count=sites", false),
+                ("heap=sites,alloc_count=bytecode", true),
+                ("heap=sites", false),
                 ("heap=sites,depth=1", false),
             ]
             .into_iter()

@@ -35,11 +35,7 @@ const TABLE: &[(&str, &str, &str)] = &[
         "alloc sampling (hprof-rs)",
         "0 (exact)",
     ),
-    (
-        "alloc_count=<how>",
-        "how sites count (hprof-rs)",
-        "bytecode*",
-    ),
+    ("alloc_count=<how>", "how sites count (hprof-rs)", "sites*"),
     ("include=<patterns>", "time only these (hprof-rs)", "all"),
     ("exclude=<patterns>", "never time these (hprof-rs)", "none"),
 ];
@@ -76,16 +72,15 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "  - alloc_interval is an hprof-rs addition: a byte count, optionally",
             "    followed by k, m or g (e.g. alloc_interval=512k). 0, the default,",
             "    records every allocation.",
-            "  - alloc_count is an hprof-rs addition: bytecode counts every",
-            "    allocation of heap=sites with counters in the rewritten classes",
-            "    (fast; exact traces of up to 4 frames from calling contexts kept",
-            "    in the code), sites the same per site without the contexts",
-            "    (faster; traces from a sample that sees every object of the first",
-            "    8 MiB, so past them a site's split among its callers is an",
-            "    estimate and a site the sample missed shows one frame), events",
-            "    takes one JVM event per object. *bytecode unless thread=y, depth",
-            "    above 4, alloc_interval, cpu=times|old or net= is given, which",
-            "    take events.",
+            "  - alloc_count is an hprof-rs addition: sites counts every",
+            "    allocation of heap=sites per site with counters in the rewritten",
+            "    classes (exact per site; traces of up to 4 frames from a sample",
+            "    that sees every object of the first 8 MiB and from each site's",
+            "    first allocations, so past 8 MiB a site's split among its callers",
+            "    is an estimate), bytecode the same with calling contexts kept in",
+            "    the code (every trace's counts exact, slower), events takes one",
+            "    JVM event per object. *sites unless thread=y, depth above 4,",
+            "    alloc_interval, cpu=times|old or net= is given, which take events.",
             "  - include and exclude are hprof-rs additions for cpu=times|old: class",
             "    patterns separated by ':' (include=com.acme.*:org.foo.Bar); * stays",
             "    within a package, ** takes in subpackages, and a class takes in its",
@@ -177,7 +172,7 @@ msa=y|n                Solaris micro state accounting n
 force=y|n              force output to <file>         y
 verbose=y|n            print messages about dumps     y
 alloc_interval=<size>  alloc sampling (hprof-rs)      0 (exact)
-alloc_count=<how>      how sites count (hprof-rs)     bytecode*
+alloc_count=<how>      how sites count (hprof-rs)     sites*
 include=<patterns>     time only these (hprof-rs)     all
 exclude=<patterns>     never time these (hprof-rs)    none
 

@@ -31,6 +31,7 @@ fn expected(cmdline: &str, edit: impl FnOnce(&mut Options)) -> Options {
     edit(&mut options);
     if !options.alloc_count_given {
         options.alloc_count_bytecode = options.bytecode_counts_what_was_asked();
+        options.alloc_count_sites = options.alloc_count_bytecode;
     }
     options
 }
@@ -449,10 +450,13 @@ fn heap_sites_counts_in_the_bytecode_unless_the_options_need_events() {
     }
     assert!(!ok("heap=sites,alloc_count=events").alloc_count_bytecode);
     assert!(ok("heap=sites,thread=y,alloc_count=bytecode").alloc_count_bytecode);
-    // Rows from the live sample only when asked for.
-    assert!(!ok("heap=sites").alloc_count_sites);
+    // Rows from the live sample by default; calling contexts when asked for.
+    assert!(ok("heap=sites").alloc_count_sites);
+    assert!(!ok("heap=sites,thread=y").alloc_count_sites);
     let sites = ok("heap=sites,alloc_count=sites");
     assert!(sites.alloc_count_bytecode && sites.alloc_count_sites);
+    let contexts = ok("heap=sites,alloc_count=bytecode");
+    assert!(contexts.alloc_count_bytecode && !contexts.alloc_count_sites);
     assert!(!ok("heap=sites,alloc_count=sites,alloc_count=events").alloc_count_sites);
 }
 

@@ -270,8 +270,9 @@ pub(super) fn counted_sites(
     sites
 }
 
-/// The first walks of the sites as (class serial, trace serial, objects,
-/// bytes), instances' bytes from their class's size.
+/// The first walks of the sites and of the objects the VM made, as
+/// (class serial, trace serial, objects, bytes); instances' bytes from
+/// their class's size.
 fn first_walks(
     counting: &BytecodeCounting,
     counted: &CountedDump,
@@ -297,6 +298,17 @@ fn first_walks(
                 bytes,
             })
         })
+        .chain(
+            counting
+                .vm_made_walks()
+                .into_iter()
+                .map(|((class_serial, trace_serial), count)| WalkedTrace {
+                    class_serial,
+                    trace_serial,
+                    objects: count.objects,
+                    bytes: count.bytes,
+                }),
+        )
         .collect()
 }
 

@@ -445,6 +445,10 @@ pub struct BytecodeCounting {
     /// counters have the allocations), the traces they show and how many
     /// objects and bytes each saw.
     first_walked: Mutex<HashMap<(u32, u32), SiteCount>>,
+    /// The same for objects the VM made, placed by a maker call's site
+    /// (walked the first time each thread sees the class there), by
+    /// (class serial, walked trace).
+    vm_made_walked: Mutex<HashMap<(u32, u32), SiteCount>>,
     /// Callers a trace shows (`depth` - 1, at most the three a calling
     /// context holds; 0: no contexts are kept).
     callers: usize,
@@ -537,6 +541,7 @@ impl BytecodeCounting {
             walked: Mutex::default(),
             first_walks: 0,
             first_walked: Mutex::default(),
+            vm_made_walked: Mutex::default(),
             callers,
             context_field: OnceLock::new(),
             field_lost: AtomicBool::new(false),
@@ -691,6 +696,27 @@ impl BytecodeCounting {
         count.bytes += bytes;
     }
 
+    /// Whether sites' first allocations are walked for their traces.
+    pub fn walks_first_allocations(&self) -> bool {
+        self.first_walks > 0
+    }
+
+    /// An object the VM made, of class `class_serial` and `bytes`, seen on
+    /// the walked trace `trace_serial` (see `vm_made_walked`).
+    pub fn count_vm_made_walk(&self, class_serial: u32, trace_serial: u32, bytes: u64) {
+        let mut walked = self.vm_made_walked.lock();
+        let count = walked.entry((class_serial, trace_serial)).or_default();
+        count.objects += 1;
+        count.bytes += bytes;
+    }
+
+    /// What the walks of objects the VM made saw: by (class serial, trace
+    /// serial), the objects and bytes.
+    pub fn vm_made_walks(&self) -> Vec<((u32, u32), SiteCount)> {
+        let walked = self.vm_made_walked.lock();
+        walked.iter().map(|(&key, &count)| (key, count)).collect()
+    }
+
     /// What the first walks of each site saw, as rows of their walked
     /// traces: not counts to add, but the traces a site's counts may be
     /// shared among where the live sample saw none of them.
@@ -770,6 +796,14 @@ impl BytecodeCounting {
     /// context did not hold).
     pub fn walked_allocations(&self) -> u64 {
         self.walked.lock().values().map(|c| c.objects).sum()
+    }
+
+    /// The first allocations walked so far, and the sites they were at.
+    pub fn first_walks_made(&self) -> (u64, usize) {
+        let walked = self.first_walked.lock();
+        let walks = walked.values().map(|c| c.objects).sum();
+        let sites: HashSet<u32> = walked.keys().map(|&(site, _)| site).collect();
+        (walks, sites.len())
     }
 
     /// Whether the tracker is there to be called.

@@ -55,7 +55,7 @@ impl AllocationSites {
         }
         let env = run.jvmti.env();
         if let (Some(counting), Some(jni)) = (&self.bytecode, jni)
-            && let Some(site) = vm_made_site(run, &env, counting, jni, thread, class)
+            && let Some(site) = vm_made_site(run, &env, counting, jni, (thread, class), size)
         {
             self.counts.allocated(site, size.max(0) as u64);
             return;
@@ -348,13 +348,16 @@ const WALK_EACH: u32 = u32::MAX;
 /// left by an earlier call): the caller walks the stack then, as before.
 /// H2, which clones millions of arrays, spent most of its time under
 /// alloc_count=bytecode in that walk.
+/// Without contexts (rows from the live sample), the miss also walks the
+/// stack for the site's traces, as the tracker does for a site's first
+/// allocations: the objects' row has only the VM's frame to go by.
 fn vm_made_site(
     run: &Run,
     env: &Jvmti,
     counting: &BytecodeCounting,
     jni: &JniEnv,
-    thread: LocalThread<'_>,
-    class: LocalClass<'_>,
+    (thread, class): (LocalThread<'_>, LocalClass<'_>),
+    size: i64,
 ) -> Option<u32> {
     let context = counting.thread_context(jni, thread)?;
     let class_tag = jvm::tag_of(env, class);
@@ -386,6 +389,11 @@ fn vm_made_site(
         None
     };
     drop(guard);
+    if site.is_some() && counting.walks_first_allocations() {
+        let raw = allocating_stack(env, run.traces.depth as usize);
+        let trace_serial = run.traces.intern(env, &mut run.model.lock(), &raw, 0);
+        counting.count_vm_made_walk(known.serial, trace_serial, size.max(0) as u64);
+    }
     site_cache::remember(
         &[VM_MADE_KEY, known.object_id, context],
         site.unwrap_or(WALK_EACH),

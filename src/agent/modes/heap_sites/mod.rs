@@ -209,6 +209,8 @@ impl Engine for AllocationSites {
                 "HPROF: heap=sites walked the stacks of {} allocations (calling context not trusted)",
                 counting.walked_allocations()
             );
+            let (walks, sites) = counting.first_walks_made();
+            eprintln!("HPROF: heap=sites walked {walks} first allocations of {sites} sites");
         }
         Ok(())
     }

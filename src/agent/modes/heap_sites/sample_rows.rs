@@ -80,6 +80,18 @@ fn walked_by_first_frame(
     seen_from
 }
 
+/// Whether a site was seen reached one way only: the sample saw one trace
+/// there, and its first walks no other. Its whole row is then that trace's,
+/// the objects the sample missed included (HotSpot's sampler on JDK 11
+/// leaves some objects of C1's code unreported while it should report
+/// every one).
+fn one_way(sampled: &[SeenTrace], walked: Option<&HashMap<u32, (u64, u64)>>) -> bool {
+    let [(trace, _, _)] = sampled else {
+        return false;
+    };
+    walked.is_none_or(|walked| walked.keys().all(|t| t == trace))
+}
+
 /// The traces in `seen` with something seen on them, in a fixed order (the
 /// shares' rounding then goes the same way each time).
 fn seen_traces(seen: &HashMap<u32, (u64, u64)>) -> Option<Vec<SeenTrace>> {
@@ -100,9 +112,10 @@ fn seen_traces(seen: &HashMap<u32, (u64, u64)>) -> Option<Vec<SeenTrace>> {
 /// gets what the sample saw there, exactly, and what it did not see (made
 /// before it started, on the agent's threads, or missed by the JVM) stays
 /// in the one-frame row; once it samples, the whole row is shared, objects
-/// by the objects it saw on each trace, bytes by the bytes. A row the
-/// sample saw nothing of is shared the same way among the traces its first
-/// allocations were `walked` on, and keeps its one frame without those.
+/// by the objects it saw on each trace, bytes by the bytes. A site seen
+/// reached one way only ([`one_way`]) gives that trace its whole row. A row
+/// the sample saw nothing of is shared the same way among the traces its
+/// first allocations were `walked` on, and keeps its one frame without those.
 pub(super) fn split_by_sample(
     model: &Model,
     live: &LiveSamples,
@@ -121,9 +134,13 @@ pub(super) fn split_by_sample(
         };
         let key = (class_serial, frame.clone());
         let sampled = seen_from.get(&key).and_then(seen_traces);
+        let walked = walked_from.get(&key);
         let (traces, exact) = match sampled {
-            Some(traces) => (traces, !live.estimated()),
-            None => match walked_from.get(&key).and_then(seen_traces) {
+            Some(traces) => {
+                let one_way = one_way(&traces, walked);
+                (traces, !live.estimated() && !one_way)
+            }
+            None => match walked.and_then(seen_traces) {
                 Some(traces) => (traces, false),
                 None => {
                     add_row(&mut split, row);
