@@ -605,47 +605,60 @@ fn assert_late_site_has_its_callers(sites: &AsciiProfile, label: &str) {
     );
 }
 
-/// Rows from the live sample (`alloc_count=sites`) past its exact first 8 MiB: AllocSplit makes
-/// 4,000,000 `long[4]` at one site, three in four through `viaA` and the
-/// fourth through `viaB`, interleaved (192 MB). The site's total stays
-/// exact; its split among the two callers is the sample's estimate. At one
-/// sample per 256 KiB, some 730 samples fall on the site, so viaB's share
-/// (a quarter) has a standard error of about 6% of itself and viaA's about
-/// 2% (measured with 1,000,000 arrays: viaB 152,073 to 297,138 of 250,000
-/// over 15 runs, about 13%, as the square root of the samples says): 30% is
-/// more than four standard errors.
+/// Rows from the live sample (the default, `alloc_count=sites`) past its
+/// exact first 8 MiB: AllocSplit makes 4,000,000 `long[4]` at one site, three
+/// in four through `viaA` and the fourth through `viaB`, interleaved (192 MB).
+/// The site's total stays exact; its split among the two callers is an
+/// estimate from the tracker's walks, about one allocation in 4,096 chosen by
+/// a hash of the count (some 950 walks: viaB's standard error about 6% of
+/// its share were they random; the hash spreads them evenly over the
+/// pattern, and 999,999 of 1,000,000 came out). 10% is well past chance.
+/// The walks are chosen by count, so a second run of this deterministic
+/// program gives the same split, within 1% (the sample's exact start ends
+/// after its own number of objects each run).
 #[test]
 fn rows_from_the_live_sample_keep_a_large_sites_total_exact() {
     const N: u64 = 4_000_000;
     common::on_each(&common::jdks(), |jdk| {
         let label = &jdk.label;
         let n = N.to_string();
-        let sites = profile_of(jdk, "bytecode-split-large", SITES, "AllocSplit", &[&n]);
-        let mut by_caller = std::collections::BTreeMap::new();
-        for row in sites.sites_of_class("long[]") {
-            let frames = frames_with_lines(&sites, row);
-            if frames
-                .first()
-                .is_some_and(|f| f.starts_with("AllocSplit.make"))
-            {
-                let caller = frames.get(1).cloned().unwrap_or_default();
-                *by_caller.entry(caller).or_insert(0u64) += row.allocated_objects;
+        let mut runs = Vec::new();
+        for test in ["bytecode-split-large", "bytecode-split-large-again"] {
+            let sites = profile_of(jdk, test, SITES, "AllocSplit", &[&n]);
+            let mut by_caller = std::collections::BTreeMap::new();
+            for row in sites.sites_of_class("long[]") {
+                let frames = frames_with_lines(&sites, row);
+                if frames
+                    .first()
+                    .is_some_and(|f| f.starts_with("AllocSplit.make"))
+                {
+                    let caller = frames.get(1).cloned().unwrap_or_default();
+                    *by_caller.entry(caller).or_insert(0u64) += row.allocated_objects;
+                }
             }
+            let total: u64 = by_caller.values().sum();
+            assert_eq!(total, N, "{label}: the site's total: {by_caller:?}");
+            assert_late_site_has_its_callers(&sites, label);
+            let mut split = Vec::new();
+            for (caller, expected) in [("AllocSplit.viaA", 3 * N / 4), ("AllocSplit.viaB", N / 4)] {
+                let got = by_caller
+                    .iter()
+                    .filter(|(frame, _)| frame.starts_with(caller))
+                    .map(|(_, &objects)| objects)
+                    .sum::<u64>();
+                let error = got.abs_diff(expected) as f64 / expected as f64;
+                assert!(
+                    error <= 0.10,
+                    "{label}: {caller} {got} against {expected}: {by_caller:?}"
+                );
+                split.push(got);
+            }
+            runs.push(split);
         }
-        let total: u64 = by_caller.values().sum();
-        assert_eq!(total, N, "{label}: the site's total: {by_caller:?}");
-        assert_late_site_has_its_callers(&sites, label);
-        for (caller, expected) in [("AllocSplit.viaA", 3 * N / 4), ("AllocSplit.viaB", N / 4)] {
-            let got = by_caller
-                .iter()
-                .filter(|(frame, _)| frame.starts_with(caller))
-                .map(|(_, &objects)| objects)
-                .sum::<u64>();
-            let error = got.abs_diff(expected) as f64 / expected as f64;
-            assert!(
-                error <= 0.30,
-                "{label}: {caller} {got} against {expected}: {by_caller:?}"
-            );
-        }
+        let via_b = (runs[0][1], runs[1][1]);
+        assert!(
+            via_b.0.abs_diff(via_b.1) * 100 <= N / 4,
+            "{label}: viaB's share moved between two runs: {runs:?}"
+        );
     });
 }

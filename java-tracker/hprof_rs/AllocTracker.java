@@ -73,9 +73,13 @@ public final class AllocTracker {
      * How many of each site's first allocations (per stripe) the agent
      * walks for their trace, told by the agent (firstWalks): 0 unless a
      * site's rows come from the live sample (alloc_count=sites), where
-     * these walks give a site the sample misses its real callers.
+     * these walks give a site the sample misses its real callers. After
+     * them, one allocation in THINNING is walked too, chosen by a hash of
+     * the site and its count (thinned): the same counts in every run.
      */
     private static final int FIRST_WALKS = firstWalks();
+    /** log2 of THINNING, the agent's `THINNING_SHIFT`. */
+    private static final int THINNING_SHIFT = 12;
 
     /** Keyed counters (0 slots: no contexts); the agent reads all three. */
     private static final int KEY_SLOTS = keySlots();
@@ -172,8 +176,21 @@ public final class AllocTracker {
     /** The allocations walked first per site and stripe: 0 for none. */
     private static native int firstWalks();
 
-    /** One of a site's first allocations: the agent keeps its trace. */
-    private static native void firstWalk(int site, long bytes);
+    /** One of a site's first allocations (`before` counted at the site on
+     * this stripe before it), or one chosen by `thinned`: the agent keeps
+     * its trace. */
+    private static native void firstWalk(int site, long bytes, long before);
+
+    /**
+     * Whether the allocation numbered `before` on its stripe at `site` is
+     * walked: about one in 2^THINNING_SHIFT, by the top bits of a
+     * multiplicative hash. For one site the hashes of successive counts are
+     * a Weyl sequence, spread evenly over every residue of the count, so
+     * callers that take turns in any period are walked in their shares.
+     */
+    private static boolean thinned(int site, long before) {
+        return ((before + ((long) site << 32)) * 0x9E3779B97F4A7C15L) >>> (64 - THINNING_SHIFT) == 0;
+    }
 
     /** The size of the keyed table: 0 without calling contexts. */
     private static native int keySlots();
@@ -419,8 +436,8 @@ public final class AllocTracker {
         if (bytes != 0) {
             u.getAndAddLong(counters, at + 8, bytes);
         }
-        if (FIRST_WALKS != 0 && before < FIRST_WALKS) {
-            firstWalk(site, bytes);
+        if (FIRST_WALKS != 0 && (before < FIRST_WALKS || thinned(site, before))) {
+            firstWalk(site, bytes, before);
         }
     }
 

@@ -38,9 +38,10 @@ pub trait AllocEvents: Send + Sync {
     /// context not trusted: count it with this thread's stack.
     fn walked(&self, site: u32, bytes: u64);
     /// One of the first allocations at `site` (of `bytes`, 0 for an
-    /// instance), counted already: keep this thread's stack as one of the
-    /// site's traces.
-    fn first_walk(&self, site: u32, bytes: u64);
+    /// instance), or one the tracker's thinning chose, counted already
+    /// (`before` counted there on its stripe before it): keep this
+    /// thread's stack as one of the site's traces.
+    fn first_walk(&self, site: u32, bytes: u64, before: u64);
 }
 
 /// `AllocTracker.trusted(int, long)`: true unless the agent says no.
@@ -77,14 +78,15 @@ fn tell_events(tell: impl FnOnce(&dyn AllocEvents) + std::panic::UnwindSafe) {
     });
 }
 
-/// `AllocTracker.firstWalk(int, long)`.
+/// `AllocTracker.firstWalk(int, long, long)`.
 extern "system" fn first_walk_native(
     _env: *mut jni::JNIEnv,
     _tracker: jni::jclass,
     site: jni::jint,
     bytes: jni::jlong,
+    before: jni::jlong,
 ) {
-    tell_events(|events| events.first_walk(site as u32, bytes.max(0) as u64));
+    tell_events(|events| events.first_walk(site as u32, bytes.max(0) as u64, before.max(0) as u64));
 }
 
 /// `AllocTracker.firstWalks()`.
@@ -585,7 +587,7 @@ fn register_natives(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Result<(), S
         (c"walked", c"(IJ)V", walked_native as *mut std::ffi::c_void),
         (
             c"firstWalk",
-            c"(IJ)V",
+            c"(IJJ)V",
             first_walk_native as *mut std::ffi::c_void,
         ),
         (

@@ -23,7 +23,7 @@ use super::live_sharing::{
     shares_by_sample, with_bytes,
 };
 use super::rows::{PrintedFrame, Rows, add_row, printed_frames};
-use super::sample_rows::{WalkedTrace, split_by_sample};
+use super::sample_rows::{WalkedTrace, Walks, split_by_sample};
 
 /// The bytecode counters as a dump's first step found them.
 pub(super) struct CountedDump {
@@ -270,15 +270,10 @@ pub(super) fn counted_sites(
     sites
 }
 
-/// The first walks of the sites and of the objects the VM made, as
-/// (class serial, trace serial, objects, bytes); instances' bytes from
-/// their class's size.
-fn first_walks(
-    counting: &BytecodeCounting,
-    counted: &CountedDump,
-    model: &Model,
-) -> Vec<WalkedTrace> {
-    counted
+/// What the tracker's walks of the sites and those of the objects the VM
+/// made saw; instances' bytes from their class's size.
+fn first_walks(counting: &BytecodeCounting, counted: &CountedDump, model: &Model) -> Walks {
+    let tracker = counted
         .first_walks
         .iter()
         .filter_map(|row| {
@@ -298,18 +293,18 @@ fn first_walks(
                 bytes,
             })
         })
-        .chain(
-            counting
-                .vm_made_walks()
-                .into_iter()
-                .map(|((class_serial, trace_serial), count)| WalkedTrace {
-                    class_serial,
-                    trace_serial,
-                    objects: count.objects,
-                    bytes: count.bytes,
-                }),
-        )
-        .collect()
+        .collect();
+    let vm_made = counting
+        .vm_made_walks()
+        .into_iter()
+        .map(|((class_serial, trace_serial), count)| WalkedTrace {
+            class_serial,
+            trace_serial,
+            objects: count.objects,
+            bytes: count.bytes,
+        })
+        .collect();
+    Walks { tracker, vm_made }
 }
 
 /// The sharers of each class's live objects: its rows.

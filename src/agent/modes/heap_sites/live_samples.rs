@@ -40,6 +40,8 @@ pub struct LiveSamples {
     /// SampledObjectAlloc for some allocations, even at interval 0). One
     /// entry per site that had a sample, so bounded by the sites.
     seen: Mutex<HashMap<u32, (u64, u64)>>,
+    /// The part of `seen` from while every object was reported.
+    seen_exact: Mutex<HashMap<u32, (u64, u64)>>,
 }
 
 impl LiveSamples {
@@ -54,6 +56,7 @@ impl LiveSamples {
             tagged_bytes: AtomicU64::new(0),
             sampling: AtomicBool::new(false),
             seen: Mutex::default(),
+            seen_exact: Mutex::default(),
         }
     }
 
@@ -90,7 +93,7 @@ impl LiveSamples {
     pub fn tag(&self, site: u32, size: u64) -> (u64, Option<u64>) {
         let exact = !self.sampling.load(Ordering::Relaxed);
         let tag = sample_tag(site, size, exact);
-        self.note_seen(tag);
+        self.note_seen(tag, exact);
         if !exact {
             return (tag, None);
         }
@@ -102,13 +105,23 @@ impl LiveSamples {
         (tag, None)
     }
 
-    fn note_seen(&self, tag: u64) {
+    fn note_seen(&self, tag: u64, exact: bool) {
         if let Some((site, bytes, objects)) = self.weigh(tag) {
-            let mut seen = self.seen.lock();
-            let entry = seen.entry(site).or_default();
-            entry.0 += objects;
-            entry.1 += bytes;
+            for seen in [Some(&self.seen), exact.then_some(&self.seen_exact)]
+                .into_iter()
+                .flatten()
+            {
+                let mut seen = seen.lock();
+                let entry = seen.entry(site).or_default();
+                entry.0 += objects;
+                entry.1 += bytes;
+            }
         }
+    }
+
+    /// What the sample saw while it reported every object, per site.
+    pub fn seen_exactly_by_site(&self) -> HashMap<u32, (u64, u64)> {
+        self.seen_exact.lock().clone()
     }
 
     /// What the sample saw allocated, (objects, bytes) per site.

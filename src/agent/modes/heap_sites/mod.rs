@@ -210,7 +210,9 @@ impl Engine for AllocationSites {
                 counting.walked_allocations()
             );
             let (walks, sites) = counting.first_walks_made();
-            eprintln!("HPROF: heap=sites walked {walks} first allocations of {sites} sites");
+            eprintln!(
+                "HPROF: heap=sites walked {walks} allocations of {sites} sites for their traces"
+            );
         }
         Ok(())
     }

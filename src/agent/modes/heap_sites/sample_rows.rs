@@ -19,7 +19,16 @@ type SeenTrace = (u32, u64, u64);
 /// `printed` knows it), the objects and bytes seen on it.
 type SeenFrom = HashMap<(u32, PrintedFrame), HashMap<u32, (u64, u64)>>;
 
-/// What one of a site's first walks saw: the objects of a class on a trace.
+/// What the walks saw by a dump: the tracker's (each site's first
+/// allocations and those its thinning chose, weighed by what each stands
+/// for) and those of objects the VM made (the first each thread saw at a
+/// maker call).
+pub(super) struct Walks {
+    pub tracker: Vec<WalkedTrace>,
+    pub vm_made: Vec<WalkedTrace>,
+}
+
+/// What one of a site's walks saw: the objects of a class on a trace.
 pub(super) struct WalkedTrace {
     pub class_serial: u32,
     pub trace_serial: u32,
@@ -53,11 +62,11 @@ fn see(
 /// per trace (its serial as `printed` knows it), the objects and bytes.
 fn seen_by_first_frame(
     model: &Model,
-    live: &LiveSamples,
+    seen_by_site: HashMap<u32, (u64, u64)>,
     printed: &mut HashMap<Vec<PrintedFrame>, u32>,
 ) -> SeenFrom {
     let mut seen_from = SeenFrom::new();
-    for (site, seen) in live.seen_by_site() {
+    for (site, seen) in seen_by_site {
         if let Some(key) = model.sites.key(site) {
             let key = (key.class_serial, key.trace_serial);
             see(model, &mut seen_from, printed, key, seen);
@@ -92,6 +101,20 @@ fn one_way(sampled: &[SeenTrace], walked: Option<&HashMap<u32, (u64, u64)>>) -> 
     walked.is_none_or(|walked| walked.keys().all(|t| t == trace))
 }
 
+/// What `a` and `b` saw, trace by trace.
+fn both(
+    a: Option<&HashMap<u32, (u64, u64)>>,
+    b: &HashMap<u32, (u64, u64)>,
+) -> HashMap<u32, (u64, u64)> {
+    let mut sum = a.cloned().unwrap_or_default();
+    for (&trace, &(objects, bytes)) in b {
+        let entry = sum.entry(trace).or_default();
+        entry.0 += objects;
+        entry.1 += bytes;
+    }
+    sum
+}
+
 /// The traces in `seen` with something seen on them, in a fixed order (the
 /// shares' rounding then goes the same way each time).
 fn seen_traces(seen: &HashMap<u32, (u64, u64)>) -> Option<Vec<SeenTrace>> {
@@ -107,24 +130,29 @@ fn seen_traces(seen: &HashMap<u32, (u64, u64)>) -> Option<Vec<SeenTrace>> {
 }
 
 /// The rows when the live sample gives them their traces: each one-frame
-/// row of the counters is shared among the traces the sample saw begin at
-/// its frame. While the sample still reports every object, each trace
-/// gets what the sample saw there, exactly, and what it did not see (made
-/// before it started, on the agent's threads, or missed by the JVM) stays
-/// in the one-frame row; once it samples, the whole row is shared, objects
-/// by the objects it saw on each trace, bytes by the bytes. A site seen
-/// reached one way only ([`one_way`]) gives that trace its whole row. A row
-/// the sample saw nothing of is shared the same way among the traces its
-/// first allocations were `walked` on, and keeps its one frame without those.
+/// row of the counters is shared among the traces seen begin at its frame.
+/// While the sample still reports every object, each trace gets what the
+/// sample saw there, exactly, and what it did not see (made before it
+/// started, on the agent's threads, or missed by the JVM) stays in the
+/// one-frame row; a site seen reached one way only ([`one_way`]) gives that
+/// trace its whole row. Once it samples, the whole row is shared, objects by
+/// the objects seen on each trace, bytes by the bytes: what the sample saw
+/// while it reported every object and what the tracker's walks saw after
+/// (each weighed by what it stands for), or, for a site the tracker walked
+/// nothing of, what the sample saw while it reported every object, else
+/// what it saw at all; a row with none of these is shared among the
+/// traces the VM-made objects' walks saw, and keeps its one frame without.
 pub(super) fn split_by_sample(
     model: &Model,
     live: &LiveSamples,
-    walked: &[WalkedTrace],
+    walks: &Walks,
     rows: Rows,
     printed: &mut HashMap<Vec<PrintedFrame>, u32>,
 ) -> Rows {
-    let seen_from = seen_by_first_frame(model, live, printed);
-    let walked_from = walked_by_first_frame(model, walked, printed);
+    let seen_from = seen_by_first_frame(model, live.seen_by_site(), printed);
+    let seen_exactly_from = seen_by_first_frame(model, live.seen_exactly_by_site(), printed);
+    let tracker_from = walked_by_first_frame(model, &walks.tracker, printed);
+    let vm_made_from = walked_by_first_frame(model, &walks.vm_made, printed);
     let mut split: Rows = HashMap::with_capacity(rows.len());
     for ((class_serial, trace_serial), row) in rows {
         let frames = printed_frames(model, trace_serial);
@@ -134,19 +162,28 @@ pub(super) fn split_by_sample(
         };
         let key = (class_serial, frame.clone());
         let sampled = seen_from.get(&key).and_then(seen_traces);
-        let walked = walked_from.get(&key);
-        let (traces, exact) = match sampled {
-            Some(traces) => {
-                let one_way = one_way(&traces, walked);
-                (traces, !live.estimated() && !one_way)
+        let vm_made = vm_made_from.get(&key);
+        let chosen = match (live.estimated(), tracker_from.get(&key)) {
+            (false, _) => sampled.map(|traces| {
+                let exact = !one_way(&traces, vm_made);
+                (traces, exact)
+            }),
+            (true, Some(walked)) => {
+                seen_traces(&both(seen_exactly_from.get(&key), walked)).map(|t| (t, false))
             }
-            None => match walked.and_then(seen_traces) {
-                Some(traces) => (traces, false),
-                None => {
-                    add_row(&mut split, row);
-                    continue;
-                }
-            },
+            // (What it saw while it reported every object first: the same
+            // in every run of a deterministic program, unlike its samples.)
+            (true, None) => seen_exactly_from
+                .get(&key)
+                .and_then(seen_traces)
+                .or(sampled)
+                .map(|traces| (traces, false)),
+        };
+        let Some((traces, exact)) =
+            chosen.or_else(|| vm_made.and_then(seen_traces).map(|t| (t, false)))
+        else {
+            add_row(&mut split, row);
+            continue;
         };
         let (objects, bytes) = (row.stats.allocated_objects, row.stats.allocated_bytes);
         let by_objects: Vec<u64> = traces.iter().map(|&(_, o, _)| o).collect();
