@@ -179,7 +179,7 @@ public final class AllocTracker {
     /** One of a site's first allocations (`before` counted at the site on
      * this stripe before it), or one chosen by `thinned`: the agent keeps
      * its trace. */
-    private static native void firstWalk(int site, long bytes, long before);
+    private static native void walkForTrace(int site, long bytes, long before);
 
     /**
      * Whether the allocation numbered `before` on its stripe at `site` is
@@ -437,7 +437,7 @@ public final class AllocTracker {
             u.getAndAddLong(counters, at + 8, bytes);
         }
         if (FIRST_WALKS != 0 && (before < FIRST_WALKS || thinned(site, before))) {
-            firstWalk(site, bytes, before);
+            walkForTrace(site, bytes, before);
         }
     }
 

@@ -41,7 +41,7 @@ pub trait AllocEvents: Send + Sync {
     /// instance), or one the tracker's thinning chose, counted already
     /// (`before` counted there on its stripe before it): keep this
     /// thread's stack as one of the site's traces.
-    fn first_walk(&self, site: u32, bytes: u64, before: u64);
+    fn walk_for_trace(&self, site: u32, bytes: u64, before: u64);
 }
 
 /// `AllocTracker.trusted(int, long)`: true unless the agent says no.
@@ -78,15 +78,17 @@ fn tell_events(tell: impl FnOnce(&dyn AllocEvents) + std::panic::UnwindSafe) {
     });
 }
 
-/// `AllocTracker.firstWalk(int, long, long)`.
-extern "system" fn first_walk_native(
+/// `AllocTracker.walkForTrace(int, long, long)`.
+extern "system" fn walk_for_trace_native(
     _env: *mut jni::JNIEnv,
     _tracker: jni::jclass,
     site: jni::jint,
     bytes: jni::jlong,
     before: jni::jlong,
 ) {
-    tell_events(|events| events.first_walk(site as u32, bytes.max(0) as u64, before.max(0) as u64));
+    tell_events(|events| {
+        events.walk_for_trace(site as u32, bytes.max(0) as u64, before.max(0) as u64)
+    });
 }
 
 /// `AllocTracker.firstWalks()`.
@@ -561,7 +563,7 @@ pub fn define_context_accessor(jni: &JniEnv) -> Result<(), String> {
 }
 
 /// Registers the tracker's natives: `made` (both), `keySlots`, `trusted`,
-/// `walked`, `firstWalk`, `firstWalks` and `generated`.
+/// `walked`, `walkForTrace`, `firstWalks` and `generated`.
 fn register_natives(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Result<(), String> {
     let names = [
         (
@@ -586,9 +588,9 @@ fn register_natives(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Result<(), S
         ),
         (c"walked", c"(IJ)V", walked_native as *mut std::ffi::c_void),
         (
-            c"firstWalk",
+            c"walkForTrace",
             c"(IJJ)V",
-            first_walk_native as *mut std::ffi::c_void,
+            walk_for_trace_native as *mut std::ffi::c_void,
         ),
         (
             c"firstWalks",

@@ -29,7 +29,7 @@ use super::sample_rows::{WalkedTrace, Walks, split_by_sample};
 pub(super) struct CountedDump {
     rows: Vec<CountedRow>,
     /// What each site's first allocations were walked for (not counts).
-    first_walks: Vec<CountedRow>,
+    trace_walks: Vec<CountedRow>,
     /// Per allocated class signature: its serial and its live objects and
     /// bytes in the heap.
     classes: HashMap<String, (u32, (u64, u64))>,
@@ -48,7 +48,7 @@ pub(super) fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv)
         let model = run.model.lock();
         rows.extend(counting.made_rows(|tag| model.classes.get(tag).map(|c| c.signature.clone())));
     }
-    let first_walks = counting.first_walk_rows();
+    let trace_walks = counting.trace_walk_rows();
     let allocated = BytecodeCounting::allocated_signatures(&rows);
     // The classes of the frames, named by what the rewrite recorded, get
     // their serials here too, for the binary FRAME records.
@@ -119,7 +119,7 @@ pub(super) fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv)
     drop(model);
     CountedDump {
         rows,
-        first_walks,
+        trace_walks,
         classes,
         sample_tags: in_heap.sample_tags,
         frame_classes,
@@ -201,7 +201,7 @@ pub(super) fn counted_sites(
         add_row(&mut rows, site);
     }
     if let Some(live) = live.filter(|live| live.splits_rows()) {
-        let walked = first_walks(counting, &counted, model);
+        let walked = walks_seen(counting, &counted, model);
         rows = split_by_sample(model, live, &walked, rows, &mut printed);
         sharers = sharers_of(&rows);
     }
@@ -272,9 +272,9 @@ pub(super) fn counted_sites(
 
 /// What the tracker's walks of the sites and those of the objects the VM
 /// made saw; instances' bytes from their class's size.
-fn first_walks(counting: &BytecodeCounting, counted: &CountedDump, model: &Model) -> Walks {
+fn walks_seen(counting: &BytecodeCounting, counted: &CountedDump, model: &Model) -> Walks {
     let tracker = counted
-        .first_walks
+        .trace_walks
         .iter()
         .filter_map(|row| {
             let signature = row.identity.allocated.as_str();

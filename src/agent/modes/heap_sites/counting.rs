@@ -439,14 +439,15 @@ pub struct BytecodeCounting {
     /// Allocations under contexts not trusted, by (site, walked trace).
     walked: Mutex<HashMap<(u32, u32), SiteCount>>,
     /// How many of each site's first allocations per stripe of the
-    /// tracker are walked for their trace (0: none).
+    /// tracker are walked for their trace (0: no walks for traces at all).
     first_walks: i32,
-    /// Those walks, by (site, walked trace): not counts (the site's
-    /// counters have the allocations), the traces they show and how many
-    /// objects and bytes each saw.
-    first_walked: Mutex<HashMap<(u32, u32), SiteCount>>,
-    /// How many walks `first_walked` holds (its objects are weighed).
-    first_walk_count: AtomicU64,
+    /// The tracker's walks for traces (its sites' first allocations and
+    /// those its thinning chose), by (site, walked trace): not counts (the
+    /// site's counters have the allocations), the traces they show and the
+    /// objects and bytes they stand for.
+    trace_walked: Mutex<HashMap<(u32, u32), SiteCount>>,
+    /// How many walks `trace_walked` holds (its objects are weighed).
+    trace_walk_count: AtomicU64,
     /// The same for objects the VM made, placed by a maker call's site
     /// (walked the first time each thread sees the class there), by
     /// (class serial, walked trace).
@@ -548,8 +549,8 @@ impl BytecodeCounting {
             made: Mutex::default(),
             walked: Mutex::default(),
             first_walks: 0,
-            first_walked: Mutex::default(),
-            first_walk_count: AtomicU64::new(0),
+            trace_walked: Mutex::default(),
+            trace_walk_count: AtomicU64::new(0),
             vm_made_walked: Mutex::default(),
             callers,
             context_field: OnceLock::new(),
@@ -574,9 +575,10 @@ impl BytecodeCounting {
     }
 
     /// With `on`, each site's first [`FIRST_WALKS_PER_STRIPE`] allocations
-    /// of each stripe of the tracker's counters are walked for their trace
-    /// (see [`Self::first_walk_rows`]).
-    pub fn walking_first_allocations(mut self, on: bool) -> Self {
+    /// of each stripe of the tracker's counters, and about one in
+    /// [`THINNING`] after them, are walked for their trace (see
+    /// [`Self::trace_walk_rows`]).
+    pub fn walking_for_traces(mut self, on: bool) -> Self {
         self.first_walks = if on { FIRST_WALKS_PER_STRIPE } else { 0 };
         self
     }
@@ -700,21 +702,21 @@ impl BytecodeCounting {
     /// numbered `before` on its stripe, seen on the walked trace
     /// `trace_serial`: one of the site's first (it stands for itself) or
     /// one the tracker's thinning chose (it stands for [`THINNING`]).
-    pub fn count_first_walk(&self, site: u32, trace_serial: u32, bytes: u64, before: u64) {
+    pub fn count_trace_walk(&self, site: u32, trace_serial: u32, bytes: u64, before: u64) {
         let weight = if before < self.first_walks.max(0) as u64 {
             1
         } else {
             THINNING
         };
-        self.first_walk_count.fetch_add(1, Ordering::Relaxed);
-        let mut walked = self.first_walked.lock();
+        self.trace_walk_count.fetch_add(1, Ordering::Relaxed);
+        let mut walked = self.trace_walked.lock();
         let count = walked.entry((site, trace_serial)).or_default();
         count.objects += weight;
         count.bytes += bytes * weight;
     }
 
-    /// Whether sites' first allocations are walked for their traces.
-    pub fn walks_first_allocations(&self) -> bool {
+    /// Whether allocations are walked for their sites' traces.
+    pub fn walks_for_traces(&self) -> bool {
         self.first_walks > 0
     }
 
@@ -737,8 +739,8 @@ impl BytecodeCounting {
     /// What the first walks of each site saw, as rows of their walked
     /// traces: not counts to add, but the traces a site's counts may be
     /// shared among where the live sample saw none of them.
-    pub fn first_walk_rows(&self) -> Vec<CountedRow> {
-        let walked = self.first_walked.lock().clone();
+    pub fn trace_walk_rows(&self) -> Vec<CountedRow> {
+        let walked = self.trace_walked.lock().clone();
         let registry = self.registry.lock();
         walked
             .into_iter()
@@ -816,10 +818,10 @@ impl BytecodeCounting {
     }
 
     /// The tracker's walks so far, and the sites they were at.
-    pub fn first_walks_made(&self) -> (u64, usize) {
-        let walked = self.first_walked.lock();
+    pub fn trace_walks_made(&self) -> (u64, usize) {
+        let walked = self.trace_walked.lock();
         let sites: HashSet<u32> = walked.keys().map(|&(site, _)| site).collect();
-        (self.first_walk_count.load(Ordering::Relaxed), sites.len())
+        (self.trace_walk_count.load(Ordering::Relaxed), sites.len())
     }
 
     /// Whether the tracker is there to be called.

@@ -389,7 +389,7 @@ fn vm_made_site(
         None
     };
     drop(guard);
-    if site.is_some() && counting.walks_first_allocations() {
+    if site.is_some() && counting.walks_for_traces() {
         let raw = allocating_stack(env, run.traces.depth as usize);
         let trace_serial = run.traces.intern(env, &mut run.model.lock(), &raw, 0);
         counting.count_vm_made_walk(known.serial, trace_serial, size.max(0) as u64);

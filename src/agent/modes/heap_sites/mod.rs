@@ -209,7 +209,7 @@ impl Engine for AllocationSites {
                 "HPROF: heap=sites walked the stacks of {} allocations (calling context not trusted)",
                 counting.walked_allocations()
             );
-            let (walks, sites) = counting.first_walks_made();
+            let (walks, sites) = counting.trace_walks_made();
             eprintln!(
                 "HPROF: heap=sites walked {walks} allocations of {sites} sites for their traces"
             );

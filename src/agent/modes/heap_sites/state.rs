@@ -134,7 +134,7 @@ impl AllocationSites {
             bytecode: bytecode.then(|| {
                 BytecodeCounting::new(depth)
                     .placing_vm_made_objects_by_call(live.splits_rows())
-                    .walking_first_allocations(live.splits_rows())
+                    .walking_for_traces(live.splits_rows())
                     .rewriting_early(early)
             }),
             live: bytecode.then_some(live),

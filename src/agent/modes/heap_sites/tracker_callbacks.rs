@@ -106,12 +106,12 @@ impl AllocEvents for AllocationSites {
 
     /// Kept once the live sample samples: while it reports every object
     /// it has each site's traces exactly.
-    fn first_walk(&self, site: u32, bytes: u64, before: u64) {
+    fn walk_for_trace(&self, site: u32, bytes: u64, before: u64) {
         if !self.live.as_ref().is_some_and(|live| live.is_sampling()) {
             return;
         }
         if let Some((counting, trace_serial)) = self.walk() {
-            counting.count_first_walk(site, trace_serial, bytes, before);
+            counting.count_trace_walk(site, trace_serial, bytes, before);
         }
     }
 }
