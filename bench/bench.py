@@ -99,7 +99,16 @@ MODES = {m.key: m for m in [
     # sample (alloc_count=sites, the default since 2026-11-29), named.
     Mode("sites-split", "heap=sites,alloc_count=sites (rows from the live sample)",
          "heap=sites,alloc_count=sites", ("SITES BEGIN",)),
+    # heap=sites leaving the classes loaded before VM init unchanged and uncounted (hidden
+    # X=0x800000: no early class-load hook, the class-data-sharing archive kept): the start-up
+    # floor of a design that changes none of them at start, for the comparison.
+    Mode("sites-early-alone", "heap=sites,X=0x800000 (classes before VM init left alone)",
+         "heap=sites,X=0x800000", ("SITES BEGIN",)),
     Mode("times", "cpu=times", "cpu=times", ("CPU TIME (ms) BEGIN",)),
+    # cpu=times with its hooks returning at once (hidden X=0x1000000): what the calls into the
+    # Tracker alone cost, the floor of timing every call through them.
+    Mode("times-calls", "cpu=times,X=0x1000000 (hooks only, nothing timed)",
+         "cpu=times,X=0x1000000", ("CPU TIME (ms) BEGIN",)),
     # cpu=times with a filter: only javac's attribution package (com.sun.tools.javac.comp) is
     # rewritten and timed; on the other workloads nothing matches.
     Mode("times-javac-comp", "cpu=times,include=com.sun.tools.javac.comp.*",
@@ -154,9 +163,9 @@ def baseline_first(order: List[Mode]) -> List[Mode]:
 SAMPLES_COMPARISON_MODES = ["samples-1", "samples-jvmti", "samples-jvmti-1", "samples-nodebug"]
 # heap=sites with the classes loaded before VM init retransformed (the design before), run
 # only when --modes names it.
-SITES_COMPARISON_MODES = ["sites-retransform", "sites-depth1", "sites-split"]
+SITES_COMPARISON_MODES = ["sites-retransform", "sites-depth1", "sites-split", "sites-early-alone"]
 # cpu=times filtered to one package, also run only when --modes names it.
-FILTERED_TIMES_MODES = ["times-javac-comp", "times-nothing"]
+FILTERED_TIMES_MODES = ["times-javac-comp", "times-nothing", "times-calls"]
 PROFILING_MODES = ["none", "samples", "sites", "sites-events", "sites-sampled", "sites-bytecode", "times",
                    "monitor", "jfr", "jfr-monitor"]
 STARTUP_MODES = ["none", "samples", "sites", "sites-sampled", "sites-bytecode", "times",

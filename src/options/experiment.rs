@@ -72,3 +72,15 @@ pub const TABLE_SIZES_AT_DUMPS: i64 = 0x20_0000;
 /// java.lang that passes nothing on until VM init): the design before,
 /// kept to measure the start-up of the two (docs/decisions.md).
 pub const RETRANSFORM_AT_VM_INIT: i64 = 0x40_0000;
+
+/// heap=sites changes no class loaded before VM init: no early class-load
+/// hook (so the class-data-sharing archive stays in use), no field in
+/// java.lang.Thread, no retransformation at VM init. Those classes'
+/// allocations then go uncounted: only to measure the start-up of a design
+/// that leaves them unchanged at start (docs/decisions.md).
+pub const EARLY_CLASSES_UNCOUNTED: i64 = 0x80_0000;
+
+/// cpu=times rewrites every class as usual but never engages the Tracker,
+/// so each hook returns at once: what the calls into it alone cost, the
+/// floor of timing every call through them (docs/decisions.md).
+pub const TIMES_CALLS_ONLY: i64 = 0x100_0000;

@@ -77,7 +77,7 @@ impl Engines {
             monitors: options.monitor.then(Monitors::new),
             heap_dump: heap_dump_dir.map(HeapDump::new),
             allocation_sites: options.heap_sites.then(|| {
-                AllocationSites::new(
+                let sites = AllocationSites::new(
                     options.alloc_interval,
                     options.alloc_count_bytecode,
                     counted_frames(options),
@@ -86,7 +86,11 @@ impl Engines {
                     // from the first class it changes.)
                     options.experiment & experiment::RETRANSFORM_AT_VM_INIT == 0
                         && method_times.is_none(),
-                )
+                );
+                match options.experiment & experiment::EARLY_CLASSES_UNCOUNTED {
+                    0 => sites,
+                    _ => sites.leaving_early_classes_alone(),
+                }
             }),
             cpu_samples: options.cpu_samples.then(|| CpuSamples::new(options)),
             method_times,

@@ -12,7 +12,7 @@ use crate::agent::run::engine::{Engine, Run};
 use crate::emit::clock::ctime_now;
 use crate::emit::times::TraceTime;
 use crate::model::Model;
-use crate::options::ClassFilter;
+use crate::options::{ClassFilter, experiment};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -142,6 +142,9 @@ impl Engine for MethodTimes {
         match timing.engage(jni) {
             Ok(()) => {
                 timing.start_clock(run.vm);
+                if run.options.experiment & experiment::TIMES_CALLS_ONLY != 0 {
+                    timing.idle_for_measuring(jni);
+                }
                 let env = run.jvmti.env();
                 let events = [jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK];
                 if let Err(error) = env.enable_events_global(&events) {

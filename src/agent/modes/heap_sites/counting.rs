@@ -486,6 +486,9 @@ pub struct BytecodeCounting {
     /// counting calls through the gate (`bci::EARLY_GATE_CLASS`), which
     /// the JVM's start defines and VM init turns on; none is retransformed.
     early: bool,
+    /// The classes loaded before VM init are neither rewritten as they load
+    /// nor retransformed (the hidden `EARLY_CLASSES_UNCOUNTED` measuring bit).
+    early_left_alone: bool,
 }
 
 /// Allocations walked first per site and stripe (the tracker has four
@@ -562,6 +565,7 @@ impl BytecodeCounting {
             sharing_required,
             contexts_refused,
             early: false,
+            early_left_alone: false,
         }
     }
 
@@ -587,6 +591,16 @@ impl BytecodeCounting {
     /// they load (not under `-Xshare:on`, which keeps the early hook away).
     pub fn rewriting_early(mut self, early: bool) -> Self {
         self.early = early && !self.sharing_required;
+        self
+    }
+
+    /// The classes loaded before VM init are left as they are: no early
+    /// hook, no field in java.lang.Thread, no retransformation at VM init
+    /// (a measuring aid: their allocations go uncounted).
+    pub fn leaving_early_classes_alone(mut self) -> Self {
+        self.early = false;
+        self.maker_windows = false;
+        self.early_left_alone = true;
         self
     }
 
@@ -1020,6 +1034,8 @@ impl BytecodeCounting {
         self.retransforming.store(true, Ordering::Relaxed);
         let failed = if self.early {
             self.settle_early_classes(env, jni)
+        } else if self.early_left_alone {
+            None
         } else {
             alloc_tracker::retransform_loaded_classes(env, jni)
         };

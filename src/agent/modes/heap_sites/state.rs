@@ -143,6 +143,16 @@ impl AllocationSites {
         }
     }
 
+    /// The classes loaded before VM init left unchanged and uncounted (the
+    /// hidden `EARLY_CLASSES_UNCOUNTED` measuring bit).
+    pub fn leaving_early_classes_alone(mut self) -> Self {
+        self.bytecode = self
+            .bytecode
+            .take()
+            .map(BytecodeCounting::leaving_early_classes_alone);
+        self
+    }
+
     /// Attached in the live phase: the classes were loaded before, and are
     /// retransformed.
     pub fn rewrite_nothing_early(&mut self) {
