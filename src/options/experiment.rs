@@ -77,7 +77,9 @@ pub const RETRANSFORM_AT_VM_INIT: i64 = 0x40_0000;
 /// hook (so the class-data-sharing archive stays in use), no field in
 /// java.lang.Thread, no retransformation at VM init. Those classes'
 /// allocations then go uncounted: only to measure the start-up of a design
-/// that leaves them unchanged at start (docs/decisions.md).
+/// that leaves them unchanged at start (docs/decisions.md). Meant for the
+/// default counting: with calling contexts (`alloc_count=bytecode`),
+/// java.lang.Thread still gets their field, through the early hook.
 pub const EARLY_CLASSES_UNCOUNTED: i64 = 0x80_0000;
 
 /// cpu=times rewrites every class as usual but never engages the Tracker,
