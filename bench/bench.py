@@ -109,6 +109,10 @@ MODES = {m.key: m for m in [
     # Tracker alone cost, the floor of timing every call through them.
     Mode("times-calls", "cpu=times,X=0x1000000 (hooks only, nothing timed)",
          "cpu=times,X=0x1000000", ("CPU TIME (ms) BEGIN",)),
+    # cpu=times counting each call on entry in the thread's own table, no clock, no exit call
+    # (hidden X=0x2000000): the floor of counting calls in the byte code with times from samples.
+    Mode("times-counts", "cpu=times,X=0x2000000 (calls counted on entry, nothing timed)",
+         "cpu=times,X=0x2000000", ("CPU TIME (ms) BEGIN",)),
     # cpu=times with a filter: only javac's attribution package (com.sun.tools.javac.comp) is
     # rewritten and timed; on the other workloads nothing matches.
     Mode("times-javac-comp", "cpu=times,include=com.sun.tools.javac.comp.*",
@@ -165,7 +169,7 @@ SAMPLES_COMPARISON_MODES = ["samples-1", "samples-jvmti", "samples-jvmti-1", "sa
 # only when --modes names it.
 SITES_COMPARISON_MODES = ["sites-retransform", "sites-depth1", "sites-split", "sites-early-alone"]
 # cpu=times filtered to one package, also run only when --modes names it.
-FILTERED_TIMES_MODES = ["times-javac-comp", "times-nothing", "times-calls"]
+FILTERED_TIMES_MODES = ["times-javac-comp", "times-nothing", "times-calls", "times-counts"]
 PROFILING_MODES = ["none", "samples", "sites", "sites-events", "sites-sampled", "sites-bytecode", "times",
                    "monitor", "jfr", "jfr-monitor"]
 STARTUP_MODES = ["none", "samples", "sites", "sites-sampled", "sites-bytecode", "times",

@@ -194,6 +194,9 @@ public final class Tracker {
     private long[] memo = emptyMemo(32);
     private int memoCount;
 
+    /** Calls counted by CallCount (a measuring aid), by class and method number. */
+    private long[][] callCounts = new long[0][];
+
     private Tracker(Thread thread, int madeFor) {
         this.thread = thread;
         this.madeFor = madeFor;
@@ -341,6 +344,48 @@ public final class Tracker {
                 // Never into the program (see the class comment).
             }
         }
+    }
+
+    /**
+     * A measuring aid (the agent's hidden bit X=0x2000000):
+     * injected on entry only, it counts the call in the thread's own table,
+     * reading no clock and keeping no stack, and the counts are never
+     * reported: what counting every call exactly, without timing it, costs.
+     * Its guard is written out as the hooks' is, so that it costs what theirs do.
+     */
+    @jdk.internal.vm.annotation.DontInline
+    public static void CallCount(int cnum, int mnum) {
+        if (engaged != 0) {
+            try {
+                Tracker t = current();
+                if (!t.busy) {
+                    t.busy = true;
+                    try {
+                        t.countCall(cnum, mnum);
+                    } catch (Throwable e) {
+                        t.failed |= stops(t, e);
+                    } finally {
+                        t.busy = t.failed;
+                    }
+                }
+            } catch (Throwable e) {
+                // Never into the program (see the class comment).
+            }
+        }
+    }
+
+    private void countCall(int cnum, int mnum) {
+        long[][] byClass = callCounts;
+        if (cnum >= byClass.length) {
+            byClass = java.util.Arrays.copyOf(byClass, Math.max(2 * byClass.length, cnum + 1));
+            callCounts = byClass;
+        }
+        long[] methods = byClass[cnum];
+        if (methods == null || mnum >= methods.length) {
+            methods = methods == null ? new long[mnum + 1] : java.util.Arrays.copyOf(methods, mnum + 1);
+            byClass[cnum] = methods;
+        }
+        methods[mnum]++;
     }
 
     /**

@@ -86,3 +86,10 @@ pub const EARLY_CLASSES_UNCOUNTED: i64 = 0x80_0000;
 /// so each hook returns at once: what the calls into it alone cost, the
 /// floor of timing every call through them (docs/decisions.md).
 pub const TIMES_CALLS_ONLY: i64 = 0x100_0000;
+
+/// cpu=times injects only `Tracker.CallCount` on entry, which counts the
+/// call in the thread's own table and reads no clock; nothing is reported:
+/// what counting every call exactly costs without timing it, the floor of a
+/// design that counts calls in the byte code and takes times from samples
+/// (docs/decisions.md).
+pub const TIMES_CALL_COUNTS_ONLY: i64 = 0x200_0000;

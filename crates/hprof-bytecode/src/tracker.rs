@@ -63,6 +63,19 @@ impl Injection {
             }),
         }
     }
+
+    /// A measuring aid: `Tracker.CallCount(II)V` on entry only, no exit
+    /// call, no handler, leaves like every other method. What counting each
+    /// call costs without a clock or a shadow stack.
+    pub fn call_counts() -> Injection {
+        Injection {
+            tracker_class: TRACKER_CLASS.into(),
+            entry: Some(("CallCount".into(), CALL_DESCRIPTOR.into())),
+            exit: None,
+            exit_on_throw: false,
+            leaf: None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -86,6 +99,7 @@ mod tests {
             ("ReturnSite", "(II)V"),
             ("leafStart", "()J"),
             ("LeafSite", "(IIJ)V"),
+            ("CallCount", "(II)V"),
             TRACKER_DRAIN,
             TRACKER_ENDED,
             TRACKER_RESET,

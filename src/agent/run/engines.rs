@@ -64,9 +64,13 @@ impl Engines {
     /// the JVM writes a heap dump before it is carried into the output,
     /// made when heap dumps are asked for).
     pub fn new(options: &Options, heap_dump_dir: Option<PrivateDir>) -> Self {
-        let method_times = options
-            .cpu_times
-            .then(|| MethodTimes::new(options.prof_trace_depth, options.class_filter.clone()));
+        let method_times = options.cpu_times.then(|| {
+            let times = MethodTimes::new(options.prof_trace_depth, options.class_filter.clone());
+            match options.experiment & experiment::TIMES_CALL_COUNTS_ONLY {
+                0 => times,
+                _ => times.counting_calls_only(),
+            }
+        });
         if options.heap_sites && options.alloc_count_bytecode && options.thread {
             eprintln!(
                 "HPROF: alloc_count=bytecode counts a site for all threads together: \

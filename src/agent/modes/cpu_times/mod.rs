@@ -45,6 +45,13 @@ impl MethodTimes {
         }
     }
 
+    /// Calls are counted on entry and nothing is timed (the hidden
+    /// `TIMES_CALL_COUNTS_ONLY` measuring bit).
+    pub fn counting_calls_only(mut self) -> Self {
+        self.timing = self.timing.counting_calls_only();
+        self
+    }
+
     /// The profile starts in a running JVM (`hprof-rs attach`).
     pub fn set_attached(&mut self) {
         self.attached = true;

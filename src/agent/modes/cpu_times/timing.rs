@@ -95,6 +95,13 @@ impl MethodTiming {
         }
     }
 
+    /// The rewritten code only counts calls on entry (the hidden
+    /// `TIMES_CALL_COUNTS_ONLY` measuring bit).
+    pub fn counting_calls_only(mut self) -> Self {
+        self.injection = Injection::call_counts();
+        self
+    }
+
     /// At VM init, before any class is rewritten to call it: defines the
     /// Tracker in the boot loader from the bytes embedded in the agent
     /// (JNI `DefineClass`; no file is written, so there is nothing another
