@@ -150,7 +150,7 @@ impl Engine for MethodTimes {
             Ok(()) => {
                 timing.start_clock(run.vm);
                 if run.options.experiment & experiment::TIMES_CALLS_ONLY != 0 {
-                    timing.idle_for_measuring(jni);
+                    timing.stop_timing_calls(jni);
                 }
                 let env = run.jvmti.env();
                 let events = [jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK];

@@ -146,9 +146,9 @@ impl MethodTiming {
         }
     }
 
-    /// The Tracker's hooks return at once from now on while the clock goes
-    /// on (the hidden `TIMES_CALLS_ONLY` measuring bit).
-    pub fn idle_for_measuring(&self, jni: &JniEnv) {
+    /// The Tracker's hooks return at once from now on; the clock goes on
+    /// (alone: the hidden `TIMES_CALLS_ONLY` measuring bit).
+    pub fn stop_timing_calls(&self, jni: &JniEnv) {
         if let Some(tracker) = self.tracker() {
             tracker.set_engaged(jni, 0);
         }
@@ -156,9 +156,7 @@ impl MethodTiming {
 
     /// At VM death: calls stop being timed and the clock thread ends.
     pub fn disengage(&self, jni: &JniEnv) {
-        if let Some(tracker) = self.tracker() {
-            tracker.set_engaged(jni, 0);
-        }
+        self.stop_timing_calls(jni);
         self.clock_stop
             .store(true, std::sync::atomic::Ordering::Release);
         if let Some(handle) = self.clock_thread.lock().take() {
