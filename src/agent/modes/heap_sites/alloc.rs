@@ -5,20 +5,30 @@
 //! at its site, and tagged so that ObjectFree can move it from live to freed.
 //!
 //! Object tags: an allocation tag carries the site and the size, so a free
-//! needs no lookup. Class objects and threads carry small identifiers
-//! instead (see `run/classes.rs`), so the top bit tells the two apart.
+//! needs no lookup, and the count's generation: a `net=` front end's
+//! "clear sites" starts a new one, and the free of an object counted before
+//! it is not taken off the new counts. Class objects and threads carry small
+//! identifiers instead (see `run/classes.rs`), so the top bit tells the two
+//! apart.
 
 use crate::agent::jvm::object_tags::{ALLOCATION_TAG, is_allocation_tag};
 use crate::model::SiteCounters;
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Set in the tag of a sampled object that counts once (it was reported
 /// while every allocation was), see [`sample_tag`].
 const EXACT_WEIGHT: u64 = 1 << 62;
 /// Bits of the site index in an allocation tag (above the 32 size bits):
-/// more than the site table's 2^26.
-const SITE_BITS: u32 = 30;
+/// the site table's 2^26 (`MAX_SITES`).
+const SITE_BITS: u32 = 26;
+/// Where the generation of the counts sits in an allocation tag (four bits,
+/// between the site and [`EXACT_WEIGHT`]).
+const GENERATION_SHIFT: u32 = 32 + SITE_BITS;
+/// Generations a tag tells apart: an object that outlives 16 clears of the
+/// counts is taken for one of the current generation when it is freed.
+const GENERATIONS: u64 = 16;
 
 /// The tag of an object of `size` bytes allocated at `site`: the size is
 /// kept in 8-byte units (every Java object size is a multiple of 8), up to
@@ -26,6 +36,16 @@ const SITE_BITS: u32 = 30;
 pub fn allocation_tag(site: u32, size: u64) -> u64 {
     let units = (size / 8).min(u32::MAX as u64);
     ALLOCATION_TAG | (u64::from(site & ((1 << SITE_BITS) - 1)) << 32) | units
+}
+
+/// `tag` marked as counted in `generation` (modulo [`GENERATIONS`]).
+fn with_generation(tag: u64, generation: u64) -> u64 {
+    tag | (generation % GENERATIONS) << GENERATION_SHIFT
+}
+
+/// The generation (modulo [`GENERATIONS`]) an allocation tag was counted in.
+fn generation_of(tag: u64) -> u64 {
+    (tag >> GENERATION_SHIFT) % GENERATIONS
 }
 
 /// The site and size in bytes carried by an allocation tag.
@@ -85,6 +105,9 @@ pub struct AllocationCounts {
     /// The array classes (`[B`, `[I`, ...) of those objects: a census
     /// walks only these classes' instances.
     untagged_classes: Mutex<std::collections::BTreeSet<String>>,
+    /// How many times the counts were cleared: tags carry it, so that the
+    /// frees of objects counted before a clear are left out.
+    generation: AtomicU64,
 }
 
 /// At most this many objects are counted without a tag between two
@@ -112,9 +135,22 @@ impl AllocationCounts {
 
     /// Counts an object of `size` bytes at `site`; returns its tag.
     pub fn allocated(&self, site: u32, size: u64) -> u64 {
+        // (Read before counting: an object counted across a clear is then
+        // at worst counted live for good, never taken off twice.)
+        let generation = self.generation.load(Ordering::Acquire);
         let (bytes, objects) = weight(size, self.interval);
         self.sites.allocated(site, bytes, objects);
-        allocation_tag(site, size)
+        with_generation(allocation_tag(site, size), generation)
+    }
+
+    /// Every count starts over: the objects counted so far are forgotten,
+    /// so that their frees no longer change the counts.
+    pub fn clear(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.sites.clear();
+        self.identified.lock().clear();
+        *self.untagged.lock() = Untagged::default();
+        self.untagged_classes.lock().clear();
     }
 
     /// Counts an object that carries identifier `object_id` instead of an
@@ -196,6 +232,10 @@ impl AllocationCounts {
     /// ObjectFree: moves the object from live to freed at its site.
     pub fn freed(&self, tag: u64) {
         let (site, size) = if is_allocation_tag(tag) {
+            let current = self.generation.load(Ordering::Acquire) % GENERATIONS;
+            if generation_of(tag) != current {
+                return;
+            }
             decode_allocation_tag(tag)
         } else {
             match self.identified.lock().remove(&tag) {
@@ -307,5 +347,28 @@ mod tests {
         let stats = counts.sites.stats(3);
         assert_eq!((stats.live_bytes, stats.live_objects), (0, 0));
         assert_eq!((stats.allocated_bytes, stats.allocated_objects), (64, 2));
+    }
+
+    #[test]
+    fn frees_of_objects_counted_before_a_clear_leave_the_new_counts_alone() {
+        let counts = AllocationCounts::new(0);
+        let before = counts.allocated(3, 48);
+        counts.allocated_with_id(3, 16, 0x5000_0009);
+        counts.clear();
+        let after = counts.allocated(3, 48);
+        let kept = counts.allocated(3, 48);
+        counts.freed(before);
+        counts.freed(0x5000_0009);
+        counts.freed(after);
+        let stats = counts.sites.stats(3);
+        assert_eq!((stats.live_bytes, stats.live_objects), (48, 1));
+        assert_eq!((stats.allocated_bytes, stats.allocated_objects), (96, 2));
+        assert_eq!(decode_allocation_tag(kept), (3, 48));
+        for _ in 0..GENERATIONS {
+            counts.clear();
+        }
+        counts.allocated(3, 48);
+        counts.freed(kept); // 16 clears later: taken for the current generation
+        assert_eq!(counts.sites.stats(3).live_objects, 0);
     }
 }

@@ -70,7 +70,7 @@ impl AllocationSites {
 
     /// Every count starts over from zero.
     pub fn clear(&self) {
-        self.counts.sites.clear();
+        self.counts.clear();
         self.last_written.lock().clear();
     }
 
