@@ -19,7 +19,11 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  *               takeReentrant(), holding it 4 ms each time
  *   readwrite   2 threads take one ReentrantReadWriteLock's write lock in
  *               takeWrite() and 2 its read lock in takeRead(), 30 times
- *               each, holding it 4 ms each time
+ *               each, holding it 12 ms each time (longer than the others'
+ *               4 ms: each of its waits has more hand-overs, and the time a
+ *               woken thread waits for a core is in the program's figure,
+ *               not in a park, so on a loaded machine the waits must be
+ *               long beside it)
  *   condition   one thread awaits a Condition 3 times for 100 ms (timed
  *               out) and 3 times until another thread signals it after
  *               100 ms; no thread ever waits for the lock itself, and
@@ -45,6 +49,7 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  */
 public class LockContention {
     static final int HOLD_MS = 4;
+    static final int READ_WRITE_HOLD_MS = 12;
     static final AtomicLong waitedNanos = new AtomicLong();
     static final AtomicLong acquisitions = new AtomicLong();
 
@@ -52,8 +57,12 @@ public class LockContention {
     static final ReentrantReadWriteLock readWrite = new ReentrantReadWriteLock();
 
     static void hold() {
+        hold(HOLD_MS);
+    }
+
+    static void hold(int millis) {
         try {
-            Thread.sleep(HOLD_MS);
+            Thread.sleep(millis);
         } catch (InterruptedException e) {
             throw new IllegalStateException(e);
         }
@@ -80,7 +89,7 @@ public class LockContention {
             try {
                 waitedNanos.addAndGet(System.nanoTime() - start);
                 acquisitions.incrementAndGet();
-                hold();
+                hold(READ_WRITE_HOLD_MS);
             } finally {
                 readWrite.writeLock().unlock();
             }
@@ -94,7 +103,7 @@ public class LockContention {
             try {
                 waitedNanos.addAndGet(System.nanoTime() - start);
                 acquisitions.incrementAndGet();
-                hold();
+                hold(READ_WRITE_HOLD_MS);
             } finally {
                 readWrite.readLock().unlock();
             }
