@@ -21,14 +21,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// while every allocation was), see [`sample_tag`].
 const EXACT_WEIGHT: u64 = 1 << 62;
 /// Bits of the site index in an allocation tag (above the 32 size bits):
-/// the site table's 2^26 (`MAX_SITES`).
-const SITE_BITS: u32 = 26;
-/// Where the generation of the counts sits in an allocation tag (four bits,
-/// between the site and [`EXACT_WEIGHT`]).
+/// one more than the site table's 2^26 (`MAX_SITES`), so that a measuring
+/// aid can tag with a site no table holds.
+const SITE_BITS: u32 = 27;
+/// Where the generation of the counts sits in an allocation tag (three
+/// bits, between the site and [`EXACT_WEIGHT`]).
 const GENERATION_SHIFT: u32 = 32 + SITE_BITS;
-/// Generations a tag tells apart: an object that outlives 16 clears of the
+/// Generations a tag tells apart: an object that outlives 8 clears of the
 /// counts is taken for one of the current generation when it is freed.
-const GENERATIONS: u64 = 16;
+const GENERATIONS: u64 = 8;
 
 /// The tag of an object of `size` bytes allocated at `site`: the size is
 /// kept in 8-byte units (every Java object size is a multiple of 8), up to
@@ -368,7 +369,7 @@ mod tests {
             counts.clear();
         }
         counts.allocated(3, 48);
-        counts.freed(kept); // 16 clears later: taken for the current generation
+        counts.freed(kept); // 8 clears later: taken for the current generation
         assert_eq!(counts.sites.stats(3).live_objects, 0);
     }
 }

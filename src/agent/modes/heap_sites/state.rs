@@ -32,7 +32,7 @@ pub(super) fn is_primitive_array(signature: &str) -> bool {
 pub(super) const LIVE_SAMPLE_KEY: u64 = u64::MAX - 1;
 /// The site a measuring aid tags objects with when it skips finding theirs
 /// (the highest a tag holds; never interned).
-pub(super) const NO_SITE: u32 = (1 << 30) - 1;
+pub(super) const NO_SITE: u32 = (1 << 27) - 1;
 
 /// Frames an allocation's key holds without a heap buffer.
 pub(super) const INLINE_FRAMES: usize = 64;
