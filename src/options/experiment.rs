@@ -93,3 +93,12 @@ pub const TIMES_CALLS_ONLY: i64 = 0x100_0000;
 /// design that counts calls in the byte code and takes times from samples
 /// (docs/decisions.md).
 pub const TIMES_CALL_COUNTS_ONLY: i64 = 0x200_0000;
+
+/// As [`EARLY_CLASSES_UNCOUNTED`], but the allocations of the classes
+/// loaded before VM init are counted from the live sample's events while it
+/// reports every object; when its budget is spent, an agent thread
+/// retransforms those classes so that their code counts, then the sample
+/// thins out (`heap_sites/early_hand_over.rs`): the start-up design that
+/// leaves those classes unchanged at start, to be measured against the
+/// early hook's (docs/decisions.md).
+pub const EARLY_CLASSES_BY_EVENTS: i64 = 0x400_0000;

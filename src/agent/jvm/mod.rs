@@ -485,6 +485,20 @@ pub fn method_ids(env: &Jvmti, class: LocalClass<'_>) -> Vec<u64> {
         .unwrap_or_default()
 }
 
+/// Whether `method` (a jmethodID) is native; false when JVMTI cannot tell.
+pub fn is_native_method(env: &Jvmti, method: u64) -> bool {
+    // SAFETY: `method` is a jmethodID of a loaded class (JVMTI reports an
+    // invalid one as an error, taken as false).
+    unsafe { env.is_method_native(method as jni::jmethodID) }.unwrap_or(false)
+}
+
+/// Whether `method` (a jmethodID) runs the code its class had before a
+/// redefinition changed it; false when JVMTI cannot tell.
+pub fn is_method_obsolete(env: &Jvmti, method: u64) -> bool {
+    // SAFETY: as `is_native_method`.
+    unsafe { env.is_method_obsolete(method as jni::jmethodID) }.unwrap_or(false)
+}
+
 /// A new `byte[length]`; its local reference is deleted when the result is
 /// dropped. None if the JVM could not make it (an exception is pending).
 pub fn new_byte_array(jni: &JniEnv, length: i32) -> Option<OwnedLocal<'_, kind::Object>> {

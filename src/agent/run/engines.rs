@@ -42,6 +42,9 @@ fn live_sample(options: &Options) -> LiveSamples {
         live_samples::SAMPLE_INTERVAL
     };
     let mut live = LiveSamples::new(exact_bytes, interval);
+    if experiment_bits & experiment::EARLY_CLASSES_BY_EVENTS != 0 {
+        live = live.holding_exact();
+    }
     live.finds_sites = experiment_bits & experiment::LIVE_SAMPLE_WITHOUT_SITES == 0;
     if options.alloc_count_sites {
         live.split_frames = (options.depth as usize).max(1);
@@ -91,9 +94,12 @@ impl Engines {
                     options.experiment & experiment::RETRANSFORM_AT_VM_INIT == 0
                         && method_times.is_none(),
                 );
-                match options.experiment & experiment::EARLY_CLASSES_UNCOUNTED {
-                    0 => sites,
-                    _ => sites.leaving_early_classes_alone(),
+                if options.experiment & experiment::EARLY_CLASSES_BY_EVENTS != 0 {
+                    sites.counting_early_classes_by_events()
+                } else if options.experiment & experiment::EARLY_CLASSES_UNCOUNTED != 0 {
+                    sites.leaving_early_classes_alone()
+                } else {
+                    sites
                 }
             }),
             cpu_samples: options.cpu_samples.then(|| CpuSamples::new(options)),

@@ -17,6 +17,7 @@
 //! a class allocated at one site only (the common case) gets its exact
 //! live count.
 
+use crate::agent::jvm;
 use crate::agent::jvm::alloc_tracker::{self, AllocTracker, SiteCount};
 use crate::agent::jvm::shared_archive;
 use crate::agent::run::class_reloads::{ClassKey, ClassReloads, FirstNumbers};
@@ -28,7 +29,7 @@ use rustc_hash::FxHashMap;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 /// A class rewritten to count its allocations.
 #[derive(Debug)]
@@ -489,6 +490,118 @@ pub struct BytecodeCounting {
     /// The classes loaded before VM init are neither rewritten as they load
     /// nor retransformed (the hidden `EARLY_CLASSES_UNCOUNTED` measuring bit).
     early_left_alone: bool,
+    /// With `early_left_alone`, the allocations of those classes' methods
+    /// are counted from the live sample's events (the hidden
+    /// `EARLY_CLASSES_BY_EVENTS` measuring bit): their methods, found at VM
+    /// init, natives left out (what they make is the VM's).
+    early_methods: Option<OnceLock<EarlyClasses>>,
+}
+
+/// The classes loaded before VM init, left unchanged, whose allocations
+/// are counted from their events; by name (a class loaded then is the boot
+/// loader's, or one of the few the JDK's own loaders load at start; no
+/// class loaded later can take a boot class's name). Their methods are
+/// looked at as allocations report them, not at VM init, where some
+/// (from the class-data archive) are loaded but not yet prepared and have
+/// no methods to list.
+#[derive(Default)]
+struct EarlyClasses {
+    names: HashSet<String>,
+    /// Where the hand-over to the counters stands: [`EarlyPhase`] as a number.
+    phase: AtomicU8,
+    /// The VM makers that post no VMObjectAlloc on this JVM.
+    makers: Vec<bci::CallRule>,
+    /// What each method looked at so far is (bounded by the methods of
+    /// those classes).
+    methods: Mutex<HashMap<u64, EarlyMethod>>,
+}
+
+/// Where the classes loaded before VM init stand: counted from events, being
+/// retransformed to count in their code, or counting there.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum EarlyPhase {
+    /// Unchanged: every allocation of theirs is counted from its event.
+    ByEvents = 0,
+    /// Being retransformed: which code made an object is told once it ends.
+    HandingOver = 1,
+    /// Retransformed: their new code counts; a frame still running the old
+    /// code (an obsolete method) is counted from its events.
+    HandedOver = 2,
+}
+
+/// How long an allocation's event waits for the hand-over to end before
+/// it is counted as if it had not begun (which may count an object of the
+/// new code twice: said once on standard error).
+const HAND_OVER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What a method's allocations are to the counting from events.
+#[derive(Clone, Copy, PartialEq)]
+enum EarlyMethod {
+    /// A method of an early class: what it makes is counted from events.
+    Counted,
+    /// A VM maker posting no VMObjectAlloc, in an early class: what it
+    /// makes for an early class's method is counted from events.
+    UnreportedMaker,
+    /// Anything else: the counters or VMObjectAlloc count what it makes.
+    Other,
+}
+
+impl EarlyClasses {
+    /// The classes loaded so far (at VM init: those loaded before it), the
+    /// agent's own left out; `makers`: the VM makers that post no
+    /// VMObjectAlloc.
+    fn loaded(env: &Jvmti, jni: &JniEnv, makers: &[bci::CallRule]) -> Self {
+        let names = jvm::loaded_classes(env, Some(jni))
+            .iter()
+            .filter_map(|class| internal_name(env, class.get()))
+            .filter(|name| !bci::is_agent_class(name))
+            .collect();
+        Self {
+            names,
+            phase: AtomicU8::new(EarlyPhase::ByEvents as u8),
+            makers: makers.to_vec(),
+            methods: Mutex::default(),
+        }
+    }
+
+    fn kind(&self, env: &Jvmti, method: u64) -> EarlyMethod {
+        if let Some(&known) = self.methods.lock().get(&method) {
+            return known;
+        }
+        let kind = self.look_at(env, method);
+        self.methods.lock().insert(method, kind);
+        kind
+    }
+
+    fn look_at(&self, env: &Jvmti, method: u64) -> EarlyMethod {
+        let Some(class) = jvm::declaring_class(env, method).and_then(|c| internal_name(env, c))
+        else {
+            return EarlyMethod::Other;
+        };
+        if !self.names.contains(&class) {
+            return EarlyMethod::Other;
+        }
+        if !jvm::is_native_method(env, method) {
+            return EarlyMethod::Counted;
+        }
+        let unreported = jvm::method_name(env, method).is_some_and(|(name, descriptor)| {
+            self.makers.iter().any(|rule| {
+                rule.owner == class && rule.name == name && rule.descriptor == descriptor
+            })
+        });
+        if unreported {
+            EarlyMethod::UnreportedMaker
+        } else {
+            EarlyMethod::Other
+        }
+    }
+}
+
+/// `java/lang/String` for the class `Ljava/lang/String;`; None for arrays
+/// and primitives.
+fn internal_name(env: &Jvmti, class: jvm::LocalClass<'_>) -> Option<String> {
+    let signature = jvm::class_signature(env, class)?;
+    Some(signature.strip_prefix('L')?.strip_suffix(';')?.to_owned())
 }
 
 /// Allocations walked first per site and stripe (the tracker has four
@@ -566,6 +679,7 @@ impl BytecodeCounting {
             contexts_refused,
             early: false,
             early_left_alone: false,
+            early_methods: None,
         }
     }
 
@@ -602,6 +716,97 @@ impl BytecodeCounting {
         self.maker_windows = false;
         self.early_left_alone = true;
         self
+    }
+
+    /// With [`leaving_early_classes_alone`](Self::leaving_early_classes_alone):
+    /// their allocations counted from the live sample's events instead.
+    pub fn counting_early_by_events(mut self) -> Self {
+        self.early_methods = self.early_left_alone.then(OnceLock::new);
+        self
+    }
+
+    /// How many of the top frames of an allocation's stack (`top`, then
+    /// `caller`) to leave out of its trace when it is counted from its
+    /// event: 0 when made in a method of a class loaded before VM init and
+    /// left unchanged, 1 when made by a VM maker (that posts no
+    /// VMObjectAlloc) such a method called; None when the counters or
+    /// VMObjectAlloc count it.
+    pub fn counts_by_event(&self, env: &Jvmti, top: u64, caller: Option<u64>) -> Option<usize> {
+        let early = self.early_methods.as_ref()?.get()?;
+        match early.kind(env, top) {
+            EarlyMethod::Counted => Some(0),
+            EarlyMethod::UnreportedMaker
+                if caller.is_some_and(|c| early.kind(env, c) == EarlyMethod::Counted) =>
+            {
+                Some(1)
+            }
+            _ => None,
+        }
+    }
+
+    /// Where the hand-over of the classes loaded before VM init stands
+    /// (None: they are not counted from events).
+    pub fn early_phase(&self) -> Option<EarlyPhase> {
+        let early = self.early_methods.as_ref()?.get()?;
+        Some(match early.phase.load(Ordering::SeqCst) {
+            0 => EarlyPhase::ByEvents,
+            1 => EarlyPhase::HandingOver,
+            _ => EarlyPhase::HandedOver,
+        })
+    }
+
+    /// Waits until the hand-over has ended; false when it took longer than
+    /// [`HAND_OVER_PATIENCE`].
+    pub fn wait_for_hand_over(&self) -> bool {
+        let started = std::time::Instant::now();
+        while self.early_phase() == Some(EarlyPhase::HandingOver) {
+            if started.elapsed() > HAND_OVER_PATIENCE {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        true
+    }
+
+    /// On an agent thread: the classes loaded before VM init are
+    /// retransformed, so that their code counts from now on; the events of
+    /// their allocations meanwhile wait for the end (see
+    /// `events::count_early_by_event`).
+    pub fn hand_over_early_classes(&self, env: &Jvmti, jni: &JniEnv) {
+        let Some(early) = self.early_methods.as_ref().and_then(OnceLock::get) else {
+            return;
+        };
+        if early
+            .phase
+            .compare_exchange(
+                EarlyPhase::ByEvents as u8,
+                EarlyPhase::HandingOver as u8,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_err()
+        {
+            return;
+        }
+        self.retransforming.store(true, Ordering::Relaxed);
+        let done = crate::agent::jvm::retransform::loaded_classes(env, jni, |name, _| {
+            early.names.contains(name)
+        });
+        self.retransforming.store(false, Ordering::Relaxed);
+        early
+            .phase
+            .store(EarlyPhase::HandedOver as u8, Ordering::SeqCst);
+        if let Some(error) = done.refused {
+            eprintln!(
+                "HPROF ERROR: heap=sites could not count the allocations of some classes loaded before VM init in their code ({error:?}); counted from events until the sample thins out"
+            );
+        }
+    }
+
+    /// Whether any allocation is counted from its event by
+    /// [`counts_by_event`](Self::counts_by_event).
+    pub fn counts_early_by_events(&self) -> bool {
+        self.early_methods.is_some()
     }
 
     /// No class is rewritten as it loads (attached: they are all loaded).
@@ -1035,6 +1240,10 @@ impl BytecodeCounting {
         let failed = if self.early {
             self.settle_early_classes(env, jni)
         } else if self.early_left_alone {
+            if let Some(methods) = &self.early_methods {
+                let makers = self.unreported_makers.get().map_or(&[][..], Vec::as_slice);
+                let _ = methods.set(EarlyClasses::loaded(env, jni, makers));
+            }
             None
         } else {
             alloc_tracker::retransform_loaded_classes(env, jni)

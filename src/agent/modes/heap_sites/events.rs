@@ -4,8 +4,9 @@
 //! so that a free moves it from live to freed.
 
 use super::counted_traces::intern_vm_made;
-use super::counting::{self, BytecodeCounting};
-use super::live_samples::LiveSamples;
+use super::counting::{self, BytecodeCounting, EarlyPhase};
+use super::early_hand_over;
+use super::live_samples::{BudgetSpent, LiveSamples};
 use super::site_cache;
 use super::state::{
     Allocated, AllocationSites, INLINE_FRAMES, LARGE_ARRAY_BYTES, LIVE_SAMPLE_KEY, NO_SITE,
@@ -22,7 +23,7 @@ use crate::model::traces::EMPTY_TRACE_SERIAL;
 use crate::model::{Model, SiteKey};
 use crate::options::experiment;
 use jvmti_bindings::prelude::*;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 impl AllocationSites {
     /// SampledObjectAlloc: count the object at its site and tag it.
@@ -156,6 +157,14 @@ impl AllocationSites {
             return;
         }
         let env = run.jvmti.env();
+        if let Some(counting) = self
+            .bytecode
+            .as_ref()
+            .filter(|c| c.counts_early_by_events())
+            && !live.is_sampling()
+        {
+            self.count_early_by_event(run, &env, counting, thread, class, size);
+        }
         if live.is_sampling() && large_primitive_array(&env, class, size.max(0) as u64).is_some() {
             // Left out of the sample once it samples: a tag on a dead
             // humongous array keeps G1 from freeing it at the next young GC
@@ -185,12 +194,72 @@ impl AllocationSites {
         } else {
             NO_SITE
         };
-        let (tag, interval) = live.tag(site, size.max(0) as u64);
+        let (tag, spent) = live.tag(site, size.max(0) as u64);
         let _ = jvm::set_tag(&env, object, tag);
-        if let Some(interval) = interval
-            && let Err(e) = env.set_heap_sampling_interval(interval.min(i32::MAX as u64) as i32)
-        {
+        match spent {
+            BudgetSpent::No => {}
+            BudgetSpent::SetInterval(interval) => self.set_sampling_interval(&env, interval),
+            BudgetSpent::WhileHeld => {
+                if let (Some(run), Some(sites)) = (self.run.get(), this_engine()) {
+                    early_hand_over::begin(run, sites);
+                }
+            }
+        }
+    }
+
+    /// The JVM's heap sampling interval set to `interval` bytes.
+    pub(super) fn set_sampling_interval(&self, env: &Jvmti, interval: u64) {
+        if let Err(e) = env.set_heap_sampling_interval(interval.min(i32::MAX as u64) as i32) {
             eprintln!("HPROF ERROR: heap=sites could not change the sampling interval ({e:?})");
+        }
+    }
+
+    /// Counts the reported object at its trace when the frame that made
+    /// it is in a class the counters leave alone (see
+    /// `BytecodeCounting::counts_by_event`).
+    fn count_early_by_event(
+        &self,
+        run: &Run,
+        env: &Jvmti,
+        counting: &BytecodeCounting,
+        thread: LocalThread<'_>,
+        class: LocalClass<'_>,
+        size: i64,
+    ) {
+        let Some(mut skipped) = early_frame(env, counting, thread) else {
+            return;
+        };
+        match counting.early_phase() {
+            None | Some(EarlyPhase::ByEvents) => {}
+            Some(phase) => {
+                if phase == EarlyPhase::HandingOver && !counting.wait_for_hand_over() {
+                    if !HAND_OVER_LATE.swap(true, Ordering::Relaxed) {
+                        eprintln!(
+                            "HPROF ERROR: heap=sites: the retransformation of the classes loaded before VM init outlasted an allocation's wait; such allocations may be counted twice"
+                        );
+                    }
+                } else {
+                    // Counted here only when its frame runs the old code.
+                    let Some(now) = early_frame(env, counting, thread) else {
+                        return;
+                    };
+                    let mut frames = [jvmti::jvmtiFrameInfo::default(); 2];
+                    let count = jvm::stack_frames_into(env, thread, &mut frames);
+                    if now >= count || !jvm::is_method_obsolete(env, frames[now].method as u64) {
+                        return;
+                    }
+                    skipped = now;
+                }
+            }
+        }
+        let depth = (run.traces.depth as usize).clamp(1, INLINE_FRAMES - 1) + skipped;
+        let mut buffer = [jvmti::jvmtiFrameInfo::default(); INLINE_FRAMES];
+        let count = jvm::stack_frames_into(env, thread, &mut buffer[..depth]);
+        let frames = &buffer[skipped.min(count)..count];
+        let class_tag = jvm::tag_of(env, class);
+        let head = [class_tag, EARLY_EVENT_KEY];
+        if let Some(site) = site_of(run, env, thread, class, head, frames) {
+            self.counts.allocated(site, size.max(0) as u64);
         }
     }
 
@@ -237,6 +306,26 @@ impl AllocationSites {
         }
         self.counts.census(&live);
     }
+}
+
+/// Set once an allocation's event waited for the hand-over in vain.
+static HAND_OVER_LATE: AtomicBool = AtomicBool::new(false);
+
+/// How many top frames to leave out of the trace of an allocation counted
+/// from its event (see `BytecodeCounting::counts_by_event`), or None when
+/// it is not.
+fn early_frame(env: &Jvmti, counting: &BytecodeCounting, thread: LocalThread<'_>) -> Option<usize> {
+    let mut top = [jvmti::jvmtiFrameInfo::default(); 2];
+    let count = jvm::stack_frames_into(env, thread, &mut top);
+    let caller = (count == 2).then(|| top[1].method as u64);
+    (count > 0)
+        .then(|| counting.counts_by_event(env, top[0].method as u64, caller))
+        .flatten()
+}
+
+/// The engine whose events these are, as the program's lasting state.
+fn this_engine() -> Option<&'static AllocationSites> {
+    crate::agent::current::profiler().and_then(|p| p.engines.allocation_sites.as_ref())
 }
 
 /// The site of an allocation of `class` by `frames`, from this thread's
@@ -336,6 +425,9 @@ fn large_primitive_array(env: &Jvmti, class: LocalClass<'_>, size: u64) -> Optio
 
 /// Marks the site-cache keys of objects the VM made under calling contexts.
 const VM_MADE_KEY: u64 = u64::MAX;
+/// The second word of the key of an object counted from its event because
+/// its frame is in a class loaded before VM init and left unchanged.
+const EARLY_EVENT_KEY: u64 = u64::MAX - 2;
 /// Cached for a (class, context) whose objects are walked one by one.
 const WALK_EACH: u32 = u32::MAX;
 

@@ -20,6 +20,17 @@ pub const EXACT_BYTES: u64 = 8 * 1024 * 1024;
 /// The mean sampling interval after that, in bytes.
 pub const SAMPLE_INTERVAL: u64 = 256 * 1024;
 
+/// What [`LiveSamples::tag`] asks of its caller.
+#[derive(Debug, PartialEq)]
+pub enum BudgetSpent {
+    No,
+    /// The budget is spent: the JVM's sampling interval is to be set to this.
+    SetInterval(u64),
+    /// The budget is spent while the sample is held exact: the hand-over is
+    /// to begin, and [`LiveSamples::release`] to follow it.
+    WhileHeld,
+}
+
 /// The tagging of the live sample.
 pub struct LiveSamples {
     exact_bytes: u64,
@@ -34,6 +45,10 @@ pub struct LiveSamples {
     tagged_bytes: AtomicU64,
     /// Set once the budget is spent (and the interval changed).
     sampling: AtomicBool,
+    /// While set, a spent budget leaves every object reported until
+    /// [`release`](Self::release): what the classes loaded before VM init
+    /// allocate is counted from events until their hand-over ends.
+    held: AtomicBool,
     /// Per site, the (objects, bytes) its tagged objects stand for: what
     /// the sample saw allocated there. Beside the exact count in the byte
     /// code it tells how much of a site the sample missed (JDK 11 posts no
@@ -55,6 +70,7 @@ impl LiveSamples {
             split_frames: 0,
             tagged_bytes: AtomicU64::new(0),
             sampling: AtomicBool::new(false),
+            held: AtomicBool::new(false),
             seen: Mutex::default(),
             seen_exact: Mutex::default(),
         }
@@ -87,22 +103,47 @@ impl LiveSamples {
         self.exact_bytes > 0
     }
 
-    /// The tag of a reported object of `size` bytes at `site`, and the
-    /// sampling interval to set now (`Some` once, when the budget is
-    /// spent: the caller sets it in the JVM).
-    pub fn tag(&self, site: u32, size: u64) -> (u64, Option<u64>) {
+    /// The sample stays exact past its budget until [`release`](Self::release).
+    pub fn holding_exact(self) -> Self {
+        self.held.store(true, Ordering::Relaxed);
+        self
+    }
+
+    /// The tag of a reported object of `size` bytes at `site`, and what the
+    /// caller is to do now (once, when the budget is spent).
+    pub fn tag(&self, site: u32, size: u64) -> (u64, BudgetSpent) {
         let exact = !self.sampling.load(Ordering::Relaxed);
         let tag = sample_tag(site, size, exact);
         self.note_seen(tag, exact);
         if !exact {
-            return (tag, None);
+            return (tag, BudgetSpent::No);
         }
         let before = self.tagged_bytes.fetch_add(size, Ordering::Relaxed);
         let spent = before < self.exact_bytes && before + size >= self.exact_bytes;
-        if spent && !self.sampling.swap(true, Ordering::Relaxed) {
-            return (tag, Some(self.interval));
+        if !spent {
+            return (tag, BudgetSpent::No);
         }
-        (tag, None)
+        if self.held.load(Ordering::Acquire) {
+            return (tag, BudgetSpent::WhileHeld);
+        }
+        match self.start_sampling() {
+            Some(interval) => (tag, BudgetSpent::SetInterval(interval)),
+            None => (tag, BudgetSpent::No),
+        }
+    }
+
+    /// Ends the hold of [`holding_exact`](Self::holding_exact): the
+    /// interval to set now when the budget is spent already.
+    pub fn release(&self) -> Option<u64> {
+        self.held.store(false, Ordering::Release);
+        if self.tagged_bytes.load(Ordering::Relaxed) < self.exact_bytes {
+            return None; // (the budget's end starts the sampling)
+        }
+        self.start_sampling()
+    }
+
+    fn start_sampling(&self) -> Option<u64> {
+        (!self.sampling.swap(true, Ordering::Relaxed)).then_some(self.interval)
     }
 
     fn note_seen(&self, tag: u64, exact: bool) {
@@ -167,17 +208,17 @@ mod tests {
     fn every_object_counts_once_until_the_budget_then_samples_weigh_more() {
         let samples = LiveSamples::new(100, 1024); // sizes in 8-byte units
         let (first, none) = samples.tag(1, 64);
-        assert_eq!(none, None);
+        assert_eq!(none, BudgetSpent::No);
         assert!(!samples.estimated());
         let (second, switch) = samples.tag(1, 64);
         assert_eq!(
             switch,
-            Some(1024),
+            BudgetSpent::SetInterval(1024),
             "the budget is spent: sample from now on"
         );
         assert!(samples.estimated());
         let (sampled, again) = samples.tag(2, 16);
-        assert_eq!(again, None, "the interval is changed once");
+        assert_eq!(again, BudgetSpent::No, "the interval is changed once");
         assert_eq!(samples.weigh(first), Some((1, 64, 1)));
         assert_eq!(samples.weigh(second), Some((1, 64, 1)));
         let (site, _, objects) = samples.weigh(sampled).unwrap();
@@ -185,5 +226,18 @@ mod tests {
             site == 2 && objects > 60,
             "a 16-byte sample at 1 KiB stands for many"
         );
+    }
+
+    #[test]
+    fn a_held_sample_stays_exact_past_its_budget_until_released() {
+        let samples = LiveSamples::new(100, 1024).holding_exact();
+        assert_eq!(samples.tag(1, 64).1, BudgetSpent::No);
+        assert_eq!(samples.tag(1, 64).1, BudgetSpent::WhileHeld);
+        let (still_exact, _) = samples.tag(1, 64);
+        assert!(!samples.estimated());
+        assert_eq!(samples.weigh(still_exact), Some((1, 64, 1)));
+        assert_eq!(samples.release(), Some(1024));
+        assert!(samples.estimated());
+        assert_eq!(samples.release(), None, "once");
     }
 }

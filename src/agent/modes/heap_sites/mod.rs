@@ -8,6 +8,7 @@ pub mod alloc;
 mod counted_dump;
 mod counted_traces;
 pub mod counting;
+mod early_hand_over;
 mod events;
 pub mod live_samples;
 mod live_sharing;

@@ -153,6 +153,17 @@ impl AllocationSites {
         self
     }
 
+    /// As [`leaving_early_classes_alone`](Self::leaving_early_classes_alone),
+    /// those classes' allocations counted from the live sample's events
+    /// (the hidden `EARLY_CLASSES_BY_EVENTS` measuring bit).
+    pub fn counting_early_classes_by_events(mut self) -> Self {
+        self.bytecode = self
+            .bytecode
+            .take()
+            .map(|c| c.leaving_early_classes_alone().counting_early_by_events());
+        self
+    }
+
     /// Attached in the live phase: the classes were loaded before, and are
     /// retransformed.
     pub fn rewrite_nothing_early(&mut self) {
