@@ -217,6 +217,9 @@ impl Agent for HprofAgent {
         }
         let name = event.name_str().ok().flatten();
         let name = name.as_deref();
+        let first_load = event.class_being_redefined().is_null();
+        let counting =
+            counting.filter(|c| !(first_load && name.is_some_and(|n| c.loads_unchanged(n))));
         // LockSupport's parks hooked for monitor=y, then allocations
         // counted for heap=sites, then every method timed for cpu=times
         // (the agent's own classes never are): each works on the one

@@ -39,6 +39,23 @@ pub(crate) mod op {
     pub const IFNONNULL: u8 = 199;
     pub const GOTO_W: u8 = 200;
     pub const JSR_W: u8 = 201;
+    pub const DUP: u8 = 89;
+    pub const GETFIELD: u8 = 180;
+    pub const PUTFIELD: u8 = 181;
+    pub const LCONST_0: u8 = 9;
+    pub const LRETURN: u8 = 173;
+    pub const LSHL: u8 = 121;
+    pub const ILOAD_2: u8 = 28;
+    pub const I2L: u8 = 133;
+    pub const LOR: u8 = 129;
+    pub const GETSTATIC: u8 = 178;
+    pub const PUTSTATIC: u8 = 179;
+    pub const NEWARRAY: u8 = 188;
+    pub const T_LONG: u8 = 11;
+    pub const ISTORE_3: u8 = 62;
+    pub const ILOAD_3: u8 = 29;
+    pub const IAND: u8 = 126;
+    pub const LASTORE: u8 = 80;
 }
 
 /// A local variable instruction (`lload L`, `lstore L`, ...) in its

@@ -19,10 +19,8 @@
 //! setWindow(JI)V:     invokestatic Thread.currentThread; lload_0; bipush 21; lshl; iload_2; i2l; lor; putfield context; return
 //! ```
 
-use super::bytes::Reader;
-use super::code::op;
-use super::constant_pool::ConstantPool;
-use super::made_class::{MadeClass, MadeMethod};
+use super::code::op::{self, *};
+use super::made_class::{MadeClass, MadeMethod, made_field, made_pool};
 
 /// The field added to `java.lang.Thread`: name and descriptor.
 pub const CONTEXT_FIELD: (&str, &str) = ("hprof_rs$context", "J");
@@ -55,31 +53,11 @@ const THREAD_CLASS: &[u8] = b"java/lang/Thread";
 const CLASS_VERSION: u16 = 52;
 /// The annotation both methods carry.
 const FORCE_INLINE: &[u8] = b"Ljdk/internal/vm/annotation/ForceInline;";
-/// `ACC_PUBLIC | ACC_FINAL | ACC_SUPER | ACC_SYNTHETIC`.
-const CLASS_ACCESS: u16 = 0x0001 | 0x0010 | 0x0020 | 0x1000;
-/// `ACC_PUBLIC | ACC_STATIC`.
-const METHOD_ACCESS: u16 = 0x0001 | 0x0008;
-const DUP: u8 = 89;
-const GETFIELD: u8 = 180;
-const PUTFIELD: u8 = 181;
-const LSTORE_0: u8 = 63;
-const LLOAD_0: u8 = 30;
-const LCONST_0: u8 = 9;
-const LRETURN: u8 = 173;
-const BIPUSH: u8 = 16;
-const LSHL: u8 = 121;
-const ILOAD_2: u8 = 28;
-const I2L: u8 = 133;
-const LOR: u8 = 129;
-const RETURN: u8 = 177;
 
 /// The accessor's class file.
 pub fn context_accessor_class_file() -> Result<Vec<u8>, String> {
-    let empty = [0u8, 1];
-    let mut pool = ConstantPool::parse(&mut Reader::new(&empty)).map_err(|e| e.to_string())?;
+    let (mut pool, this, object) = made_pool(CONTEXT_ACCESSOR_CLASS)?;
     let mut add = || -> Result<_, String> {
-        let this = pool.add_class(CONTEXT_ACCESSOR_CLASS.as_bytes())?;
-        let object = pool.add_class(b"java/lang/Object")?;
         let current_thread =
             pool.add_method_ref(THREAD_CLASS, b"currentThread", b"()Ljava/lang/Thread;")?;
         let (name, descriptor) = CONTEXT_FIELD;
@@ -150,9 +128,9 @@ pub fn context_accessor_class_file() -> Result<Vec<u8>, String> {
                 code,
             ));
         }
-        Ok((this, object, code_name, methods))
+        Ok((code_name, methods))
     };
-    let (this, object, code_name, methods) = add()?;
+    let (code_name, methods) = add()?;
     // Both methods always inlined: a rewritten method of the program's
     // that reached C2's inlining budget (8,000 bytes of byte code per
     // compilation) called setWindow out of line at each call site.
@@ -171,19 +149,134 @@ pub fn context_accessor_class_file() -> Result<Vec<u8>, String> {
             max_locals: 3,
         })
         .collect();
-    Ok(MadeClass {
-        version: CLASS_VERSION,
-        pool: &pool,
-        access: CLASS_ACCESS,
-        this,
-        super_class: object,
-        fields: &[],
-        method_access: METHOD_ACCESS,
+    Ok(MadeClass::helper(
+        CLASS_VERSION,
+        &pool,
+        (this, object),
+        &[],
         code_name,
-        methods: &methods,
-        method_annotation: Some(annotation),
-    }
+        &methods,
+        Some(annotation),
+    )
     .write())
+}
+
+/// The accessor's static field in its slot form: a `long[]` of
+/// [`WINDOW_SLOTS`] words, each `(identity hash of a thread << 32) | call
+/// site`, written by `setWindow` for the calling thread.
+pub const WINDOW_SLOTS_FIELD: (&str, &str) = ("slots", "[J");
+
+/// Slots of the slot form (a power of two): a thread's is its identity hash
+/// modulo this; two threads in one slot each find the other's hash there
+/// and are placed by a walk instead.
+pub const WINDOW_SLOTS: u16 = 4096;
+
+/// `ACC_PRIVATE | ACC_STATIC | ACC_FINAL | ACC_SYNTHETIC`.
+const SLOTS_FIELD_ACCESS: u16 = 0x0002 | 0x0008 | 0x0010 | 0x1000;
+
+/// The accessor in its slot form, for a `java.lang.Thread` without the
+/// context field (the classes loaded before VM init left as they loaded):
+/// only `setWindow(JI)V`, which keeps the call site alone (the maker calls'
+/// scope, `ContextScope::VmMakerCalls`, never has a caller's window) in the
+/// calling thread's slot of [`WINDOW_SLOTS_FIELD`]:
+///
+/// ```text
+/// <clinit>:       sipush 4096; newarray long; putstatic slots; return
+/// setWindow(JI)V: invokestatic Thread.currentThread; invokestatic System.identityHashCode; istore_3
+///                 getstatic slots; iload_3; sipush 4095; iand
+///                 iload_3; i2l; bipush 32; lshl; iload_2; i2l; lor; lastore; return
+/// ```
+pub fn slot_accessor_class_file() -> Result<Vec<u8>, String> {
+    let (mut pool, this, object) = made_pool(CONTEXT_ACCESSOR_CLASS)?;
+    let current_thread =
+        pool.add_method_ref(THREAD_CLASS, b"currentThread", b"()Ljava/lang/Thread;")?;
+    let identity_hash = pool.add_method_ref(
+        b"java/lang/System",
+        b"identityHashCode",
+        b"(Ljava/lang/Object;)I",
+    )?;
+    let (slots, field) = made_field(
+        &mut pool,
+        CONTEXT_ACCESSOR_CLASS,
+        WINDOW_SLOTS_FIELD,
+        SLOTS_FIELD_ACCESS,
+    )?;
+    let code_name = pool.add_utf8(b"Code")?;
+    let [size_high, size_low] = WINDOW_SLOTS.to_be_bytes();
+    let [mask_high, mask_low] = (WINDOW_SLOTS - 1).to_be_bytes();
+    let [slots_high, slots_low] = slots.to_be_bytes();
+    let [thread_high, thread_low] = current_thread.to_be_bytes();
+    let [hash_high, hash_low] = identity_hash.to_be_bytes();
+    let clinit = MadeMethod {
+        name: pool.add_utf8(b"<clinit>")?,
+        descriptor: pool.add_utf8(b"()V")?,
+        code: vec![
+            SIPUSH, size_high, size_low, NEWARRAY, T_LONG, PUTSTATIC, slots_high, slots_low, RETURN,
+        ],
+        max_stack: 1,
+        max_locals: 0,
+    };
+    let (name, descriptor) = SET_WINDOW;
+    let set_window = MadeMethod {
+        name: pool.add_utf8(name.as_bytes())?,
+        descriptor: pool.add_utf8(descriptor.as_bytes())?,
+        code: vec![
+            op::INVOKESTATIC,
+            thread_high,
+            thread_low,
+            op::INVOKESTATIC,
+            hash_high,
+            hash_low,
+            ISTORE_3,
+            GETSTATIC,
+            slots_high,
+            slots_low,
+            ILOAD_3,
+            SIPUSH,
+            mask_high,
+            mask_low,
+            IAND,
+            ILOAD_3,
+            I2L,
+            BIPUSH,
+            32,
+            LSHL,
+            ILOAD_2,
+            I2L,
+            LOR,
+            LASTORE,
+            RETURN,
+        ],
+        // The array, its index, then two longs; locals a long, an int and the hash.
+        max_stack: 6,
+        max_locals: 4,
+    };
+    let annotation = (
+        pool.add_utf8(b"RuntimeVisibleAnnotations")?,
+        pool.add_utf8(FORCE_INLINE)?,
+    );
+    Ok(MadeClass::helper(
+        CLASS_VERSION,
+        &pool,
+        (this, object),
+        &[field],
+        code_name,
+        &[clinit, set_window],
+        Some(annotation),
+    )
+    .write())
+}
+
+/// The call site a slot of the slot form holds for the thread whose
+/// identity hash is `hash` (None: another thread's, or no call's).
+pub fn slot_call_site(slot: u64, hash: i32) -> Option<u32> {
+    let site = (slot & 0xFFFF_FFFF) as u32;
+    ((slot >> 32) as u32 == hash as u32 && site != 0).then_some(site)
+}
+
+/// The index of the slot of the thread whose identity hash is `hash`.
+pub fn slot_index(hash: i32) -> usize {
+    (hash as u32 as usize) & (usize::from(WINDOW_SLOTS) - 1)
 }
 
 #[cfg(test)]
@@ -199,12 +292,7 @@ mod tests {
             class.pool.class_name(class.this_class).unwrap(),
             CONTEXT_ACCESSOR_CLASS.as_bytes()
         );
-        let names: Vec<_> = class
-            .methods
-            .iter()
-            .map(|m| class.pool.utf8(m.name_index).unwrap().to_vec())
-            .collect();
-        assert_eq!(names, [b"takeWindow".to_vec(), b"setWindow".to_vec()]);
+        assert_eq!(method_names(&class), [&b"takeWindow"[..], b"setWindow"]);
         for method in &class.methods {
             let annotations: Vec<_> = method
                 .attributes
@@ -223,5 +311,23 @@ mod tests {
             let type_index = u16::from_be_bytes([info[2], info[3]]);
             assert_eq!(class.pool.utf8(type_index).unwrap(), FORCE_INLINE);
         }
+    }
+
+    fn method_names<'c>(class: &'c ClassFile<'_>) -> Vec<&'c [u8]> {
+        let names = class.methods.iter().map(|m| class.pool.utf8(m.name_index));
+        names.map(|name| name.expect("a name")).collect()
+    }
+
+    #[test]
+    fn the_slot_accessor_has_a_slot_array_and_set_window_only() {
+        let bytes = slot_accessor_class_file().expect("made");
+        let class = ClassFile::parse(&bytes).expect("parses");
+        assert_eq!(method_names(&class), [&b"<clinit>"[..], b"setWindow"]);
+        assert_eq!(slot_index(4097), 1);
+        assert_eq!(slot_index(-1), 4095);
+        let slot = (u64::from(0xDEAD_BEEFu32) << 32) | 77;
+        assert_eq!(slot_call_site(slot, 0xDEAD_BEEFu32 as i32), Some(77));
+        assert_eq!(slot_call_site(slot, 5), None, "another thread's");
+        assert_eq!(slot_call_site(u64::from(5u32) << 32, 5), None, "cleared");
     }
 }

@@ -21,11 +21,9 @@
 //!
 //! Class version 49, so the branches need no stack map.
 
-use super::bytes::Reader;
 use super::code::op;
-use super::constant_pool::ConstantPool;
 use super::context_accessor::{CONTEXT_ACCESSOR_CLASS, SET_WINDOW, TAKE_WINDOW};
-use super::made_class::{MadeClass, MadeMethod};
+use super::made_class::{MadeClass, MadeMethod, made_field, made_pool};
 
 /// The gate's internal name.
 pub const EARLY_GATE_CLASS: &str = "java/lang/HprofRsGate";
@@ -47,10 +45,6 @@ const TRACKER_METHODS: &[(&str, &str)] = &[
 ];
 
 const CLASS_VERSION: u16 = 49;
-/// `ACC_PUBLIC | ACC_FINAL | ACC_SUPER | ACC_SYNTHETIC`.
-const CLASS_ACCESS: u16 = 0x0001 | 0x0010 | 0x0020 | 0x1000;
-/// `ACC_PUBLIC | ACC_STATIC`.
-const METHOD_ACCESS: u16 = 0x0001 | 0x0008;
 /// `ACC_STATIC | ACC_SYNTHETIC`: package-private.
 const FIELD_ACCESS: u16 = 0x0008 | 0x1000;
 const GETSTATIC: u8 = 178;
@@ -75,18 +69,9 @@ pub fn early_gate_class_file(
     switched: bool,
     contexts: bool,
 ) -> Result<Vec<u8>, String> {
-    let empty = [0u8, 1];
-    let mut pool = ConstantPool::parse(&mut Reader::new(&empty)).map_err(|e| e.to_string())?;
-    let this = pool.add_class(EARLY_GATE_CLASS.as_bytes())?;
-    let object = pool.add_class(b"java/lang/Object")?;
-    let (switch_name, switch_type) = EARLY_GATE_SWITCH;
-    let switch = pool.add_field_ref(
-        EARLY_GATE_CLASS.as_bytes(),
-        switch_name.as_bytes(),
-        switch_type.as_bytes(),
-    )?;
-    let field_name = pool.add_utf8(switch_name.as_bytes())?;
-    let field_type = pool.add_utf8(switch_type.as_bytes())?;
+    let (mut pool, this, object) = made_pool(EARLY_GATE_CLASS)?;
+    let (switch, switch_field) =
+        made_field(&mut pool, EARLY_GATE_CLASS, EARLY_GATE_SWITCH, FIELD_ACCESS)?;
     let code_name = pool.add_utf8(b"Code")?;
     let forwarded = TRACKER_METHODS
         .iter()
@@ -109,18 +94,15 @@ pub fn early_gate_class_file(
             max_locals,
         });
     }
-    Ok(MadeClass {
-        version: CLASS_VERSION,
-        pool: &pool,
-        access: CLASS_ACCESS,
-        this,
-        super_class: object,
-        fields: &[(FIELD_ACCESS, field_name, field_type)],
-        method_access: METHOD_ACCESS,
+    Ok(MadeClass::helper(
+        CLASS_VERSION,
+        &pool,
+        (this, object),
+        &[switch_field],
         code_name,
-        methods: &methods,
-        method_annotation: None,
-    }
+        &methods,
+        None,
+    )
     .write())
 }
 

@@ -104,8 +104,9 @@ pub use call_context::{
     add_context_field, context_key, makes_objects_in_the_vm, window_call_sites,
 };
 pub use context_accessor::{
-    CONTEXT_ACCESSOR_CLASS, CONTEXT_FIELD, SET_WINDOW, TAKE_WINDOW, context_accessor_class_file,
-    is_agent_class,
+    CONTEXT_ACCESSOR_CLASS, CONTEXT_FIELD, SET_WINDOW, TAKE_WINDOW, WINDOW_SLOTS_FIELD,
+    context_accessor_class_file, is_agent_class, slot_accessor_class_file, slot_call_site,
+    slot_index,
 };
 pub use count::{
     ALLOC_TRACKER_CLASS, ALLOC_TRACKER_CLASS_FILE, ALLOC_TRACKER_FAILURE_FIELD,

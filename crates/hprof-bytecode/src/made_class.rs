@@ -3,8 +3,38 @@
 //! methods with a `Code` attribute each (and, if asked, one annotation), no
 //! stack maps.
 
-use super::bytes::{put_u16, put_u32};
+use super::bytes::{Reader, put_u16, put_u32};
 use super::constant_pool::ConstantPool;
+
+/// A constant pool with no entries, as a class file holds it.
+static EMPTY_POOL: [u8; 2] = [0, 1];
+
+/// The pool of a made class named `name` (internal form), with its own
+/// class and `java/lang/Object` (its superclass) in it: (pool, this,
+/// object).
+pub(crate) fn made_pool(name: &str) -> Result<(ConstantPool<'static>, u16, u16), String> {
+    let mut pool = ConstantPool::parse(&mut Reader::new(&EMPTY_POOL)).map_err(|e| e.to_string())?;
+    let this = pool.add_class(name.as_bytes())?;
+    let object = pool.add_class(b"java/lang/Object")?;
+    Ok((pool, this, object))
+}
+
+/// A static field of the made class `class`: the reference its code uses,
+/// and the (access, name, descriptor) entry the class declares.
+pub(crate) fn made_field(
+    pool: &mut ConstantPool<'_>,
+    class: &str,
+    (name, descriptor): (&str, &str),
+    access: u16,
+) -> Result<(u16, (u16, u16, u16)), String> {
+    let reference = pool.add_field_ref(class.as_bytes(), name.as_bytes(), descriptor.as_bytes())?;
+    let entry = (
+        access,
+        pool.add_utf8(name.as_bytes())?,
+        pool.add_utf8(descriptor.as_bytes())?,
+    );
+    Ok((reference, entry))
+}
 
 /// A method of a made class (pool indexes of its name and descriptor).
 pub(crate) struct MadeMethod {
@@ -30,7 +60,38 @@ pub(crate) struct MadeClass<'p, 'a> {
     pub method_annotation: Option<(u16, u16)>,
 }
 
-impl MadeClass<'_, '_> {
+/// `ACC_PUBLIC | ACC_FINAL | ACC_SUPER | ACC_SYNTHETIC`: every made class.
+const HELPER_CLASS_ACCESS: u16 = 0x0001 | 0x0010 | 0x0020 | 0x1000;
+/// `ACC_PUBLIC | ACC_STATIC`: every method of a made class.
+const HELPER_METHOD_ACCESS: u16 = 0x0001 | 0x0008;
+
+impl<'p, 'a> MadeClass<'p, 'a> {
+    /// A made class: public, final and synthetic, of class-file `version`,
+    /// extending `java/lang/Object` (`classes`: this class and Object, as
+    /// [`made_pool`] gives them), its methods public and static.
+    pub(crate) fn helper(
+        version: u16,
+        pool: &'p ConstantPool<'a>,
+        classes: (u16, u16),
+        fields: &'p [(u16, u16, u16)],
+        code_name: u16,
+        methods: &'p [MadeMethod],
+        method_annotation: Option<(u16, u16)>,
+    ) -> Self {
+        Self {
+            version,
+            pool,
+            access: HELPER_CLASS_ACCESS,
+            this: classes.0,
+            super_class: classes.1,
+            fields,
+            method_access: HELPER_METHOD_ACCESS,
+            code_name,
+            methods,
+            method_annotation,
+        }
+    }
+
     /// The class file; fields are (access, name, descriptor).
     pub(crate) fn write(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(1024);

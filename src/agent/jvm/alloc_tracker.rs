@@ -562,6 +562,63 @@ pub fn define_context_accessor(jni: &JniEnv) -> Result<(), String> {
     .map(drop)
 }
 
+/// The call sites the maker calls of each thread wrote, in the slot form
+/// of the accessor (`bci::slot_accessor_class_file`): for a
+/// `java.lang.Thread` without the context field.
+#[derive(Clone, Copy)]
+pub struct WindowSlots(GlobalRef<kind::Object>);
+
+impl WindowSlots {
+    /// Defines the accessor in its slot form, in the boot loader, before
+    /// any class that calls it exists, and finds its array of slots.
+    pub fn define(jni: &JniEnv) -> Result<Self, String> {
+        let bytes = bci::slot_accessor_class_file()?;
+        let class = jvm::define_boot_class(
+            jni,
+            bci::CONTEXT_ACCESSOR_CLASS,
+            &bytes,
+            "maker-call accessor",
+        )?;
+        let (name, signature) = bci::WINDOW_SLOTS_FIELD;
+        // SAFETY: `class` is a live global reference to the class just
+        // defined, which declares this static field; JNI initialises the
+        // class (its <clinit> makes the array) on GetStaticFieldID.
+        let field = unsafe { jni.get_static_field_id(class.raw() as jni::jclass, name, signature) };
+        if jvm::clear_exception(jni) {
+            return Err("the maker-call accessor's slots cannot be found".into());
+        }
+        let field = field.ok_or("the maker-call accessor has no slots")?;
+        // SAFETY: the class's static `long[]` field, read once.
+        let raw = unsafe { jni.get_static_object_field(class.raw() as jni::jclass, field) };
+        if raw.is_null() {
+            jvm::clear_exception(jni);
+            return Err("the maker-call accessor's slots were not made".into());
+        }
+        // SAFETY: a local reference just made on this thread, deleted by its owner.
+        let slots: OwnedLocal<'_, kind::Object> = unsafe { OwnedLocal::new(Some(jni), raw) };
+        // (Held for the run: the accessor, a boot class, never unloads.)
+        Ok(Self(GlobalRef::new(jni, slots.get())))
+    }
+
+    /// The call site of the maker call `thread` is in, when its slot holds
+    /// one of its own.
+    pub fn read(&self, env: &Jvmti, jni: &JniEnv, thread: jvm::LocalThread<'_>) -> Option<u64> {
+        // SAFETY: a thread is an object; the reference stays the caller's.
+        let object: jvm::LocalObject<'_> = unsafe { jvm::Local::new(thread.raw()) };
+        let hash = jvm::identity_hash(env, object)?;
+        let mut word = [0i64];
+        // SAFETY: the slots are a live `long[]` of `bci::WINDOW_SLOTS`
+        // words, and the index is below that.
+        unsafe {
+            jni.get_long_array_region(self.0.raw(), bci::slot_index(hash) as i32, 1, &mut word);
+        }
+        if jvm::clear_exception(jni) {
+            return None;
+        }
+        bci::slot_call_site(word[0] as u64, hash).map(u64::from)
+    }
+}
+
 /// Registers the tracker's natives: `made` (both), `keySlots`, `trusted`,
 /// `walked`, `walkForTrace`, `firstWalks` and `generated`.
 fn register_natives(jni: &JniEnv, class: GlobalRef<kind::Class>) -> Result<(), String> {

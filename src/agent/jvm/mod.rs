@@ -485,6 +485,23 @@ pub fn method_ids(env: &Jvmti, class: LocalClass<'_>) -> Vec<u64> {
         .unwrap_or_default()
 }
 
+/// Classes on the path the JVM runs after an agent transforms a class of a
+/// named module: `jdk.internal.module.Modules.transformedByAgent` makes the
+/// module read the unnamed modules, through `Module.implAddReads` and a
+/// `WeakPairMap`. Transforming one of them while it is first loaded on that
+/// path starts the path again, inside itself: a ClassCircularityError for
+/// `java/lang/WeakPairMap$Pair$Weak`, remembered by the JVM for good, so
+/// every later `Module.addReads` fails with it (JFR's start-up among them:
+/// "Failure when starting JFR on_create_vm_3").
+pub fn is_module_reads_path(name: &str) -> bool {
+    const PREFIXES: [&str; 3] = [
+        "java/lang/WeakPairMap",
+        "java/lang/Module",
+        "jdk/internal/module/Modules",
+    ];
+    PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+}
+
 /// Whether `method` (a jmethodID) is native; false when JVMTI cannot tell.
 pub fn is_native_method(env: &Jvmti, method: u64) -> bool {
     // SAFETY: `method` is a jmethodID of a loaded class (JVMTI reports an

@@ -169,7 +169,7 @@ impl MethodTiming {
         if name == Some(bci::TRACKER_CLASS)
             || bytes.is_empty()
             || name.is_some_and(is_tracker_dependency)
-            || name.is_some_and(is_module_reads_path)
+            || name.is_some_and(jvm::is_module_reads_path)
         {
             return None;
         }
@@ -373,23 +373,6 @@ fn is_tracker_dependency(name: &str) -> bool {
         "java/lang/Math",
         "java/lang/System",
         "java/lang/Thread",
-    ];
-    PREFIXES.iter().any(|prefix| name.starts_with(prefix))
-}
-
-/// Classes on the path the JVM runs after an agent transforms a class of a
-/// named module: `jdk.internal.module.Modules.transformedByAgent` makes the
-/// module read the unnamed modules, through `Module.implAddReads` and a
-/// `WeakPairMap`. Transforming one of them while it is first loaded on that
-/// path starts the path again, inside itself: a ClassCircularityError for
-/// `java/lang/WeakPairMap$Pair$Weak`, remembered by the JVM for good, so
-/// every later `Module.addReads` fails with it (JFR's start-up among them:
-/// "Failure when starting JFR on_create_vm_3").
-fn is_module_reads_path(name: &str) -> bool {
-    const PREFIXES: [&str; 3] = [
-        "java/lang/WeakPairMap",
-        "java/lang/Module",
-        "jdk/internal/module/Modules",
     ];
     PREFIXES.iter().any(|prefix| name.starts_with(prefix))
 }

@@ -495,6 +495,12 @@ pub struct BytecodeCounting {
     /// `EARLY_CLASSES_BY_EVENTS` measuring bit): their methods, found at VM
     /// init, natives left out (what they make is the VM's).
     early_methods: Option<OnceLock<EarlyClasses>>,
+    /// With `early_methods`: java.lang.Thread gets no field (it is loaded
+    /// before VM init, and its field would need the early hook), so the maker
+    /// calls write their sites into the accessor's slots instead.
+    windows_in_slots: bool,
+    /// Those slots, once the accessor is defined (at VM init).
+    window_slots: OnceLock<alloc_tracker::WindowSlots>,
 }
 
 /// The classes loaded before VM init, left unchanged, whose allocations
@@ -564,6 +570,14 @@ impl EarlyClasses {
         }
     }
 
+    /// Whether the class of this internal name is left as it loaded, and
+    /// counted from events until the hand-over: loaded before VM init, or on
+    /// the path the JVM runs when an agent changes a class of a named module
+    /// (`jvm::is_module_reads_path`), which must load unchanged.
+    fn counts_by_events(&self, class: &str) -> bool {
+        self.names.contains(class) || jvm::is_module_reads_path(class)
+    }
+
     fn kind(&self, env: &Jvmti, method: u64) -> EarlyMethod {
         if let Some(&known) = self.methods.lock().get(&method) {
             return known;
@@ -578,7 +592,7 @@ impl EarlyClasses {
         else {
             return EarlyMethod::Other;
         };
-        if !self.names.contains(&class) {
+        if !self.counts_by_events(&class) {
             return EarlyMethod::Other;
         }
         if !jvm::is_native_method(env, method) {
@@ -680,6 +694,8 @@ impl BytecodeCounting {
             early: false,
             early_left_alone: false,
             early_methods: None,
+            windows_in_slots: false,
+            window_slots: OnceLock::new(),
         }
     }
 
@@ -718,10 +734,19 @@ impl BytecodeCounting {
         self
     }
 
-    /// With [`leaving_early_classes_alone`](Self::leaving_early_classes_alone):
-    /// their allocations counted from the live sample's events instead.
+    /// The classes loaded before VM init are left as they load, their
+    /// allocations counted from the live sample's events until they are
+    /// handed over to the counters (`early_hand_over.rs`); the maker calls'
+    /// sites go into the accessor's slots. Not with calling contexts, which
+    /// need java.lang.Thread's field (they are then counted as before).
     pub fn counting_early_by_events(mut self) -> Self {
-        self.early_methods = self.early_left_alone.then(OnceLock::new);
+        if self.callers > 0 {
+            return self;
+        }
+        self.early = false;
+        self.early_left_alone = true;
+        self.windows_in_slots = self.maker_windows;
+        self.early_methods = Some(OnceLock::new());
         self
     }
 
@@ -742,6 +767,16 @@ impl BytecodeCounting {
             }
             _ => None,
         }
+    }
+
+    /// Whether the class `name` is to load unchanged (a first load, not a
+    /// retransformation): before the hand-over, a class on the path the JVM
+    /// runs when an agent changes a class of a named module, which the
+    /// change of such a class starts again inside itself (a
+    /// ClassCircularityError for `java/lang/WeakPairMap$Pair$Weak`, as
+    /// another agent's first class change met); counted from events.
+    pub fn loads_unchanged(&self, name: &str) -> bool {
+        self.early_phase() == Some(EarlyPhase::ByEvents) && jvm::is_module_reads_path(name)
     }
 
     /// Where the hand-over of the classes loaded before VM init stands
@@ -789,8 +824,8 @@ impl BytecodeCounting {
             return;
         }
         self.retransforming.store(true, Ordering::Relaxed);
-        let done = crate::agent::jvm::retransform::loaded_classes(env, jni, |name, _| {
-            early.names.contains(name)
+        let done = crate::agent::jvm::retransform::loaded_classes(env, jni, |name, boot| {
+            boot && early.counts_by_events(name)
         });
         self.retransforming.store(false, Ordering::Relaxed);
         early
@@ -853,7 +888,7 @@ impl BytecodeCounting {
     /// java.lang.Thread then needs its field from the moment the JVM
     /// loads it.
     pub fn wants_thread_field(&self) -> bool {
-        self.callers > 0 || self.maker_windows
+        !self.windows_in_slots && (self.callers > 0 || self.maker_windows)
     }
 
     /// Why contexts that `depth` asked for are not kept from the start,
@@ -881,6 +916,9 @@ impl BytecodeCounting {
     /// Whether the rewritten code writes the thread's field: calling
     /// contexts, or the maker calls' sites (wanted, and the field is there).
     fn writes_field(&self) -> bool {
+        if self.windows_in_slots {
+            return self.window_slots.get().is_some();
+        }
         self.wants_thread_field() && !self.field_lost.load(Ordering::Relaxed)
     }
 
@@ -889,13 +927,17 @@ impl BytecodeCounting {
     /// site of the maker call it is in).
     pub fn thread_context(
         &self,
+        env: &Jvmti,
         jni: &JniEnv,
         thread: crate::agent::jvm::LocalThread<'_>,
     ) -> Option<u64> {
         if !self.writes_field() {
             return None;
         }
-        let window = self.context_field.get()?.read(jni, thread)?;
+        let window = match self.window_slots.get() {
+            Some(slots) => slots.read(env, jni, thread)?,
+            None => self.context_field.get()?.read(jni, thread)?,
+        };
         Some(bci::context_key(window))
     }
 
@@ -1005,6 +1047,16 @@ impl BytecodeCounting {
                 eprintln!(
                     "HPROF ERROR: heap=sites cannot keep calling contexts ({why}); traces stop at the allocating frame"
                 );
+            }
+        }
+        if self.windows_in_slots {
+            match alloc_tracker::WindowSlots::define(jni) {
+                Ok(slots) => {
+                    let _ = self.window_slots.set(slots);
+                }
+                Err(why) => eprintln!(
+                    "HPROF ERROR: heap=sites cannot place the objects the VM makes by their calls ({why}); it walks their stacks instead"
+                ),
             }
         }
         let key_slots = if self.keeps_contexts() {

@@ -451,7 +451,7 @@ fn vm_made_site(
     (thread, class): (LocalThread<'_>, LocalClass<'_>),
     size: i64,
 ) -> Option<u32> {
-    let context = counting.thread_context(jni, thread)?;
+    let context = counting.thread_context(env, jni, thread)?;
     let class_tag = jvm::tag_of(env, class);
     let key = [VM_MADE_KEY, class_tag, context];
     if class_tag != 0

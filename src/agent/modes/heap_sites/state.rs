@@ -153,14 +153,15 @@ impl AllocationSites {
         self
     }
 
-    /// As [`leaving_early_classes_alone`](Self::leaving_early_classes_alone),
-    /// those classes' allocations counted from the live sample's events
-    /// (the hidden `EARLY_CLASSES_BY_EVENTS` measuring bit).
+    /// The classes loaded before VM init left as they load, their
+    /// allocations counted from the live sample's events until they are
+    /// handed over to the counters (the hidden `EARLY_CLASSES_BY_EVENTS` bit;
+    /// see `BytecodeCounting::counting_early_by_events`).
     pub fn counting_early_classes_by_events(mut self) -> Self {
         self.bytecode = self
             .bytecode
             .take()
-            .map(|c| c.leaving_early_classes_alone().counting_early_by_events());
+            .map(BytecodeCounting::counting_early_by_events);
         self
     }
 
