@@ -71,7 +71,11 @@ impl Agent for HprofAgent {
         let writer = OutputWriter::start(sink).unwrap_or_else(|e| {
             fail_at_load(&format!("cannot start the output writer thread: {e}"))
         });
-        let engines = crate::agent::run::engines::Engines::new(&options, heap_dump_dir);
+        let engines = crate::agent::run::engines::Engines::new(
+            &options,
+            heap_dump_dir,
+            crate::agent::jvm::java_feature_version(&jvmti),
+        );
         if engines
             .allocation_sites
             .as_ref()

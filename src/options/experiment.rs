@@ -94,11 +94,17 @@ pub const TIMES_CALLS_ONLY: i64 = 0x100_0000;
 /// (docs/decisions.md).
 pub const TIMES_CALL_COUNTS_ONLY: i64 = 0x200_0000;
 
-/// As [`EARLY_CLASSES_UNCOUNTED`], but the allocations of the classes
-/// loaded before VM init are counted from the live sample's events while it
-/// reports every object; when its budget is spent, an agent thread
-/// retransforms those classes so that their code counts, then the sample
-/// thins out (`heap_sites/early_hand_over.rs`): the start-up design that
-/// leaves those classes unchanged at start, to be measured against the
-/// early hook's (docs/decisions.md).
+/// heap=sites leaves the classes loaded before VM init as they load and
+/// counts their allocations from the live sample's events while it reports
+/// every object; when its budget is spent, an agent thread retransforms
+/// those classes so that their code counts, then the sample thins out
+/// (`heap_sites/early_hand_over.rs`). The default under `alloc_count=sites`
+/// from JDK 17 on; this bit asks for it on JDK 11 too (whose sampler misses
+/// an object now and then) and when attached.
 pub const EARLY_CLASSES_BY_EVENTS: i64 = 0x400_0000;
+
+/// heap=sites rewrites the classes loaded before VM init as they load,
+/// through the early class-load hook and its field in java.lang.Thread (the
+/// default before 2026-12-02, and still JDK 11's): kept to measure the two
+/// designs against each other (docs/decisions.md).
+pub const EARLY_HOOK_KEPT: i64 = 0x800_0000;

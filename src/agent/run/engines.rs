@@ -25,9 +25,28 @@ pub struct Engines {
     pub lock_waits: Option<LockWaits>,
 }
 
+/// Whether heap=sites leaves the classes loaded before VM init as they load
+/// and counts their allocations from events until it hands them over to
+/// the counters (`heap_sites/early_hand_over.rs`): the default under
+/// `alloc_count=sites` from JDK 17 on (`java_feature`; None when attached,
+/// where every class is loaded already and retransformed). JDK 11's
+/// sampler now and then posts no event for an object of C1's code, so
+/// there the classes are rewritten as they load, as before.
+fn early_classes_by_events(options: &Options, java_feature: Option<u32>) -> bool {
+    let bits = options.experiment;
+    let earlier_designs = experiment::EARLY_CLASSES_UNCOUNTED
+        | experiment::RETRANSFORM_AT_VM_INIT
+        | experiment::EARLY_HOOK_KEPT;
+    bits & experiment::EARLY_CLASSES_BY_EVENTS != 0
+        || (options.alloc_count_sites
+            && java_feature.is_some_and(|feature| feature >= 17)
+            && bits & earlier_designs == 0)
+}
+
 /// The live sample of `alloc_count=bytecode`: the default, or what the
-/// hidden measuring bits of `X=` ask.
-fn live_sample(options: &Options) -> LiveSamples {
+/// hidden measuring bits of `X=` ask; `held`: exact past its budget until
+/// the hand-over has ended.
+fn live_sample(options: &Options, held: bool) -> LiveSamples {
     let experiment_bits = options.experiment;
     let exact_bytes = if experiment_bits & experiment::LIVE_SAMPLE_EVERY_OBJECT != 0 {
         u64::MAX
@@ -42,7 +61,7 @@ fn live_sample(options: &Options) -> LiveSamples {
         live_samples::SAMPLE_INTERVAL
     };
     let mut live = LiveSamples::new(exact_bytes, interval);
-    if experiment_bits & experiment::EARLY_CLASSES_BY_EVENTS != 0 {
+    if held {
         live = live.holding_exact();
     }
     live.finds_sites = experiment_bits & experiment::LIVE_SAMPLE_WITHOUT_SITES == 0;
@@ -65,8 +84,14 @@ fn counted_frames(options: &Options) -> usize {
 impl Engines {
     /// At load time, the engines `options` select (`heap_dump_dir`: where
     /// the JVM writes a heap dump before it is carried into the output,
-    /// made when heap dumps are asked for).
-    pub fn new(options: &Options, heap_dump_dir: Option<PrivateDir>) -> Self {
+    /// made when heap dumps are asked for; `java_feature`: the JVM's
+    /// feature release, None when attached).
+    pub fn new(
+        options: &Options,
+        heap_dump_dir: Option<PrivateDir>,
+        java_feature: Option<u32>,
+    ) -> Self {
+        let by_events = early_classes_by_events(options, java_feature);
         let method_times = options.cpu_times.then(|| {
             let times = MethodTimes::new(options.prof_trace_depth, options.class_filter.clone());
             match options.experiment & experiment::TIMES_CALL_COUNTS_ONLY {
@@ -88,13 +113,13 @@ impl Engines {
                     options.alloc_interval,
                     options.alloc_count_bytecode,
                     counted_frames(options),
-                    live_sample(options),
+                    live_sample(options, by_events),
                     // (Not with cpu=times, whose rewrite needs its tracker
                     // from the first class it changes.)
                     options.experiment & experiment::RETRANSFORM_AT_VM_INIT == 0
                         && method_times.is_none(),
                 );
-                if options.experiment & experiment::EARLY_CLASSES_BY_EVENTS != 0 {
+                if by_events {
                     sites.counting_early_classes_by_events()
                 } else if options.experiment & experiment::EARLY_CLASSES_UNCOUNTED != 0 {
                     sites.leaving_early_classes_alone()
