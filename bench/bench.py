@@ -109,6 +109,10 @@ MODES = {m.key: m for m in [
     # (hidden X=0x4000000): the start-up design, for its cost on the workloads.
     Mode("sites-early-events", "heap=sites,X=0x4000000 (classes before VM init handed over)",
          "heap=sites,X=0x4000000", ("SITES BEGIN",)),
+    # heap=sites rewriting the classes loaded before VM init as they load, through the early
+    # class-load hook (hidden X=0x8000000): the default before 2026-12-02, and JDK 11's.
+    Mode("sites-early-hook", "heap=sites,X=0x8000000 (classes before VM init rewritten as they load)",
+         "heap=sites,X=0x8000000", ("SITES BEGIN",)),
     Mode("times", "cpu=times", "cpu=times", ("CPU TIME (ms) BEGIN",)),
     # cpu=times with its hooks returning at once (hidden X=0x1000000): what the calls into the
     # Tracker alone cost, the floor of timing every call through them.
@@ -173,7 +177,7 @@ SAMPLES_COMPARISON_MODES = ["samples-1", "samples-jvmti", "samples-jvmti-1", "sa
 # heap=sites with the classes loaded before VM init retransformed (the design before), run
 # only when --modes names it.
 SITES_COMPARISON_MODES = ["sites-retransform", "sites-depth1", "sites-split", "sites-early-alone",
-                          "sites-early-events"]
+                          "sites-early-events", "sites-early-hook"]
 # cpu=times filtered to one package, also run only when --modes names it.
 FILTERED_TIMES_MODES = ["times-javac-comp", "times-nothing", "times-calls", "times-counts"]
 PROFILING_MODES = ["none", "samples", "sites", "sites-events", "sites-sampled", "sites-bytecode", "times",

@@ -114,11 +114,15 @@ impl LiveSamples {
     pub fn tag(&self, site: u32, size: u64) -> (u64, BudgetSpent) {
         let exact = !self.sampling.load(Ordering::Relaxed);
         let tag = sample_tag(site, size, exact);
-        self.note_seen(tag, exact);
         if !exact {
+            self.note_seen(tag, false);
             return (tag, BudgetSpent::No);
         }
         let before = self.tagged_bytes.fetch_add(size, Ordering::Relaxed);
+        // What it saw exactly is what it saw within the budget: a hold
+        // past it ends when a thread's work does, which varies between
+        // runs, and the rows' split by it would vary too.
+        self.note_seen(tag, before < self.exact_bytes);
         let spent = before < self.exact_bytes && before + size >= self.exact_bytes;
         if !spent {
             return (tag, BudgetSpent::No);
@@ -236,6 +240,12 @@ mod tests {
         let (still_exact, _) = samples.tag(1, 64);
         assert!(!samples.estimated());
         assert_eq!(samples.weigh(still_exact), Some((1, 64, 1)));
+        assert_eq!(
+            samples.seen_exactly_by_site()[&1],
+            (2, 128),
+            "seen exactly: within the budget only"
+        );
+        assert_eq!(samples.seen_by_site()[&1], (3, 192));
         assert_eq!(samples.release(), Some(1024));
         assert!(samples.estimated());
         assert_eq!(samples.release(), None, "once");
