@@ -145,23 +145,21 @@ impl AllocationSites {
 
     /// The classes loaded before VM init left unchanged and uncounted (the
     /// hidden `EARLY_CLASSES_UNCOUNTED` measuring bit).
-    pub fn leaving_early_classes_alone(mut self) -> Self {
-        self.bytecode = self
-            .bytecode
-            .take()
-            .map(BytecodeCounting::leaving_early_classes_alone);
-        self
+    pub fn leaving_early_classes_alone(self) -> Self {
+        self.with_counting(BytecodeCounting::leaving_early_classes_alone)
     }
 
     /// The classes loaded before VM init left as they load, their
     /// allocations counted from the live sample's events until they are
-    /// handed over to the counters (the hidden `EARLY_CLASSES_BY_EVENTS` bit;
-    /// see `BytecodeCounting::counting_early_by_events`).
-    pub fn counting_early_classes_by_events(mut self) -> Self {
-        self.bytecode = self
-            .bytecode
-            .take()
-            .map(BytecodeCounting::counting_early_by_events);
+    /// handed over to the counters (the default from JDK 17 on; see
+    /// `BytecodeCounting::counting_early_by_events`).
+    pub fn counting_early_classes_by_events(self) -> Self {
+        self.with_counting(BytecodeCounting::counting_early_by_events)
+    }
+
+    /// The bytecode counting, when there is one, as `change` makes it.
+    fn with_counting(mut self, change: fn(BytecodeCounting) -> BytecodeCounting) -> Self {
+        self.bytecode = self.bytecode.take().map(change);
         self
     }
 
