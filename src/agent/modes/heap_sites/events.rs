@@ -27,7 +27,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 impl AllocationSites {
     /// SampledObjectAlloc: count the object at its site and tag it.
-    pub fn object_allocated(&self, run: &Run, jni: Option<&JniEnv>, allocated: Allocated<'_>) {
+    pub fn object_allocated(
+        &'static self,
+        run: &Run,
+        jni: Option<&JniEnv>,
+        allocated: Allocated<'_>,
+    ) {
         let Allocated {
             thread,
             object,
@@ -139,7 +144,7 @@ impl AllocationSites {
     /// at its trace as it prints, so that the sample of the live ones
     /// splits its class's live objects among the class's rows.
     fn live_sampled(
-        &self,
+        &'static self,
         run: &Run,
         live: &LiveSamples,
         thread: LocalThread<'_>,
@@ -200,8 +205,8 @@ impl AllocationSites {
             BudgetSpent::No => {}
             BudgetSpent::SetInterval(interval) => self.set_sampling_interval(&env, interval),
             BudgetSpent::WhileHeld => {
-                if let (Some(run), Some(sites)) = (self.run.get(), this_engine()) {
-                    early_hand_over::begin(run, sites);
+                if let Some(run) = self.run.get() {
+                    early_hand_over::begin(run, self);
                 }
             }
         }
@@ -321,11 +326,6 @@ fn early_frame(env: &Jvmti, counting: &BytecodeCounting, thread: LocalThread<'_>
     (count > 0)
         .then(|| counting.counts_by_event(env, top[0].method as u64, caller))
         .flatten()
-}
-
-/// The engine whose events these are, as the program's lasting state.
-fn this_engine() -> Option<&'static AllocationSites> {
-    crate::agent::current::profiler().and_then(|p| p.engines.allocation_sites.as_ref())
 }
 
 /// The site of an allocation of `class` by `frames`, from this thread's
