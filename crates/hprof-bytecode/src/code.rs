@@ -51,11 +51,16 @@ pub(crate) mod op {
     pub const GETSTATIC: u8 = 178;
     pub const PUTSTATIC: u8 = 179;
     pub const NEWARRAY: u8 = 188;
-    pub const T_LONG: u8 = 11;
     pub const ISTORE_3: u8 = 62;
     pub const ILOAD_3: u8 = 29;
     pub const IAND: u8 = 126;
     pub const LASTORE: u8 = 80;
+}
+
+/// The element type operand of `newarray` (JVMS 6.5, newarray): not an
+/// opcode, the byte that follows one.
+pub(crate) mod array_type {
+    pub const T_LONG: u8 = 11;
 }
 
 /// A local variable instruction (`lload L`, `lstore L`, ...) in its

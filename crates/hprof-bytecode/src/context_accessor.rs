@@ -19,6 +19,7 @@
 //! setWindow(JI)V:     invokestatic Thread.currentThread; lload_0; bipush 21; lshl; iload_2; i2l; lor; putfield context; return
 //! ```
 
+use super::code::array_type::T_LONG;
 use super::code::op::{self, *};
 use super::made_class::{MadeClass, MadeMethod, made_field, made_pool};
 
