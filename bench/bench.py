@@ -110,7 +110,7 @@ MODES = {m.key: m for m in [
     Mode("sites-early-events", "heap=sites,X=0x4000000 (classes before VM init handed over)",
          "heap=sites,X=0x4000000", ("SITES BEGIN",)),
     # heap=sites rewriting the classes loaded before VM init as they load, through the early
-    # class-load hook (hidden X=0x8000000): the default before 2026-12-02, and JDK 11's.
+    # class-load hook (hidden X=0x8000000): the default before 2026-12-02.
     Mode("sites-early-hook", "heap=sites,X=0x8000000 (classes before VM init rewritten as they load)",
          "heap=sites,X=0x8000000", ("SITES BEGIN",)),
     Mode("times", "cpu=times", "cpu=times", ("CPU TIME (ms) BEGIN",)),

@@ -3,7 +3,7 @@
 # and Debian's JDK 17: hyperfine medians in ms, and each mode's difference from no agent. The
 # modes are given as agent option strings; by default the ones the start-up target is about,
 # with heap=sites' design before beside them (hidden X=0x8000000: the classes loaded before VM
-# init rewritten as they load, through the early class-load hook; JDK 11's default).
+# init rewritten as they load, through the early class-load hook).
 #
 #   bench/startup.sh [RUNS=20] [OPTIONS...]
 #   bench/startup.sh 20 heap=sites heap=sites,X=0x8000000 cpu=times

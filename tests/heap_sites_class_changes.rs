@@ -34,10 +34,9 @@ fn run_java(
     out
 }
 
-/// The calling contexts' field (`alloc_count=bytecode`, and the default on
-/// JDK 11, which rewrites the classes loaded before VM init as they load):
-/// one declared field more, out of the program's reach; the default from
-/// JDK 17 on leaves java.lang.Thread as it is.
+/// The calling contexts' field (`alloc_count=bytecode`, which rewrites the
+/// classes loaded before VM init as they load): one declared field more,
+/// out of the program's reach; the default leaves java.lang.Thread as it is.
 #[test]
 fn the_context_field_leaves_threads_public_fields_as_they_were() {
     common::on_each(&common::jdks(), |jdk| {
@@ -49,7 +48,7 @@ fn the_context_field_leaves_threads_public_fields_as_they_were() {
         let by_default = common::stdout_text(&by_default);
         assert_eq!(
             number(&by_default, "declared_fields"),
-            number(&plain, "declared_fields") + usize::from(jdk.major == 11),
+            number(&plain, "declared_fields"),
             "{label}: the default's Thread: {by_default}"
         );
         let options = Some("heap=sites,alloc_count=bytecode");

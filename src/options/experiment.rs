@@ -99,12 +99,12 @@ pub const TIMES_CALL_COUNTS_ONLY: i64 = 0x200_0000;
 /// every object; when its budget is spent, an agent thread retransforms
 /// those classes so that their code counts, then the sample thins out
 /// (`heap_sites/early_hand_over.rs`). The default under `alloc_count=sites`
-/// from JDK 17 on; this bit asks for it on JDK 11 too (whose sampler misses
-/// an object now and then) and when attached.
+/// when loaded with the JVM; this bit asks for it under
+/// `alloc_count=bytecode` and when attached too.
 pub const EARLY_CLASSES_BY_EVENTS: i64 = 0x400_0000;
 
 /// heap=sites rewrites the classes loaded before VM init as they load,
 /// through the early class-load hook and its field in java.lang.Thread (the
-/// default before 2026-12-02, and still JDK 11's): kept to measure the two
+/// default before 2026-12-02): kept to measure the two
 /// designs against each other (docs/decisions.md).
 pub const EARLY_HOOK_KEPT: i64 = 0x800_0000;

@@ -28,19 +28,15 @@ pub struct Engines {
 /// Whether heap=sites leaves the classes loaded before VM init as they load
 /// and counts their allocations from events until it hands them over to
 /// the counters (`heap_sites/early_hand_over.rs`): the default under
-/// `alloc_count=sites` from JDK 17 on (`java_feature`; None when attached,
-/// where every class is loaded already and retransformed). JDK 11's
-/// sampler now and then posts no event for an object of C1's code, so
-/// there the classes are rewritten as they load, as before.
+/// `alloc_count=sites` when loaded with the JVM (`java_feature`; None when
+/// attached, where every class is loaded already and retransformed).
 fn early_classes_by_events(options: &Options, java_feature: Option<u32>) -> bool {
     let bits = options.experiment;
     let earlier_designs = experiment::EARLY_CLASSES_UNCOUNTED
         | experiment::RETRANSFORM_AT_VM_INIT
         | experiment::EARLY_HOOK_KEPT;
     bits & experiment::EARLY_CLASSES_BY_EVENTS != 0
-        || (options.alloc_count_sites
-            && java_feature.is_some_and(|feature| feature >= 17)
-            && bits & earlier_designs == 0)
+        || (options.alloc_count_sites && java_feature.is_some() && bits & earlier_designs == 0)
 }
 
 /// The live sample of `alloc_count=bytecode`: the default, or what the

@@ -491,8 +491,8 @@ pub struct BytecodeCounting {
     /// nor retransformed (the hidden `EARLY_CLASSES_UNCOUNTED` measuring bit).
     early_left_alone: bool,
     /// With `early_left_alone`, the allocations of those classes' methods
-    /// are counted from the live sample's events (the hidden
-    /// `EARLY_CLASSES_BY_EVENTS` measuring bit): their methods, found at VM
+    /// are counted from the live sample's events (the default under
+    /// `alloc_count=sites`): their methods, found at VM
     /// init, natives left out (what they make is the VM's).
     early_methods: Option<OnceLock<EarlyClasses>>,
     /// With `early_methods`: java.lang.Thread gets no field (it is loaded

@@ -151,7 +151,7 @@ impl AllocationSites {
 
     /// The classes loaded before VM init left as they load, their
     /// allocations counted from the live sample's events until they are
-    /// handed over to the counters (the default from JDK 17 on; see
+    /// handed over to the counters (the default under `alloc_count=sites`; see
     /// `BytecodeCounting::counting_early_by_events`).
     pub fn counting_early_classes_by_events(self) -> Self {
         self.with_counting(BytecodeCounting::counting_early_by_events)
