@@ -122,6 +122,9 @@ MODES = {m.key: m for m in [
     # (hidden X=0x2000000): the floor of counting calls in the byte code with times from samples.
     Mode("times-counts", "cpu=times,X=0x2000000 (calls counted on entry, nothing timed)",
          "cpu=times,X=0x2000000", ("CPU TIME (ms) BEGIN",)),
+    # The same count by a method the JIT may inline (hidden X=0x10000000): counting in the method.
+    Mode("times-counts-inlined", "cpu=times,X=0x10000000 (calls counted on entry, inlined)",
+         "cpu=times,X=0x10000000", ("CPU TIME (ms) BEGIN",)),
     # cpu=times with a filter: only javac's attribution package (com.sun.tools.javac.comp) is
     # rewritten and timed; on the other workloads nothing matches.
     Mode("times-javac-comp", "cpu=times,include=com.sun.tools.javac.comp.*",
@@ -179,7 +182,8 @@ SAMPLES_COMPARISON_MODES = ["samples-1", "samples-jvmti", "samples-jvmti-1", "sa
 SITES_COMPARISON_MODES = ["sites-retransform", "sites-depth1", "sites-split", "sites-early-alone",
                           "sites-early-events", "sites-early-hook"]
 # cpu=times filtered to one package, also run only when --modes names it.
-FILTERED_TIMES_MODES = ["times-javac-comp", "times-nothing", "times-calls", "times-counts"]
+FILTERED_TIMES_MODES = ["times-javac-comp", "times-nothing", "times-calls", "times-counts",
+                        "times-counts-inlined"]
 PROFILING_MODES = ["none", "samples", "sites", "sites-events", "sites-sampled", "sites-bytecode", "times",
                    "monitor", "jfr", "jfr-monitor"]
 STARTUP_MODES = ["none", "samples", "sites", "sites-sampled", "sites-bytecode", "times",

@@ -94,6 +94,11 @@ pub const TIMES_CALLS_ONLY: i64 = 0x100_0000;
 /// (docs/decisions.md).
 pub const TIMES_CALL_COUNTS_ONLY: i64 = 0x200_0000;
 
+/// As `TIMES_CALL_COUNTS_ONLY`, with the counting method one the JIT may
+/// inline into the program's methods (`Tracker.CallCountInlined`): the
+/// floor of counting in the method itself (docs/decisions.md).
+pub const TIMES_CALL_COUNTS_INLINED: i64 = 0x1000_0000;
+
 /// heap=sites leaves the classes loaded before VM init as they load and
 /// counts their allocations from the live sample's events while it reports
 /// every object; when its budget is spent, an agent thread retransforms

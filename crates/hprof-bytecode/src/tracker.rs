@@ -64,6 +64,15 @@ impl Injection {
         }
     }
 
+    /// A measuring aid: `call_counts` with `Tracker.CallCountInlined(II)V`,
+    /// which the JIT may inline: what counting in the method itself costs.
+    pub fn inlined_call_counts() -> Injection {
+        Injection {
+            entry: Some(("CallCountInlined".into(), CALL_DESCRIPTOR.into())),
+            ..Injection::call_counts()
+        }
+    }
+
     /// A measuring aid: `Tracker.CallCount(II)V` on entry only, no exit
     /// call, no handler, leaves like every other method. What counting each
     /// call costs without a clock or a shadow stack.
@@ -100,6 +109,7 @@ mod tests {
             ("leafStart", "()J"),
             ("LeafSite", "(IIJ)V"),
             ("CallCount", "(II)V"),
+            ("CallCountInlined", "(II)V"),
             TRACKER_DRAIN,
             TRACKER_ENDED,
             TRACKER_RESET,

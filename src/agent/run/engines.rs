@@ -90,9 +90,13 @@ impl Engines {
         let by_events = early_classes_by_events(options, java_feature);
         let method_times = options.cpu_times.then(|| {
             let times = MethodTimes::new(options.prof_trace_depth, options.class_filter.clone());
-            match options.experiment & experiment::TIMES_CALL_COUNTS_ONLY {
-                0 => times,
-                _ => times.counting_calls_only(),
+            let bits = options.experiment;
+            if bits & experiment::TIMES_CALL_COUNTS_INLINED != 0 {
+                times.counting_calls_only(true)
+            } else if bits & experiment::TIMES_CALL_COUNTS_ONLY != 0 {
+                times.counting_calls_only(false)
+            } else {
+                times
             }
         });
         if options.heap_sites && options.alloc_count_bytecode && options.thread {

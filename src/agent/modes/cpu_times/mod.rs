@@ -46,9 +46,10 @@ impl MethodTimes {
     }
 
     /// Calls are counted on entry and nothing is timed (the hidden
-    /// `TIMES_CALL_COUNTS_ONLY` measuring bit).
-    pub fn counting_calls_only(mut self) -> Self {
-        self.timing = self.timing.counting_calls_only();
+    /// `TIMES_CALL_COUNTS_ONLY` measuring bit; `inlined`: by a method the
+    /// JIT may inline, `TIMES_CALL_COUNTS_INLINED`).
+    pub fn counting_calls_only(mut self, inlined: bool) -> Self {
+        self.timing = self.timing.counting_calls_only(inlined);
         self
     }
 

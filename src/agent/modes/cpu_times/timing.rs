@@ -96,9 +96,13 @@ impl MethodTiming {
     }
 
     /// The rewritten code only counts calls on entry (the hidden
-    /// `TIMES_CALL_COUNTS_ONLY` measuring bit).
-    pub fn counting_calls_only(mut self) -> Self {
-        self.injection = Injection::call_counts();
+    /// `TIMES_CALL_COUNTS_ONLY` and `TIMES_CALL_COUNTS_INLINED` measuring
+    /// bits).
+    pub fn counting_calls_only(mut self, inlined: bool) -> Self {
+        self.injection = match inlined {
+            true => Injection::inlined_call_counts(),
+            false => Injection::call_counts(),
+        };
         self
     }
 
