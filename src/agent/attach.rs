@@ -162,7 +162,7 @@ fn new_profiler(
     };
     let writer = OutputWriter::start(sink)
         .map_err(|e| format!("cannot start the output writer thread: {e}"))?;
-    let mut engines = Engines::new(&options, heap_dump_dir, None);
+    let mut engines = Engines::new(&options, heap_dump_dir, false);
     if let Some(times) = engines.method_times.as_mut() {
         times.set_attached();
     }

@@ -71,11 +71,7 @@ impl Agent for HprofAgent {
         let writer = OutputWriter::start(sink).unwrap_or_else(|e| {
             fail_at_load(&format!("cannot start the output writer thread: {e}"))
         });
-        let engines = crate::agent::run::engines::Engines::new(
-            &options,
-            heap_dump_dir,
-            crate::agent::jvm::java_feature_version(&jvmti),
-        );
+        let engines = crate::agent::run::engines::Engines::new(&options, heap_dump_dir, true);
         if engines
             .allocation_sites
             .as_ref()

@@ -28,15 +28,15 @@ pub struct Engines {
 /// Whether heap=sites leaves the classes loaded before VM init as they load
 /// and counts their allocations from events until it hands them over to
 /// the counters (`heap_sites/early_hand_over.rs`): the default under
-/// `alloc_count=sites` when loaded with the JVM (`java_feature`; None when
-/// attached, where every class is loaded already and retransformed).
-fn early_classes_by_events(options: &Options, java_feature: Option<u32>) -> bool {
+/// `alloc_count=sites` when loaded with the JVM (not when attached, where
+/// every class is loaded already and retransformed).
+fn early_classes_by_events(options: &Options, loaded_with_jvm: bool) -> bool {
     let bits = options.experiment;
     let earlier_designs = experiment::EARLY_CLASSES_UNCOUNTED
         | experiment::RETRANSFORM_AT_VM_INIT
         | experiment::EARLY_HOOK_KEPT;
     bits & experiment::EARLY_CLASSES_BY_EVENTS != 0
-        || (options.alloc_count_sites && java_feature.is_some() && bits & earlier_designs == 0)
+        || (options.alloc_count_sites && loaded_with_jvm && bits & earlier_designs == 0)
 }
 
 /// The live sample of `alloc_count=bytecode`: the default, or what the
@@ -80,14 +80,14 @@ fn counted_frames(options: &Options) -> usize {
 impl Engines {
     /// At load time, the engines `options` select (`heap_dump_dir`: where
     /// the JVM writes a heap dump before it is carried into the output,
-    /// made when heap dumps are asked for; `java_feature`: the JVM's
-    /// feature release, None when attached).
+    /// made when heap dumps are asked for; `loaded_with_jvm`: false when
+    /// attached to a running JVM).
     pub fn new(
         options: &Options,
         heap_dump_dir: Option<PrivateDir>,
-        java_feature: Option<u32>,
+        loaded_with_jvm: bool,
     ) -> Self {
-        let by_events = early_classes_by_events(options, java_feature);
+        let by_events = early_classes_by_events(options, loaded_with_jvm);
         let method_times = options.cpu_times.then(|| {
             let times = MethodTimes::new(options.prof_trace_depth, options.class_filter.clone());
             let bits = options.experiment;

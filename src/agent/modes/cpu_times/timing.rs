@@ -99,9 +99,10 @@ impl MethodTiming {
     /// `TIMES_CALL_COUNTS_ONLY` and `TIMES_CALL_COUNTS_INLINED` measuring
     /// bits).
     pub fn counting_calls_only(mut self, inlined: bool) -> Self {
-        self.injection = match inlined {
-            true => Injection::inlined_call_counts(),
-            false => Injection::call_counts(),
+        self.injection = if inlined {
+            Injection::inlined_call_counts()
+        } else {
+            Injection::call_counts()
         };
         self
     }
