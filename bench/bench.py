@@ -117,14 +117,18 @@ MODES = {m.key: m for m in [
     # cpu=times with its hooks returning at once (hidden X=0x1000000): what the calls into the
     # Tracker alone cost, the floor of timing every call through them.
     Mode("times-calls", "cpu=times,X=0x1000000 (hooks only, nothing timed)",
-         "cpu=times,X=0x1000000", ("CPU TIME (ms) BEGIN",)),
+         "cpu=times,timing=calls,X=0x1000000", ("CPU TIME (ms) BEGIN",)),
     # cpu=times counting each call on entry in the thread's own table, no clock, no exit call
     # (hidden X=0x2000000): the floor of counting calls in the byte code with times from samples.
     Mode("times-counts", "cpu=times,X=0x2000000 (calls counted on entry, nothing timed)",
-         "cpu=times,X=0x2000000", ("CPU TIME (ms) BEGIN",)),
+         "cpu=times,timing=calls,X=0x2000000", ("CPU TIME (ms) BEGIN",)),
     # The same count by a method the JIT may inline (hidden X=0x10000000): counting in the method.
     Mode("times-counts-inlined", "cpu=times,X=0x10000000 (calls counted on entry, inlined)",
-         "cpu=times,X=0x10000000", ("CPU TIME (ms) BEGIN",)),
+         "cpu=times,timing=calls,X=0x10000000", ("CPU TIME (ms) BEGIN",)),
+    # cpu=times timing every call (timing=calls), HPROF's way; the default (mode "times") counts
+    # every call and takes times and traces from CPU samples.
+    Mode("times-every-call", "cpu=times,timing=calls (every call timed)",
+         "cpu=times,timing=calls", ("CPU TIME (ms) BEGIN",)),
     # cpu=times with a filter: only javac's attribution package (com.sun.tools.javac.comp) is
     # rewritten and timed; on the other workloads nothing matches.
     Mode("times-javac-comp", "cpu=times,include=com.sun.tools.javac.comp.*",
@@ -183,7 +187,7 @@ SITES_COMPARISON_MODES = ["sites-retransform", "sites-depth1", "sites-split", "s
                           "sites-early-events", "sites-early-hook"]
 # cpu=times filtered to one package, also run only when --modes names it.
 FILTERED_TIMES_MODES = ["times-javac-comp", "times-nothing", "times-calls", "times-counts",
-                        "times-counts-inlined"]
+                        "times-counts-inlined", "times-every-call"]
 PROFILING_MODES = ["none", "samples", "sites", "sites-events", "sites-sampled", "sites-bytecode", "times",
                    "monitor", "jfr", "jfr-monitor"]
 STARTUP_MODES = ["none", "samples", "sites", "sites-sampled", "sites-bytecode", "times",

@@ -104,6 +104,13 @@ pub struct Options {
     pub alloc_count_sites: bool,
     /// Whether `alloc_count` was given.
     pub alloc_count_given: bool,
+    /// hprof-rs addition, `timing=samples`: cpu=times counts every call on
+    /// entry and takes times and traces from CPU samples; `timing=calls`
+    /// times every call (HPROF's way). Unless the option is given, samples
+    /// for cpu=times without `include=`/`exclude=` (see `derive`).
+    pub timing_by_samples: bool,
+    /// Whether `timing` was given.
+    pub timing_given: bool,
     /// hprof-rs addition, `include=` / `exclude=`: the classes cpu=times
     /// and cpu=old rewrite and time (all but the agent's own by default).
     pub class_filter: ClassFilter,
@@ -149,6 +156,8 @@ impl Default for Options {
             alloc_count_bytecode: false,
             alloc_count_given: false,
             alloc_count_sites: false,
+            timing_by_samples: false,
+            timing_given: false,
             class_filter: ClassFilter::default(),
             combined: String::new(),
         }
@@ -237,6 +246,7 @@ const VALUE_MAX: usize = 4096;
 
 const PORT_ERROR: &str = "net option port must be a decimal number from 1 to 65535";
 const ALLOC_COUNT_ERROR: &str = "alloc_count option value must be bytecode, sites or events";
+const TIMING_ERROR: &str = "timing option value must be samples or calls";
 const ALLOC_INTERVAL_ERROR: &str = "alloc_interval option value must be a byte count (e.g. 512k)";
 
 /// Parses the agent options.
@@ -397,6 +407,14 @@ impl<'a> Parser<'a> {
                     input.value(&format!("syntax error parsing {name}=PATTERN[:PATTERN...]"))?;
                 options.class_filter.add(name, value)?;
             }
+            "timing" => {
+                options.timing_by_samples = match input.value(TIMING_ERROR)? {
+                    "samples" => true,
+                    "calls" => false,
+                    _ => return Err(TIMING_ERROR.into()),
+                };
+                options.timing_given = true;
+            }
             "alloc_count" => {
                 (options.alloc_count_bytecode, options.alloc_count_sites) =
                     match input.value(ALLOC_COUNT_ERROR)? {
@@ -479,6 +497,18 @@ impl<'a> Parser<'a> {
         // heap=sites counts in every class whatever they say.
         if o.class_filter.is_active() && !o.cpu_times {
             return Err("include and exclude choose the classes cpu=times|old times: they need cpu=times or cpu=old".into());
+        }
+        if o.timing_given && !o.cpu_times {
+            return Err("timing chooses how cpu=times times: it needs cpu=times".into());
+        }
+        if o.timing_given && o.timing_by_samples && (o.cpu_old || o.class_filter.is_active()) {
+            return Err("timing=samples is for cpu=times without include or exclude: cpu=old and the filters time every call".into());
+        }
+        if !o.timing_given {
+            // The default for cpu=times: every call counted, times from
+            // samples, at about 2x; timing every call costs 3x to 8x on
+            // programs made of small methods, and is what a filter asks.
+            o.timing_by_samples = o.cpu_times && !o.cpu_old && !o.class_filter.is_active();
         }
         o.prof_trace_depth = if o.cpu_old { 2 } else { o.depth };
         if !(o.cpu_samples || o.cpu_times || o.monitor || o.heap_sites || o.heap_dump) {

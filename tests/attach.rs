@@ -188,13 +188,13 @@ enum Step {
 
 const TIMED_SESSION: &[Step] = &[
     Step::Send("probe", "probe="),
-    Step::Attach("cpu=times,cutoff=0,file=times-1.txt"),
+    Step::Attach("cpu=times,timing=calls,cutoff=0,file=times-1.txt"),
     Step::Send("probe", "probe="),
     Step::Send("enter", "entered"),
     Step::Send("work 300", "worked 300"),
     Step::Stop,
     Step::Send("probe", "probe="),
-    Step::Attach("cpu=times,cutoff=0,file=times-2.txt"),
+    Step::Attach("cpu=times,timing=calls,cutoff=0,file=times-2.txt"),
     Step::Send("work 200", "worked 200"),
     Step::Send("leave", "left"),
     Step::Send("fail", "failed"),

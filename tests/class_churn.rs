@@ -102,7 +102,7 @@ fn cpu_times_times_a_reloaded_method_as_one_method() {
     common::on_each(&common::jdks(), |jdk| {
         let copies = 300u64;
         let scratch = format!("churn-times-{}", jdk.label);
-        let (profile, stderr) = churn(jdk, &scratch, "cpu=times,cutoff=0", copies);
+        let (profile, stderr) = churn(jdk, &scratch, "cpu=times,timing=calls,cutoff=0", copies);
         let section = profile
             .first_cpu(CpuTitle::TimeMs)
             .expect("a CPU TIME block");
@@ -153,7 +153,13 @@ fn cpu_times_times_each_freshly_named_copy_once() {
     common::on_each(&common::jdks(), |jdk| {
         let copies = 400u64;
         let scratch = format!("churn-distinct-times-{}", jdk.label);
-        let (profile, _) = churn_run(jdk, &scratch, "cpu=times,cutoff=0", "distinct", copies);
+        let (profile, _) = churn_run(
+            jdk,
+            &scratch,
+            "cpu=times,timing=calls,cutoff=0",
+            "distinct",
+            copies,
+        );
         let section = profile
             .first_cpu(CpuTitle::TimeMs)
             .expect("a CPU TIME block");
@@ -310,7 +316,7 @@ fn a_dump_at_heap_exhaustion_inside_the_call_tree_never_hangs() {
             let mut cmd = common::java_command(jdk, &dir);
             cmd.arg("-Xmx64m")
                 .arg(common::agentpath_arg(&format!(
-                    "cpu=times,file={}",
+                    "cpu=times,timing=calls,file={}",
                     file.display()
                 )))
                 .args(["ClassChurn", "distinct", "30000"]);

@@ -200,7 +200,7 @@ fn pprof_reads_cpu_times_with_the_files_total_and_calls() {
         let text = profile(
             jdk,
             &dir,
-            "cpu=times,cutoff=0",
+            "cpu=times,timing=calls,cutoff=0",
             "times.txt",
             &["TimedCalls"],
         );

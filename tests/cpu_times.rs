@@ -67,7 +67,7 @@ fn a_thread_is_still_timed_after_it_caught_a_stack_overflow() {
                 jdk,
                 &format!("cpu-times-overflow-{label}"),
                 &[],
-                "cpu=times,cutoff=0",
+                "cpu=times,timing=calls,cutoff=0",
                 "Overflow",
             );
             assert!(stdout.contains("counter=5000"), "{label}: {stdout}");
@@ -89,7 +89,7 @@ fn call_counts_are_exact_and_the_sleeper_has_the_most_self_time() {
             jdk,
             &format!("cpu-times-{label}"),
             &[],
-            "cpu=times,cutoff=0",
+            "cpu=times,timing=calls,cutoff=0",
             "TimedCalls",
         );
         assert!(
@@ -146,7 +146,7 @@ fn leaves_are_counted_exactly_and_hold_their_own_time() {
             jdk,
             &format!("cpu-times-leaves-{label}"),
             &[],
-            "cpu=times,cutoff=0",
+            "cpu=times,timing=calls,cutoff=0",
             "LeafCalls",
         );
         assert!(stdout.contains("done true"), "{label}: {stdout}");
@@ -295,7 +295,7 @@ fn deep_traces_of_many_paths_fit_a_small_heap() {
             jdk,
             &format!("cpu-times-paths-{label}"),
             &["-Xmx32m"],
-            "cpu=times,depth=200,cutoff=0",
+            "cpu=times,timing=calls,depth=200,cutoff=0",
             "Paths",
         );
         assert!(stdout.contains("counter=8192"), "{label}: {stdout}");
@@ -321,7 +321,7 @@ fn an_error_inside_the_tracker_stops_timing_but_never_reaches_the_program() {
         let dir = common::scratch_dir(&format!("cpu-times-heap-full-{label}"));
         let mut cmd = common::java_command(jdk, &dir);
         cmd.arg("-Xmx32m")
-            .arg(common::agentpath_arg("cpu=times,verbose=n"))
+            .arg(common::agentpath_arg("cpu=times,timing=calls,verbose=n"))
             .arg("TimedHeapFull");
         let out = common::run(&mut cmd);
         // Alone, the program succeeds; the Tracker's OutOfMemoryError used
@@ -363,7 +363,9 @@ fn many_short_lived_threads_fit_a_small_heap_and_keep_exact_counts() {
             let dir = common::scratch_dir(&format!("cpu-times-threads-{kind}-{label}"));
             let mut cmd = common::java_command(jdk, &dir);
             cmd.arg("-Xmx48m")
-                .arg(common::agentpath_arg("cpu=times,cutoff=0,verbose=n"))
+                .arg(common::agentpath_arg(
+                    "cpu=times,timing=calls,cutoff=0,verbose=n",
+                ))
                 .arg("ManyThreads")
                 .arg(kind);
             let out = common::run(&mut cmd);

@@ -421,7 +421,7 @@ fn cpu_times_with_thread_y_keeps_ended_threads_serials() {
         let out = run_java(
             jdk,
             &dir,
-            &[agent("cpu=times,thread=y,cutoff=0")],
+            &[agent("cpu=times,timing=calls,thread=y,cutoff=0")],
             "Threads",
             &[],
             common::DEFAULT_TIMEOUT,
@@ -463,7 +463,10 @@ fn cpu_times_runs_with_the_flight_recorder() {
         let out = run_java(
             jdk,
             &dir,
-            &[OsString::from(recording), agent("cpu=times,cutoff=0")],
+            &[
+                OsString::from(recording),
+                agent("cpu=times,timing=calls,cutoff=0"),
+            ],
             "TimedCalls",
             &[],
             common::DEFAULT_TIMEOUT,

@@ -217,7 +217,7 @@ fn a_planted_tracker_directory_is_never_used() {
                 &dir,
                 &tmp,
                 &[
-                    common::agentpath_arg("cpu=times,cutoff=0"),
+                    common::agentpath_arg("cpu=times,timing=calls,cutoff=0"),
                     "TimedCalls".into(),
                 ],
                 |pid| {

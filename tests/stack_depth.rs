@@ -79,6 +79,15 @@ fn assert_at_least(label: &str, what: &str, mode: &str, with: u64, without: u64,
     );
 }
 
+/// The modes measured: cpu=times both from samples (its default) and
+/// timing every call.
+const MODES: [&str; 4] = [
+    "cpu=samples",
+    "cpu=times",
+    "cpu=times,timing=calls",
+    "heap=sites",
+];
+
 /// The main thread, interpreted (`-Xint`, the same depths on every JDK).
 #[test]
 fn interpreted_recursions_keep_their_depth_under_every_mode() {
@@ -86,7 +95,7 @@ fn interpreted_recursions_keep_their_depth_under_every_mode() {
         let label = &jdk.label;
         let (main, args, what) = ("MainDepth", [], "the main thread");
         let without = deepest(jdk, &["-Xint"], None, main, &args);
-        for mode in ["cpu=samples", "cpu=times", "heap=sites"] {
+        for mode in MODES {
             let with = deepest(jdk, &["-Xint"], Some(mode), main, &args);
             assert_main_kept(label, what, mode, with, without);
         }
@@ -110,7 +119,7 @@ fn recursions_on_started_threads_keep_their_depth_under_every_mode() {
         for (flag, args) in cases {
             let what = format!("{}, {flag}", thread_of(args));
             let (without, _) = depths(jdk, &[flag], None, "StackDepth", args);
-            for mode in ["cpu=samples", "cpu=times", "heap=sites"] {
+            for mode in MODES {
                 let (_, with) = depths(jdk, &[flag], Some(mode), "StackDepth", args);
                 assert_at_least(&jdk.label, &what, mode, with, without, KEPT);
             }
@@ -139,7 +148,7 @@ fn compiled_recursions_on_the_main_thread_keep_their_depth_under_every_mode() {
         // (-Xbatch): the deep ones run compiled, whatever the machine's load.
         let (jvm, args) = (["-Xbatch"], ["30000"]);
         let without = deepest(jdk, &jvm, None, "MainDepth", &args);
-        for mode in ["cpu=samples", "cpu=times", "heap=sites"] {
+        for mode in MODES {
             let with = deepest(jdk, &jvm, Some(mode), "MainDepth", &args);
             assert_main_kept(&jdk.label, "the main thread, compiled", mode, with, without);
         }

@@ -520,7 +520,13 @@ fn unusable_input_gives_one_line_and_exit_2() {
 fn top_and_collapse_read_cpu_times() {
     common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("tools-times-{}", jdk.label));
-        let text = profile(jdk, &dir, "cpu=times", "times.txt", &["TimedCalls"]);
+        let text = profile(
+            jdk,
+            &dir,
+            "cpu=times,timing=calls",
+            "times.txt",
+            &["TimedCalls"],
+        );
         let out = tool(&["top", "--what", "time", "--json"], &[&text]);
         common::assert_success(&out, "top --what time");
         let report: serde_json::Value = serde_json::from_str(&common::stdout_text(&out)).unwrap();

@@ -194,8 +194,11 @@ public final class Tracker {
     private long[] memo = emptyMemo(32);
     private int memoCount;
 
-    /** Calls counted by CallCount (a measuring aid), by class and method number. */
+    /** Calls counted on entry by CallCount and CallCountInlined (cpu=times
+     * timed from samples), by class and method number; and what drain()
+     * reported of them so far (grown and written under LOCKS). */
     private long[][] callCounts = new long[0][];
+    private long[][] drainedCallCounts = new long[0][];
 
     private Tracker(Thread thread, int madeFor) {
         this.thread = thread;
@@ -858,6 +861,8 @@ public final class Tracker {
         drainedCalls = new long[0];
         drainedSelf = new long[0];
         drainedTotal = new long[0];
+        callCounts = new long[0][];
+        drainedCallCounts = new long[0][];
         traceCount = 0;
         localIndex = new int[2];
         memo = emptyMemo(2);
@@ -981,6 +986,52 @@ public final class Tracker {
             t.drainedCalls[trace] = nowCalls;
             t.drainedSelf[trace] = nowSelf;
             t.drainedTotal[trace] = nowTotal;
+        }
+        collectCallCounts(t, owner, serial);
+    }
+
+    /**
+     * Under LOCKS: as collect(), for the calls counted on entry: each
+     * method's count is the calls of a trace of that method alone, with no
+     * time (the agent takes times and traces from samples). The owner may
+     * replace its arrays meanwhile (only ever by larger copies): each is
+     * read once, and a count it adds later is reported by the next drain.
+     */
+    private static void collectCallCounts(Tracker t, int owner, int serial) {
+        long[][] byClass = t.callCounts;
+        if (t.drainedCallCounts.length < byClass.length) {
+            // (Not Arrays.copyOf: for an array of arrays it goes through
+            // java.lang.reflect.Array, which may be rewritten code, whose
+            // call into the tracker would wait for this very lock.)
+            long[][] grown = new long[byClass.length][];
+            System.arraycopy(t.drainedCallCounts, 0, grown, 0, t.drainedCallCounts.length);
+            t.drainedCallCounts = grown;
+        }
+        long[][] drainedByClass = t.drainedCallCounts;
+        for (int c = 0; c < byClass.length; c++) {
+            long[] methods = byClass[c];
+            if (methods == null) {
+                continue;
+            }
+            long[] drained = drainedByClass[c];
+            if (drained == null || drained.length < methods.length) {
+                drained = drained == null ? new long[methods.length] : java.util.Arrays.copyOf(drained, methods.length);
+                drainedByClass[c] = drained;
+            }
+            for (int m = 0; m < methods.length; m++) {
+                long now = methods[m];
+                long grew = now - drained[m];
+                if (grew <= 0) {
+                    continue;
+                }
+                int node = intern(-1, ((long) c << 32) | m);
+                if (owner < 0) {
+                    addFolded(serial, node, grew, 0, 0);
+                } else {
+                    emit(owner, node, grew, 0, 0);
+                }
+                drained[m] = now;
+            }
         }
     }
 

@@ -82,12 +82,12 @@ pub const RETRANSFORM_AT_VM_INIT: i64 = 0x40_0000;
 /// java.lang.Thread still gets their field, through the early hook.
 pub const EARLY_CLASSES_UNCOUNTED: i64 = 0x80_0000;
 
-/// cpu=times rewrites every class as usual but never engages the Tracker,
+/// cpu=times,timing=calls rewrites every class as usual but never engages the Tracker,
 /// so each hook returns at once: what the calls into it alone cost, the
 /// floor of timing every call through them (docs/decisions.md).
 pub const TIMES_CALLS_ONLY: i64 = 0x100_0000;
 
-/// cpu=times injects only `Tracker.CallCount` on entry, which counts the
+/// cpu=times,timing=calls injects only `Tracker.CallCount` on entry, which counts the
 /// call in the thread's own table and reads no clock; nothing is reported:
 /// what counting every call exactly costs without timing it, the floor of a
 /// design that counts calls in the byte code and takes times from samples

@@ -36,6 +36,11 @@ const TABLE: &[(&str, &str, &str)] = &[
         "0 (exact)",
     ),
     ("alloc_count=<how>", "how sites count (hprof-rs)", "sites*"),
+    (
+        "timing=samples|calls",
+        "cpu=times timing (hprof-rs)",
+        "samples*",
+    ),
     ("include=<patterns>", "time only these (hprof-rs)", "all"),
     ("exclude=<patterns>", "never time these (hprof-rs)", "none"),
 ];
@@ -81,6 +86,13 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "    the code (every trace's counts exact, slower), events takes one",
             "    JVM event per object. *sites unless thread=y, depth above 4,",
             "    alloc_interval, cpu=times|old or net= is given, which take events.",
+            "  - timing is an hprof-rs addition for cpu=times: samples counts every",
+            "    call exactly (per method; a method's calls shared among its traces",
+            "    by their samples) and takes times and traces from samples of each",
+            "    thread's CPU every 1 ms (time asleep or waiting is not charged);",
+            "    calls times every call with a 1 ms wall clock, as HPROF did.",
+            "    *samples unless cpu=old, include or exclude is given, which time",
+            "    every call.",
             "  - include and exclude are hprof-rs additions for cpu=times|old: class",
             "    patterns separated by ':' (include=com.acme.*:org.foo.Bar); * stays",
             "    within a package, ** takes in subpackages, and a class takes in its",
@@ -173,6 +185,7 @@ force=y|n              force output to <file>         y
 verbose=y|n            print messages about dumps     y
 alloc_interval=<size>  alloc sampling (hprof-rs)      0 (exact)
 alloc_count=<how>      how sites count (hprof-rs)     sites*
+timing=samples|calls   cpu=times timing (hprof-rs)    samples*
 include=<patterns>     time only these (hprof-rs)     all
 exclude=<patterns>     never time these (hprof-rs)    none
 

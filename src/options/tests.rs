@@ -106,7 +106,11 @@ fn every_option_is_accepted() {
         }),
         ("cpu=times", |o| {
             no_heap(o);
-            o.cpu_times = true;
+            (o.cpu_times, o.timing_by_samples) = (true, true);
+        }),
+        ("cpu=times,timing=calls", |o| {
+            no_heap(o);
+            (o.cpu_times, o.timing_given) = (true, true);
         }),
         ("cpu=old", |o| {
             no_heap(o);
@@ -657,4 +661,35 @@ fn include_and_exclude_errors() {
         error(&many),
         "include and exclude patterns may hold at most 4096 characters in all"
     );
+}
+
+#[test]
+fn cpu_times_is_timed_from_samples_unless_a_filter_cpu_old_or_timing_calls_says_otherwise() {
+    assert!(ok("cpu=times").timing_by_samples);
+    assert!(ok("cpu=times,timing=samples").timing_by_samples);
+    assert!(!ok("cpu=times,timing=calls").timing_by_samples);
+    assert!(!ok("cpu=times,include=com.acme.*").timing_by_samples);
+    assert!(!ok("cpu=times,exclude=com.acme.*").timing_by_samples);
+    assert!(!ok("cpu=old").timing_by_samples);
+    assert!(!ok("cpu=samples").timing_by_samples);
+    assert!(!ok("heap=sites").timing_by_samples);
+    // A later value overrides an earlier one, as for every option.
+    assert!(!ok("cpu=times,timing=samples,timing=calls").timing_by_samples);
+}
+
+#[test]
+fn timing_errors() {
+    assert_eq!(
+        error("cpu=times,timing=exact"),
+        "timing option value must be samples or calls"
+    );
+    assert_eq!(
+        error("cpu=samples,timing=calls"),
+        "timing chooses how cpu=times times: it needs cpu=times"
+    );
+    let every_call = "timing=samples is for cpu=times without include or exclude: \
+                      cpu=old and the filters time every call";
+    assert_eq!(error("cpu=times,timing=samples,include=a.*"), every_call);
+    assert_eq!(error("cpu=old,timing=samples"), every_call);
+    assert!(!ok("cpu=old,timing=calls").timing_by_samples);
 }

@@ -8,8 +8,10 @@ pub use crate::agent::modes::heap_sites::{Allocated, AllocationSites, Reported};
 pub use crate::agent::modes::monitor::Monitors;
 pub use crate::agent::modes::monitor::lock_waits::LockWaits;
 
+use crate::agent::modes::cpu_times::from_samples::SampleFeed;
 use crate::agent::modes::heap_sites::live_samples::{self, LiveSamples};
 use crate::agent::run::engine::Engine;
+use crate::agent::run::traces::MAX_TRACE_DEPTH;
 use crate::options::{Options, experiment};
 use crate::output::PrivateDir;
 
@@ -37,6 +39,21 @@ fn early_classes_by_events(options: &Options, loaded_with_jvm: bool) -> bool {
         | experiment::EARLY_HOOK_KEPT;
     bits & experiment::EARLY_CLASSES_BY_EVENTS != 0
         || (options.alloc_count_sites && loaded_with_jvm && bits & earlier_designs == 0)
+}
+
+/// How often cpu=times timed from samples samples a thread: every
+/// millisecond of its CPU, HPROF's clock resolution.
+const TIMES_SAMPLE_INTERVAL_MS: u32 = 1;
+
+/// Frames a sample for cpu=times keeps beyond the trace depth: its trace is
+/// made of the counted frames, and the frames above the innermost counted
+/// one (code loaded before VM init) are passed over.
+const SAMPLED_EXTRA_FRAMES: u32 = 16;
+
+/// Whether cpu=times takes its times from samples (`timing=samples`, its
+/// default).
+fn times_from_samples(options: &Options) -> bool {
+    options.cpu_times && !options.cpu_old && options.timing_by_samples
 }
 
 /// The live sample of `alloc_count=bytecode`: the default, or what the
@@ -88,10 +105,27 @@ impl Engines {
         loaded_with_jvm: bool,
     ) -> Self {
         let by_events = early_classes_by_events(options, loaded_with_jvm);
+        let cpu_samples = if options.cpu_samples {
+            Some(CpuSamples::new(options))
+        } else if times_from_samples(options) {
+            let frames = (options.prof_trace_depth + SAMPLED_EXTRA_FRAMES).min(MAX_TRACE_DEPTH);
+            Some(CpuSamples::feeding_times(
+                options,
+                TIMES_SAMPLE_INTERVAL_MS,
+                frames,
+            ))
+        } else {
+            None
+        };
         let method_times = options.cpu_times.then(|| {
             let times = MethodTimes::new(options.prof_trace_depth, options.class_filter.clone());
             let bits = options.experiment;
-            if bits & experiment::TIMES_CALL_COUNTS_INLINED != 0 {
+            if let Some(samples) = cpu_samples.as_ref().filter(|_| times_from_samples(options)) {
+                times.timed_from_samples(SampleFeed {
+                    counts: samples.shared_counts(),
+                    interval_ns: u64::from(TIMES_SAMPLE_INTERVAL_MS) * 1_000_000,
+                })
+            } else if bits & experiment::TIMES_CALL_COUNTS_INLINED != 0 {
                 times.counting_calls_only(true)
             } else if bits & experiment::TIMES_CALL_COUNTS_ONLY != 0 {
                 times.counting_calls_only(false)
@@ -127,7 +161,7 @@ impl Engines {
                     sites
                 }
             }),
-            cpu_samples: options.cpu_samples.then(|| CpuSamples::new(options)),
+            cpu_samples,
             method_times,
             lock_waits: options.monitor.then(|| LockWaits::new(options.depth)),
         }

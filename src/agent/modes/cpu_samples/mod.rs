@@ -20,6 +20,7 @@ use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use sampler::{Collected, CpuSampling, Ran, Stack};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use virtual_threads::VirtualThreads;
 
@@ -28,8 +29,12 @@ pub struct CpuSamples {
     /// The sampler, when it could be set up (without it the section is
     /// still written, empty).
     sampling: Option<CpuSampling>,
-    /// Samples per trace since the last dump.
-    counts: Mutex<HashMap<u32, u64>>,
+    /// Samples per trace since the last dump (shared with cpu=times when
+    /// it takes its times from these samples).
+    counts: Arc<Mutex<HashMap<u32, u64>>>,
+    /// Set when the samples feed cpu=times instead of a CPU SAMPLES
+    /// section: the frames a sample keeps (no line numbers).
+    feeding_times: Option<u32>,
     /// The last stack walked on each live timed thread, by serial: the
     /// stack an interval still due when it ends is charged to.
     last_stacks: Mutex<HashMap<u32, LastStack>>,
@@ -120,12 +125,53 @@ impl CpuSamples {
         }
         Self {
             sampling,
-            counts: Mutex::default(),
+            counts: Arc::default(),
+            feeding_times: None,
             last_stacks: Mutex::default(),
             sampled: SampledThreads::default(),
             virtual_threads: (walks_in_handler && options.thread).then(VirtualThreads::default),
             names_virtual_threads: AtomicBool::new(false),
             debug_info_through_events,
+        }
+    }
+
+    /// Samples for cpu=times (`timing=samples`): every `interval_ms` of
+    /// CPU, stacks of `frames` frames without line numbers; no CPU SAMPLES
+    /// section, the counts go to cpu=times through [`Self::shared_counts`].
+    pub fn feeding_times(options: &Options, interval_ms: u32, frames: u32) -> Self {
+        let mut sampled = options.clone();
+        sampled.interval_ms = interval_ms;
+        sampled.depth = frames;
+        let mut samples = Self::new(&sampled);
+        samples.feeding_times = Some(frames);
+        samples
+    }
+
+    /// The samples per trace, shared.
+    pub fn shared_counts(&self) -> Arc<Mutex<HashMap<u32, u64>>> {
+        Arc::clone(&self.counts)
+    }
+
+    /// The trace of a sample: the run's, or without line numbers and
+    /// `frames` deep when feeding cpu=times.
+    fn intern(
+        &self,
+        run: &Run,
+        env: &Jvmti,
+        model: &mut Model,
+        frames: &[RawFrame],
+        owner: u32,
+    ) -> u32 {
+        match self.feeding_times {
+            None => run.traces.intern(env, model, frames, owner),
+            Some(depth) => {
+                let policy = crate::agent::run::traces::TracePolicy {
+                    depth,
+                    line_numbers: false,
+                    ..run.traces
+                };
+                policy.intern(env, model, frames, owner)
+            }
         }
     }
 
@@ -167,7 +213,7 @@ impl CpuSamples {
                 _ if !self.sampled.is_sampled(serial) => {}
                 (Stack::Frames(frames), _) => {
                     let owner = self.owner(run, &env, jni, &mut model, serial, mounted);
-                    let trace = run.traces.intern(&env, &mut model, &frames, owner);
+                    let trace = self.intern(run, &env, &mut model, &frames, owner);
                     last_stacks.insert(serial, LastStack::Sampled(trace));
                     counted.push((trace, intervals));
                 }
@@ -189,7 +235,7 @@ impl CpuSamples {
                 Some(LastStack::Sampled(trace)) => trace,
                 Some(LastStack::Seen(frames, mounted)) => {
                     let owner = self.owner(run, &env, jni, &mut model, end.serial, mounted);
-                    run.traces.intern(&env, &mut model, &frames, owner)
+                    self.intern(run, &env, &mut model, &frames, owner)
                 }
                 None => run.traces.intern_no_java_frames(&mut model, end.serial),
             };
@@ -361,10 +407,16 @@ impl Engine for CpuSamples {
     }
 
     fn dump_announcement(&self, _run: &Run) -> &'static str {
-        " CPU usage by sampling running threads ..."
+        match self.feeding_times {
+            None => " CPU usage by sampling running threads ...",
+            Some(_) => "",
+        }
     }
 
     fn dump_section(&self, run: &Run, model: &mut Model, out: &mut Vec<u8>) {
+        if self.feeding_times.is_some() {
+            return;
+        }
         // Counts start over after each dump, as HPROF's did.
         let counts = std::mem::take(&mut *self.counts.lock());
         out.extend(section(run, model, &counts, run.options.cutoff));
@@ -406,6 +458,9 @@ impl CpuSamples {
     /// The CPU SAMPLES section so far, with `cutoff`; the counts go on (as
     /// HPROF's did for this command).
     pub fn requested_section(&self, run: &Run, model: &mut Model, cutoff: f64) -> Vec<u8> {
+        if self.feeding_times.is_some() {
+            return Vec::new();
+        }
         let counts = self.counts.lock().clone();
         section(run, model, &counts, cutoff)
     }

@@ -4,6 +4,7 @@
 //! cpu=old the old "prof" table, naming each timed method.
 
 mod attached;
+pub mod from_samples;
 pub mod timing;
 mod traces;
 
@@ -13,11 +14,12 @@ use crate::emit::clock::ctime_now;
 use crate::emit::times::TraceTime;
 use crate::model::Model;
 use crate::options::{ClassFilter, experiment};
+use from_samples::SampleFeed;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use timing::{CallCosts, MethodTiming, TimedMethod};
-use traces::intern_timed;
+use traces::{intern_timed, trace_time};
 
 /// The costs of one trace as the Tracker hands them over: thread serial,
 /// method keys innermost first, costs.
@@ -32,6 +34,9 @@ pub struct MethodTimes {
     /// Attached to a running JVM: the classes loaded before are
     /// retransformed at the start and restored at the stop (attached.rs).
     attached: bool,
+    /// `timing=samples`: calls are only counted, times and traces come
+    /// from these samples.
+    samples: Option<SampleFeed>,
 }
 
 impl MethodTimes {
@@ -42,7 +47,16 @@ impl MethodTimes {
             timing: MethodTiming::new(depth, filter),
             drained: Mutex::default(),
             attached: false,
+            samples: None,
         }
+    }
+
+    /// `timing=samples`: the rewritten code counts calls on entry (inlined),
+    /// and `feed`'s samples give the times and the traces.
+    pub fn timed_from_samples(self, feed: SampleFeed) -> Self {
+        let mut times = self.counting_calls_only(true);
+        times.samples = Some(feed);
+        times
     }
 
     /// Calls are counted on entry and nothing is timed (the hidden
@@ -61,37 +75,6 @@ impl MethodTimes {
     /// The Tracker link (for the class-rewriting and exception callbacks).
     pub fn timing(&self) -> &MethodTiming {
         &self.timing
-    }
-}
-
-/// `java.lang.String.indexOf`, or with `with_descriptor`
-/// `java.lang.String.indexOf(I)I`.
-fn display_name(method: &TimedMethod, with_descriptor: bool) -> String {
-    let class = method.class_name.replace('/', ".");
-    if with_descriptor {
-        format!("{class}.{}{}", method.method_name, method.descriptor)
-    } else {
-        format!("{class}.{}", method.method_name)
-    }
-}
-
-/// The row of a trace whose frames are `methods` (innermost first; None
-/// for a method the rewriter has no record of).
-fn trace_time(trace_serial: u32, methods: &[Option<TimedMethod>]) -> TraceTime {
-    let name = |i: usize, with_descriptor: bool| {
-        methods
-            .get(i)
-            .and_then(Option::as_ref)
-            .map(|m| display_name(m, with_descriptor))
-    };
-    TraceTime {
-        trace_serial,
-        method: name(0, false).unwrap_or_else(|| "<Unknown Method>".into()),
-        callee: name(0, true).unwrap_or_else(|| "<unknown callee>".into()),
-        caller: name(1, true),
-        calls: 0,
-        self_ns: 0,
-        total_ns: 0,
     }
 }
 
@@ -149,7 +132,10 @@ impl Engine for MethodTimes {
         let timing = &self.timing;
         match timing.engage(jni) {
             Ok(()) => {
-                timing.start_clock(run.vm);
+                // (Counting needs no clock.)
+                if self.samples.is_none() {
+                    timing.start_clock(run.vm);
+                }
                 if run.options.experiment & experiment::TIMES_CALLS_ONLY != 0 {
                     timing.stop_timing_calls(jni);
                 }
@@ -229,7 +215,34 @@ impl MethodTimes {
     pub fn section(&self, run: &Run, model: &mut Model, cutoff: f64, out: &mut Vec<u8>) {
         let timing = &self.timing;
         let drained = std::mem::take(&mut *self.drained.lock());
-        let times = method_times(model, drained, |k| timing.method(k), run.traces.per_thread);
+        let per_thread = run.traces.per_thread;
+        let times = match &self.samples {
+            None => method_times(model, drained, |k| timing.method(k), per_thread),
+            Some(feed) => {
+                let samples = std::mem::take(&mut *feed.counts.lock());
+                let mut calls: HashMap<(Option<u32>, u64), u64> = HashMap::new();
+                for (serial, keys, costs) in drained {
+                    if let Some(&key) = keys.first() {
+                        let thread = per_thread.then_some(serial);
+                        *calls.entry((thread, key)).or_default() += costs.count;
+                    }
+                }
+                let keys = timing.keys_by_name();
+                let key_of = |class: &str, name: &str, descriptor: &str| {
+                    keys.get(&(class.to_owned(), name.to_owned(), descriptor.to_owned()))
+                        .copied()
+                };
+                from_samples::rows(
+                    model,
+                    &samples,
+                    &calls,
+                    key_of,
+                    |k| timing.method(k),
+                    run.options.prof_trace_depth as usize,
+                    feed.interval_ns,
+                )
+            }
+        };
         out.extend(if run.options.cpu_old {
             run.emitter.old_prof(&times)
         } else {

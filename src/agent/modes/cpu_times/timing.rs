@@ -16,7 +16,7 @@ use crate::bci::{self, Injection};
 use crate::options::ClassFilter;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// A method the rewriter instrumented: where it is and what it is called.
 #[derive(Debug, Clone)]
@@ -287,6 +287,29 @@ impl MethodTiming {
             method_name: info.name.clone(),
             descriptor: info.descriptor.clone(),
         })
+    }
+
+    /// The key of every rewritten method, by (internal class name, method
+    /// name, descriptor): how a sampled frame is found to be a counted
+    /// method. A class defined again with other bytes under the same name
+    /// gives its methods the key of its first definition here.
+    pub fn keys_by_name(&self) -> HashMap<(String, String, String), u64> {
+        let classes = self.classes.lock();
+        let mut keys = HashMap::new();
+        for (class_number, (class_name, methods)) in classes.list.iter().enumerate() {
+            for (method_number, info) in methods.iter().enumerate() {
+                if info.rewritten {
+                    let key = ((class_number as u64) << 32) | method_number as u64;
+                    keys.entry((
+                        class_name.clone(),
+                        info.name.clone(),
+                        info.descriptor.clone(),
+                    ))
+                    .or_insert(key);
+                }
+            }
+        }
+        keys
     }
 
     /// ThreadEnd, on the ending thread: the Tracker folds the thread's

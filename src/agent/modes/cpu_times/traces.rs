@@ -3,6 +3,7 @@
 
 use crate::agent::modes::cpu_times::timing::TimedMethod;
 use crate::agent::run::traces::TIMED_FRAME;
+use crate::emit::times::TraceTime;
 use crate::model::{FrameFacts, FrameKey, LINE_UNKNOWN, Model, TraceKey};
 
 /// The serial of the trace of a timed call: the method keys innermost
@@ -53,4 +54,35 @@ pub fn intern_timed(
         thread_serial,
         phase: None,
     })
+}
+
+/// `java.lang.String.indexOf`, or with `with_descriptor`
+/// `java.lang.String.indexOf(I)I`.
+fn display_name(method: &TimedMethod, with_descriptor: bool) -> String {
+    let class = method.class_name.replace('/', ".");
+    if with_descriptor {
+        format!("{class}.{}{}", method.method_name, method.descriptor)
+    } else {
+        format!("{class}.{}", method.method_name)
+    }
+}
+
+/// The row of a trace whose frames are `methods` (innermost first; None
+/// for a method the rewriter has no record of).
+pub fn trace_time(trace_serial: u32, methods: &[Option<TimedMethod>]) -> TraceTime {
+    let name = |i: usize, with_descriptor: bool| {
+        methods
+            .get(i)
+            .and_then(Option::as_ref)
+            .map(|m| display_name(m, with_descriptor))
+    };
+    TraceTime {
+        trace_serial,
+        method: name(0, false).unwrap_or_else(|| "<Unknown Method>".into()),
+        callee: name(0, true).unwrap_or_else(|| "<unknown callee>".into()),
+        caller: name(1, true),
+        calls: 0,
+        self_ns: 0,
+        total_ns: 0,
+    }
 }
