@@ -95,8 +95,13 @@ fn main_sees_its_thread_output_and_exit_code_as_without_the_agent() {
 fn the_profile_has_one_main_thread_with_main_s_time() {
     common::on_each(&common::jdks_of(&[17, 25]), |jdk| {
         let dir = common::scratch_dir(&format!("main-thread-profile-{}", jdk.label));
-        let file =
-            common::profile_to_file(jdk, &dir, "cpu=times,thread=y", "out.txt", &["MainThread"]);
+        let file = common::profile_to_file(
+            jdk,
+            &dir,
+            "cpu=times,timing=calls,thread=y",
+            "out.txt",
+            &["MainThread"],
+        );
         let text = std::fs::read_to_string(file).expect("the profile");
         let starts: Vec<&str> = text
             .lines()
