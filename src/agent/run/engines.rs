@@ -50,12 +50,6 @@ const TIMES_SAMPLE_INTERVAL_MS: u32 = 1;
 /// one (code loaded before VM init) are passed over.
 const SAMPLED_EXTRA_FRAMES: u32 = 16;
 
-/// Whether cpu=times takes its times from samples (`timing=samples`, its
-/// default).
-fn times_from_samples(options: &Options) -> bool {
-    options.cpu_times && !options.cpu_old && options.timing_by_samples
-}
-
 /// The live sample of `alloc_count=bytecode`: the default, or what the
 /// hidden measuring bits of `X=` ask; `held`: exact past its budget until
 /// the hand-over has ended.
@@ -105,9 +99,11 @@ impl Engines {
         loaded_with_jvm: bool,
     ) -> Self {
         let by_events = early_classes_by_events(options, loaded_with_jvm);
+        // (Set only with cpu=times, never with cpu=old or a filter: options.rs.)
+        let times_from_samples = options.timing_by_samples;
         let cpu_samples = if options.cpu_samples {
             Some(CpuSamples::new(options))
-        } else if times_from_samples(options) {
+        } else if times_from_samples {
             let frames = (options.prof_trace_depth + SAMPLED_EXTRA_FRAMES).min(MAX_TRACE_DEPTH);
             Some(CpuSamples::feeding_times(
                 options,
@@ -120,7 +116,7 @@ impl Engines {
         let method_times = options.cpu_times.then(|| {
             let times = MethodTimes::new(options.prof_trace_depth, options.class_filter.clone());
             let bits = options.experiment;
-            if let Some(samples) = cpu_samples.as_ref().filter(|_| times_from_samples(options)) {
+            if let Some(samples) = cpu_samples.as_ref().filter(|_| times_from_samples) {
                 times.timed_from_samples(SampleFeed {
                     counts: samples.shared_counts(),
                     interval_ns: u64::from(TIMES_SAMPLE_INTERVAL_MS) * 1_000_000,

@@ -12,6 +12,7 @@ pub mod virtual_threads;
 use crate::agent::jvm::libjvm;
 use crate::agent::jvm::{self, LocalClass, LocalThread, RawFrame};
 use crate::agent::run::engine::{Engine, Run};
+use crate::agent::run::traces::TracePolicy;
 use crate::emit::clock::ctime_now;
 use crate::model::Model;
 use crate::options::{Options, experiment};
@@ -33,8 +34,8 @@ pub struct CpuSamples {
     /// it takes its times from these samples).
     counts: Arc<Mutex<HashMap<u32, u64>>>,
     /// Set when the samples feed cpu=times instead of a CPU SAMPLES
-    /// section: the frames a sample keeps (no line numbers).
-    feeding_times: Option<u32>,
+    /// section: how their traces are made (deeper, no line numbers).
+    feeding_times: Option<TracePolicy>,
     /// The last stack walked on each live timed thread, by serial: the
     /// stack an interval still due when it ends is charged to.
     last_stacks: Mutex<HashMap<u32, LastStack>>,
@@ -143,7 +144,11 @@ impl CpuSamples {
         sampled.interval_ms = interval_ms;
         sampled.depth = frames;
         let mut samples = Self::new(&sampled);
-        samples.feeding_times = Some(frames);
+        samples.feeding_times = Some(TracePolicy {
+            depth: frames,
+            per_thread: options.thread,
+            line_numbers: false,
+        });
         samples
     }
 
@@ -152,27 +157,10 @@ impl CpuSamples {
         Arc::clone(&self.counts)
     }
 
-    /// The trace of a sample: the run's, or without line numbers and
-    /// `frames` deep when feeding cpu=times.
-    fn intern(
-        &self,
-        run: &Run,
-        env: &Jvmti,
-        model: &mut Model,
-        frames: &[RawFrame],
-        owner: u32,
-    ) -> u32 {
-        match self.feeding_times {
-            None => run.traces.intern(env, model, frames, owner),
-            Some(depth) => {
-                let policy = crate::agent::run::traces::TracePolicy {
-                    depth,
-                    line_numbers: false,
-                    ..run.traces
-                };
-                policy.intern(env, model, frames, owner)
-            }
-        }
+    /// How a sample's trace is made: as the run's traces, or as cpu=times
+    /// wants them when fed.
+    fn trace_policy<'a>(&'a self, run: &'a Run) -> &'a TracePolicy {
+        self.feeding_times.as_ref().unwrap_or(&run.traces)
     }
 
     /// One sampler tick: count the stacks of the threads that ran.
@@ -213,7 +201,9 @@ impl CpuSamples {
                 _ if !self.sampled.is_sampled(serial) => {}
                 (Stack::Frames(frames), _) => {
                     let owner = self.owner(run, &env, jni, &mut model, serial, mounted);
-                    let trace = self.intern(run, &env, &mut model, &frames, owner);
+                    let trace = self
+                        .trace_policy(run)
+                        .intern(&env, &mut model, &frames, owner);
                     last_stacks.insert(serial, LastStack::Sampled(trace));
                     counted.push((trace, intervals));
                 }
@@ -235,7 +225,8 @@ impl CpuSamples {
                 Some(LastStack::Sampled(trace)) => trace,
                 Some(LastStack::Seen(frames, mounted)) => {
                     let owner = self.owner(run, &env, jni, &mut model, end.serial, mounted);
-                    self.intern(run, &env, &mut model, &frames, owner)
+                    self.trace_policy(run)
+                        .intern(&env, &mut model, &frames, owner)
                 }
                 None => run.traces.intern_no_java_frames(&mut model, end.serial),
             };
