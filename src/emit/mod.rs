@@ -50,6 +50,9 @@ pub struct HeaderFacts {
     pub control_flags: u32,
     /// Binary CONTROL SETTINGS: the trace depth.
     pub depth: u16,
+    /// ASCII: paragraphs that follow the prelude's guide, about this run
+    /// (each ending in a line end).
+    pub notes: Vec<String>,
 }
 
 /// The prelude printed under the ASCII header line: a short guide to the
@@ -149,7 +152,10 @@ impl Emitter {
                 &Section::Header {
                     version: Version::V101.header_text().to_owned(),
                     created: facts.created.clone(),
-                    prelude: ASCII_PRELUDE.to_owned(),
+                    prelude: std::iter::once(ASCII_PRELUDE)
+                        .chain(facts.notes.iter().map(String::as_str))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
                 },
                 &mut out,
             ),

@@ -86,14 +86,15 @@ impl HeapDumper {
         FOUND.get_or_init(|| lookup(jni)).clone()
     }
 
-    /// Writes a heap dump of the live objects to `path` (a Java string).
+    /// Writes a heap dump to `path` (a Java string): of the live objects
+    /// (the JVM collects first) if `live`, else of every object in the heap.
     /// On failure the dumper's exception is left pending for the caller.
-    pub fn dump(&self, jni: &JniEnv, path: LocalString<'_>) -> bool {
+    pub fn dump(&self, jni: &JniEnv, path: LocalString<'_>, live: bool) -> bool {
         // SAFETY: `dump_heap0` is the table's DumpHeap0 slot, checked against
         // the table's version in `lookup`; the calling thread is a Java thread
         // in native code (its JNIEnv is `jni`), which that JVM_ENTRY needs;
         // `path` is a live reference to a String (a `LocalString`).
-        unsafe { (self.dump_heap0)(jni.raw(), path.raw(), 1) == 0 }
+        unsafe { (self.dump_heap0)(jni.raw(), path.raw(), jni::jboolean::from(live)) == 0 }
     }
 }
 
@@ -153,11 +154,12 @@ fn get_management_symbol() -> Option<GetManagement> {
 }
 
 /// The fallback: `ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean
-/// .class).dumpHeap(path, true)`. Its first use builds the platform MXBean
+/// .class).dumpHeap(path, live)`. Its first use builds the platform MXBean
 /// machinery, whose objects then show in the dump.
 pub fn dump_heap_through_bean(
     jni: &JniEnv,
     path_string: LocalString<'_>,
+    live: bool,
     failed: &dyn Fn(&str) -> String,
 ) -> Result<(), String> {
     let failed = |what: &str| format!("{} ({what})", failed("the MXBean route failed"));
@@ -194,7 +196,9 @@ pub fn dump_heap_through_bean(
                 jni::jvalue {
                     l: path_string.raw(),
                 },
-                jni::jvalue { z: 1 },
+                jni::jvalue {
+                    z: jni::jboolean::from(live),
+                },
             ],
         );
         if jni.exception_check() {

@@ -56,6 +56,11 @@ impl Lifecycle {
         self.dead.swap(true, Ordering::AcqRel)
     }
 
+    /// Whether VM death has come: the JVM is exiting.
+    pub fn ended(&self) -> bool {
+        self.dead.load(Ordering::Acquire)
+    }
+
     /// Between VM init and VM death.
     pub fn accepting_events(&self) -> bool {
         self.live.load(Ordering::Acquire) && !self.dead.load(Ordering::Acquire)

@@ -2,6 +2,7 @@
 //! (HPROF's rules): the format version, the size of identifiers, the
 //! CONTROL SETTINGS flags, and whether there is a header at all.
 
+use crate::agent::jvm::collector::{Collector, exit_dump_note};
 use crate::emit::HeaderFacts;
 use crate::emit::clock::ctime_now;
 use crate::format::binary::{self, Version};
@@ -50,9 +51,21 @@ pub fn has_header_and_threads(options: &Options) -> bool {
     !options.cpu_old
 }
 
-/// The header of a run started now.
-pub fn facts(options: &Options, max_heap_bytes: Option<i64>) -> HeaderFacts {
+/// What the prelude says of this run: under a collector that cannot
+/// collect at exit, that the exit dump's live figures hold garbage (only
+/// the heap modes have live figures).
+pub fn notes(options: &Options, collector: Collector) -> Vec<String> {
+    let has_live_figures = options.heap_sites || options.heap_dump;
+    match exit_dump_note(collector) {
+        Some(note) if has_live_figures && options.doe => vec![note],
+        _ => Vec::new(),
+    }
+}
+
+/// The header of a run started now, under `collector`.
+pub fn facts(options: &Options, max_heap_bytes: Option<i64>, collector: Collector) -> HeaderFacts {
     HeaderFacts {
+        notes: notes(options, collector),
         version: version(options, max_heap_bytes),
         created: ctime_now(),
         timestamp_ms: SystemTime::now()
@@ -127,7 +140,11 @@ mod tests {
 
     #[test]
     fn facts_carry_the_depth_and_the_rules() {
-        let facts = facts(&options("format=b,heap=dump,cpu=samples,depth=7"), None);
+        let facts = facts(
+            &options("format=b,heap=dump,cpu=samples,depth=7"),
+            None,
+            Collector::G1,
+        );
         assert_eq!(
             (facts.version, facts.control_flags, facts.depth),
             (Version::V102, 0x2, 7)
@@ -136,5 +153,27 @@ mod tests {
             facts.timestamp_ms > 1_600_000_000_000,
             "milliseconds since 1970"
         );
+        assert!(facts.notes.is_empty(), "G1 collects at exit");
+    }
+
+    #[test]
+    fn the_prelude_warns_of_garbage_in_the_exit_dump_only_where_it_has_live_figures() {
+        for cmdline in [
+            "heap=sites",
+            "heap=dump",
+            "heap=all",
+            "heap=sites,cpu=samples",
+        ] {
+            let under_zgc = notes(&options(cmdline), Collector::Z);
+            assert_eq!(under_zgc.len(), 1, "{cmdline}");
+            assert!(under_zgc[0].contains("ZGC"), "{}", under_zgc[0]);
+            assert!(notes(&options(cmdline), Collector::Parallel).is_empty());
+        }
+        for cmdline in ["cpu=samples", "cpu=times", "monitor=y", "heap=sites,doe=n"] {
+            assert!(
+                notes(&options(cmdline), Collector::Shenandoah).is_empty(),
+                "{cmdline}"
+            );
+        }
     }
 }

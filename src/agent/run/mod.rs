@@ -5,6 +5,7 @@
 
 pub mod class_reloads;
 pub mod classes;
+pub mod collection;
 pub mod dump_sequence;
 pub mod engine;
 pub mod engines;

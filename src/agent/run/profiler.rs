@@ -262,7 +262,11 @@ impl Profiler {
     fn write_start(&self, env: &Jvmti, jni: Option<&JniEnv>) {
         let run = &self.run;
         if header::has_header_and_threads(&run.options) {
-            let facts = header::facts(&run.options, jni.and_then(jvm::max_heap_bytes));
+            let facts = header::facts(
+                &run.options,
+                jni.and_then(jvm::max_heap_bytes),
+                jvm::collector::Collector::of_this_jvm(),
+            );
             run.writer.write(run.emitter.file_header(&facts));
         }
 

@@ -191,6 +191,9 @@ fn write_section(target: &Target<'_>, make: impl FnOnce() -> Vec<u8>) {
 }
 
 fn force_gc(run: &Run) {
+    if !crate::agent::run::collection::may_force_collection(run) {
+        return;
+    }
     if let Err(error) = run.jvmti.env().force_garbage_collection() {
         eprintln!("HPROF ERROR: ForceGarbageCollection failed ({error:?})");
     }

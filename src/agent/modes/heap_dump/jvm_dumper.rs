@@ -12,8 +12,9 @@ use crate::agent::jvm::{self, LocalString};
 use jvmti_bindings::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Writes the JVM's heap dump of live objects to `path` (which must not
-/// exist), through the MXBean if `through_bean` or if the management table
+/// Writes the JVM's heap dump to `path` (which must not exist), of the live
+/// objects if `live` (the JVM collects first), else of every object in the
+/// heap; through the MXBean if `through_bean` or if the management table
 /// is out of reach. On failure, the reason in a few words (the message of
 /// the JVM's exception, e.g. `No space left on device`), with the JVM's
 /// exception cleared and never printed: it is not the program's.
@@ -27,6 +28,7 @@ pub fn dump_heap(
     prepared: Option<LocalString<'_>>,
     verbose: bool,
     through_bean: bool,
+    live: bool,
 ) -> Result<(), String> {
     let failed = |what: &str| jvm::take_exception_message(jni).unwrap_or_else(|| what.to_owned());
     // Made here, the string's local reference goes when the dump is done.
@@ -46,7 +48,7 @@ pub fn dump_heap(
     };
     let result = match dumper {
         Ok(dumper) => {
-            if dumper.dump(jni, path_string) {
+            if dumper.dump(jni, path_string, live) {
                 Ok(())
             } else {
                 Err(failed("the JVM's dumper failed"))
@@ -57,7 +59,7 @@ pub fn dump_heap(
             if verbose && !SAID.swap(true, Ordering::Relaxed) {
                 eprintln!("\nHPROF: {why}; heap dumps go through the HotSpotDiagnostic MXBean");
             }
-            dump_heap_through_bean(jni, path_string, &failed)
+            dump_heap_through_bean(jni, path_string, live, &failed)
         }
     };
     result.map_err(|reason| {

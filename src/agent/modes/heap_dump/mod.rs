@@ -8,6 +8,7 @@ pub mod jvm_dumper;
 
 use crate::agent::jvm::libjvm::{self, BoolFlag};
 use crate::agent::jvm::{self, GlobalRef, kind};
+use crate::agent::run::collection::may_force_collection;
 use crate::agent::run::engine::{Engine, Run};
 use crate::emit::clock::ctime_now;
 use crate::emit::heap_dump_copy::DumpMemory;
@@ -126,6 +127,10 @@ impl HeapDump {
             prepared.as_ref().map(GlobalRef::local),
             run.options.verbose,
             run.options.experiment & experiment::HEAP_DUMP_THROUGH_BEAN != 0,
+            // The JVM's dumper collects before a dump of live objects: at
+            // the exit dump of a collector that can no longer collect, it
+            // would wait forever (the prelude says the dump holds garbage).
+            may_force_collection(run),
         )
     }
 

@@ -9,6 +9,7 @@ use super::live_samples::LiveSamples;
 use crate::agent::jvm::LocalClass;
 use crate::agent::jvm::alloc_tracker;
 use crate::agent::run::classes::intern_class;
+use crate::agent::run::collection::may_force_collection;
 use crate::agent::run::engine::Run;
 use crate::emit::sites::SiteSnapshot;
 use crate::model::Model;
@@ -82,8 +83,12 @@ pub(super) fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv)
     // class's): at a program's exit the heap is mostly garbage (Rhino:
     // 3.4 s of walking). A collection first leaves only the live objects
     // to walk, on the GC's threads. (Every dump collects here, so a `net=`
-    // request to collect first adds none: collects_before_each_dump.)
-    if let Err(e) = env.force_garbage_collection() {
+    // request to collect first adds none: collects_before_each_dump.) Not
+    // at the exit dump of a collector that can no longer collect then: the
+    // file's prelude says its live counts include garbage.
+    if may_force_collection(run)
+        && let Err(e) = env.force_garbage_collection()
+    {
         eprintln!(
             "HPROF ERROR: ForceGarbageCollection failed ({e:?}); live counts include garbage"
         );
