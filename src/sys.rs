@@ -13,6 +13,23 @@ pub fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// Whether every byte of address space the process maps is charged
+/// against a limit: a finite `ulimit -v` (RLIMIT_AS), or the kernel's
+/// strict overcommit (`vm.overcommit_memory = 2`), under which a thread's
+/// stack is charged whole when it is made, used or not.
+pub fn address_space_is_limited() -> bool {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct it is given.
+    let known = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } == 0;
+    let rlimit_as = !known || limit.rlim_cur != libc::RLIM_INFINITY;
+    let strict_overcommit = std::fs::read_to_string("/proc/sys/vm/overcommit_memory")
+        .is_ok_and(|mode| mode.trim() == "2");
+    rlimit_as || strict_overcommit
+}
+
 /// Monotonic nanoseconds: the clock of `System.nanoTime()` on Linux
 /// (CLOCK_MONOTONIC), which `std::time::Instant` uses too but does not
 /// show as a number.

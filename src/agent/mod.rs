@@ -136,6 +136,9 @@ impl Agent for HprofAgent {
     }
 
     fn thread_start(&self, context: CallbackContext<'_>, event: ThreadEvent) {
+        // Before anything else: the thread may be one whose stack size
+        // field its starter has yet to write back.
+        jvm::thread_stacks::wait_until_sizes_are_written_back();
         if let Some(profiler) = profiler() {
             if profiler.run.options.experiment & options::experiment::PANIC_IN_THREAD_START != 0 {
                 panic!("deliberate panic requested by X=0x100");

@@ -14,11 +14,23 @@
 //! made with (0: `-Xss`, the `ThreadStackSize` flag). The agent binds
 //! `start0` to its own function (JNI `RegisterNatives`), which writes the
 //! larger size into that field, calls `JVM_StartThread` (exported by
-//! libjvm.so) and writes the program's value back, so that nothing the
-//! program can read changes. The field is `Thread.stackSize` up to JDK 18
-//! and `Thread.holder.stackSize` (a `Thread$FieldHolder`) from JDK 19 on.
-//! The main thread is not started this way (the java launcher makes it
-//! before any agent loads); threads started before VM init keep their size.
+//! libjvm.so) and writes the program's value back. The field is
+//! `Thread.stackSize` up to JDK 18 and `Thread.holder.stackSize` (a
+//! `Thread$FieldHolder`) from JDK 19 on. The main thread is not started
+//! this way (the java launcher makes it before any agent loads); threads
+//! started before VM init keep their size.
+//!
+//! Nothing the program reads changes. The new thread may run before
+//! `JVM_StartThread` returns to the starter, so it waits in its ThreadStart
+//! event, before any Java code of its own, until the starter has written
+//! the value back ([`wait_until_sizes_are_written_back`]); the starter
+//! itself is inside `Thread.start()` meanwhile, holding the Thread's lock.
+//! Where every byte of address space counts (`ulimit -v`, strict
+//! overcommit: `sys::address_space_is_limited`), threads keep their size
+//! from the start: three times the stacks would cost threads that start
+//! without the agent. Elsewhere, a thread whose larger stack the system
+//! refuses anyway (pthread_create fails) is started again with the size it
+//! asked for, and the threads after it keep theirs.
 //!
 //! Stacks are reserved address space: a page is only backed by memory when
 //! the thread's frames reach it, so a thread that never recurses deeply
@@ -27,7 +39,10 @@
 
 use crate::agent::jvm::{self, GlobalRef, kind, libjvm};
 use jvmti_bindings::prelude::*;
+use parking_lot::Mutex;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
 /// How many times its stack a thread gets while rewritten code runs. The
 /// deepest recursion measured (java-fixtures/StackDepth.java, JDK 11-25)
@@ -72,6 +87,34 @@ unsafe impl Sync for Enlarging {}
 
 static ENLARGING: OnceLock<Enlarging> = OnceLock::new();
 
+/// Held by a start from before it writes the larger size until it has
+/// written the program's value back; a starting thread takes it in its
+/// ThreadStart when a start is in flight. (Starts are serialised by it:
+/// HotSpot serialises them on its Threads_lock anyway.)
+static WRITING_BACK: Mutex<()> = Mutex::new(());
+
+/// Set once the system refused a larger stack: from then on threads keep
+/// the size they ask for (the room is short; a retry per thread would only
+/// print HotSpot's warning twice).
+static REFUSED: AtomicBool = AtomicBool::new(false);
+
+/// Starts between their larger size and its write-back.
+static STARTS_IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// The longest a new thread waits for its starter's write-back: far above
+/// a thread start's few hundred microseconds, so never reached unless the
+/// starter is stopped (a debugger); the thread then goes on.
+const LONGEST_WAIT: Duration = Duration::from_secs(5);
+
+/// Called first thing in every ThreadStart, on the new thread, before any
+/// Java code of its own runs: if a start is writing a Thread's stack size
+/// back, waits until it has (the new thread may be that Thread).
+pub fn wait_until_sizes_are_written_back() {
+    if STARTS_IN_FLIGHT.load(Ordering::Acquire) > 0 {
+        drop(WRITING_BACK.try_lock_for(LONGEST_WAIT));
+    }
+}
+
 /// The stack size to start a thread with, given the `requested` size its
 /// `Thread` was made with (0 or less: the JVM's default, `default_bytes`),
 /// or None to leave the request as it is.
@@ -88,9 +131,14 @@ pub fn enlarged(requested: i64, default_bytes: i64, factor: i64) -> Option<i64> 
 }
 
 /// From now on every thread the program starts gets `factor` times its
-/// stack. An error says what was not found (the threads then keep their
-/// sizes).
+/// stack, unless the address space is limited (they then keep their
+/// sizes). An error says what was not found (the threads then keep their
+/// sizes too).
 pub fn enlarge_new_threads(jni: &JniEnv, factor: u32) -> Result<(), String> {
+    if crate::sys::address_space_is_limited() {
+        // The documented fallback, not a failure: nothing to report.
+        return Ok(());
+    }
     if ENLARGING.get().is_none() {
         let found = find(jni, factor)?;
         let _ = ENLARGING.set(found);
@@ -245,19 +293,33 @@ extern "system" fn start0_enlarging(env: *mut jni::JNIEnv, thread: jni::jobject)
     };
     // SAFETY: the JVM calls a native method with its thread's JNIEnv.
     let jni = unsafe { JniEnv::from_raw(env) };
+    // SAFETY: JVM_StartThread called as the JVM calls start0: this thread's
+    // JNIEnv and the Thread being started.
+    let start = || unsafe { (enlarging.start_thread)(env, thread) };
+    STARTS_IN_FLIGHT.fetch_add(1, Ordering::AcqRel);
+    let writing_back = WRITING_BACK.lock();
     let held = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         enlarging.enlarge(&jni, thread)
     }))
     .ok()
     .flatten();
-    // SAFETY: JVM_StartThread called as the JVM calls start0: this thread's
-    // JNIEnv and the Thread being started.
-    unsafe { (enlarging.start_thread)(env, thread) };
+    start();
     if let Some(held) = held {
+        // A larger stack the system refused (pthread_create failed: an
+        // OutOfMemoryError is pending) is not worth the thread: it starts
+        // with what it asked for, as it would have without the agent.
+        let refused = jni.exception_check();
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             enlarging.write_back(&jni, held)
         }));
+        if refused {
+            REFUSED.store(true, Ordering::Release);
+            jni.exception_clear();
+            start();
+        }
     }
+    drop(writing_back);
+    STARTS_IN_FLIGHT.fetch_sub(1, Ordering::AcqRel);
 }
 
 impl Enlarging {
@@ -279,7 +341,8 @@ impl Enlarging {
         // `long stackSize` field.
         let value = unsafe { jni.get_long_field(owner, size) };
         let held = Held { owner, size, value };
-        match enlarged(value, self.default_bytes, self.factor) {
+        let refused = REFUSED.load(Ordering::Acquire);
+        match enlarged(value, self.default_bytes, self.factor).filter(|_| !refused) {
             Some(bigger) => {
                 // SAFETY: as above.
                 unsafe { jni.set_long_field(owner, size, bigger) };

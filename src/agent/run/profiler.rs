@@ -186,6 +186,7 @@ impl Profiler {
     fn enlarge_thread_stacks(&self, jni: Option<&JniEnv>) {
         if let (Some(jni), Some(factor @ 2..)) = (jni, self.stack_factor())
             && let Err(why) = thread_stacks::enlarge_new_threads(jni, factor)
+            && self.run.options.verbose
         {
             eprintln!("HPROF: threads keep the stack they ask for ({why})");
         }
