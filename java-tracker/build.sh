@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compiles hprof_rs/Tracker.java, LockTracker.java, AllocTracker.java and StartBinder.java into their
+# Compiles hprof_rs/Tracker.java, LockTracker.java, AllocTracker.java, StartBinder.java and ExitCollection.java into their
 # .class files, which are checked in and embedded in the agent
 # (hprof_rs::bci::TRACKER_CLASS_FILE, LOCK_TRACKER_CLASS_FILE), so that
 # building the agent needs no JDK. tests/bci_run.rs fails when a checked-in
@@ -11,7 +11,7 @@ javac="${HPROF_RS_JAVAC:-/usr/lib/jvm/java-17-openjdk-amd64/bin/javac}"
 INTERNAL_API_JAVAC_FLAGS="-source 11 -target 11 -Xlint:-options --add-exports java.base/jdk.internal.misc=ALL-UNNAMED --add-exports java.base/jdk.internal.vm.annotation=ALL-UNNAMED"
 [[ -x "$javac" ]] || javac=javac
 # --release 11: loads on every JDK the agent supports (11 and up).
-"$javac" --release 11 -encoding UTF-8 -d . hprof_rs/LockTracker.java hprof_rs/StartBinder.java
+"$javac" --release 11 -encoding UTF-8 -d . hprof_rs/LockTracker.java hprof_rs/StartBinder.java hprof_rs/ExitCollection.java
 # AllocTracker uses jdk.internal.misc.Unsafe and HotSpot's DontInline
 # annotation (honoured in classes of the boot loader), which --release forbids:
 # compiled for 11 against this JDK's java.base with the package exported
@@ -19,6 +19,6 @@ INTERNAL_API_JAVAC_FLAGS="-source 11 -target 11 -Xlint:-options --add-exports ja
 "$javac" $INTERNAL_API_JAVAC_FLAGS -encoding UTF-8 -d . hprof_rs/AllocTracker.java
 # Tracker uses the DontInline annotation: the same flags.
 "$javac" $INTERNAL_API_JAVAC_FLAGS -encoding UTF-8 -d . hprof_rs/Tracker.java
-for class in Tracker LockTracker AllocTracker 'AllocTracker$MadeAt' StartBinder; do
+for class in Tracker LockTracker AllocTracker 'AllocTracker$MadeAt' StartBinder ExitCollection; do
     echo "wrote $(pwd)/hprof_rs/$class.class ($(wc -c < "hprof_rs/$class.class") bytes)"
 done

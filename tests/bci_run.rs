@@ -265,15 +265,24 @@ fn the_embedded_tracker_classes_are_built_from_their_sources() {
         "--add-exports",
         "java.base/jdk.internal.vm.annotation=ALL-UNNAMED",
     ];
-    // The agent embeds StartBinder.class as it is checked in.
-    let start_binder =
-        fs::read(common::repo_root().join("java-tracker/hprof_rs/StartBinder.class"))
-            .expect("java-tracker/hprof_rs/StartBinder.class");
+    // The agent embeds StartBinder.class and ExitCollection.class as they
+    // are checked in.
+    let checked_in = |class: &str| {
+        let path = format!("java-tracker/hprof_rs/{class}.class");
+        fs::read(common::repo_root().join(&path)).expect(&path)
+    };
+    let start_binder = checked_in("StartBinder");
+    let exit_collection = checked_in("ExitCollection");
     for (class, embedded, flags) in [
         (TRACKER_CLASS, TRACKER_CLASS_FILE, &internal_api_flags[..]),
         (
             "hprof_rs/StartBinder",
             &start_binder[..],
+            &["--release", "11"][..],
+        ),
+        (
+            "hprof_rs/ExitCollection",
+            &exit_collection[..],
             &["--release", "11"][..],
         ),
         (

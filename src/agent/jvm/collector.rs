@@ -75,20 +75,31 @@ impl Collector {
     }
 }
 
-/// What the file says when the exit dump cannot collect first: its live
-/// figures include objects no longer reachable. None when it can.
-pub fn exit_dump_note(collector: Collector) -> Option<String> {
+/// What the file says when the exit dump cannot collect first: where its
+/// live figures hold garbage. None when it can. `hook`: a collection runs
+/// in the JVM's last shutdown hook instead (`jvm::exit_collection`).
+pub fn exit_dump_note(collector: Collector, hook: bool) -> Option<String> {
     if collector.collects_after_vm_death() {
         return None;
     }
-    Some(format!(
-        "This JVM runs {}, which stops collecting before the program's exit\n\
-         dump is written: that dump forces no collection, so its live columns\n\
-         (SITES) and its heap dump (HEAP DUMP) also hold objects that were no\n\
-         longer reachable. Dumps taken while the program runs (SIGQUIT, net=)\n\
-         collect first as usual.\n",
-        collector.name()
-    ))
+    let name = collector.name();
+    Some(if hook {
+        format!(
+            "This JVM runs {name}, which stops collecting before the program's exit\n\
+             dump is written: the agent collects in the JVM's last shutdown hook\n\
+             instead. Objects made after it, and every object no longer reachable\n\
+             when the program ends with Runtime.halt() (which runs no hook), count\n\
+             as live in the exit dump (SITES, HEAP DUMP).\n"
+        )
+    } else {
+        format!(
+            "This JVM runs {name}, which stops collecting before the program's exit\n\
+             dump is written: that dump forces no collection, so its live columns\n\
+             (SITES) and its heap dump (HEAP DUMP) also hold objects that were no\n\
+             longer reachable. Dumps taken while the program runs (SIGQUIT, net=)\n\
+             collect first as usual.\n"
+        )
+    })
 }
 
 #[cfg(test)]
@@ -104,12 +115,15 @@ mod tests {
             Collector::Epsilon,
         ] {
             assert!(collector.collects_after_vm_death(), "{collector:?}");
-            assert_eq!(exit_dump_note(collector), None);
+            assert_eq!(exit_dump_note(collector, false), None);
         }
         for collector in [Collector::Z, Collector::Shenandoah, Collector::Unknown] {
             assert!(!collector.collects_after_vm_death(), "{collector:?}");
-            let note = exit_dump_note(collector).expect("a note");
-            assert!(note.contains(collector.name()), "{note}");
+            for hook in [false, true] {
+                let note = exit_dump_note(collector, hook).expect("a note");
+                assert!(note.contains(collector.name()), "{note}");
+                assert_eq!(note.contains("shutdown hook"), hook, "{note}");
+            }
         }
     }
 

@@ -20,6 +20,7 @@
 pub mod alloc_tracker;
 pub mod class_unloads;
 pub mod collector;
+pub mod exit_collection;
 pub mod jmm;
 pub mod libjvm;
 pub mod lock_tracker;

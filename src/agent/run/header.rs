@@ -54,18 +54,24 @@ pub fn has_header_and_threads(options: &Options) -> bool {
 /// What the prelude says of this run: under a collector that cannot
 /// collect at exit, that the exit dump's live figures hold garbage (only
 /// the heap modes have live figures).
-pub fn notes(options: &Options, collector: Collector) -> Vec<String> {
+pub fn notes(options: &Options, collector: Collector, exit_hook: bool) -> Vec<String> {
     let has_live_figures = options.heap_sites || options.heap_dump;
-    match exit_dump_note(collector) {
+    match exit_dump_note(collector, exit_hook) {
         Some(note) if has_live_figures && options.doe => vec![note],
         _ => Vec::new(),
     }
 }
 
-/// The header of a run started now, under `collector`.
-pub fn facts(options: &Options, max_heap_bytes: Option<i64>, collector: Collector) -> HeaderFacts {
+/// The header of a run started now, under `collector` (`exit_hook`: with
+/// a collection in the JVM's last shutdown hook).
+pub fn facts(
+    options: &Options,
+    max_heap_bytes: Option<i64>,
+    collector: Collector,
+    exit_hook: bool,
+) -> HeaderFacts {
     HeaderFacts {
-        notes: notes(options, collector),
+        notes: notes(options, collector, exit_hook),
         version: version(options, max_heap_bytes),
         created: ctime_now(),
         timestamp_ms: SystemTime::now()
@@ -144,6 +150,7 @@ mod tests {
             &options("format=b,heap=dump,cpu=samples,depth=7"),
             None,
             Collector::G1,
+            false,
         );
         assert_eq!(
             (facts.version, facts.control_flags, facts.depth),
@@ -164,14 +171,14 @@ mod tests {
             "heap=all",
             "heap=sites,cpu=samples",
         ] {
-            let under_zgc = notes(&options(cmdline), Collector::Z);
+            let under_zgc = notes(&options(cmdline), Collector::Z, false);
             assert_eq!(under_zgc.len(), 1, "{cmdline}");
             assert!(under_zgc[0].contains("ZGC"), "{}", under_zgc[0]);
-            assert!(notes(&options(cmdline), Collector::Parallel).is_empty());
+            assert!(notes(&options(cmdline), Collector::Parallel, false).is_empty());
         }
         for cmdline in ["cpu=samples", "cpu=times", "monitor=y", "heap=sites,doe=n"] {
             assert!(
-                notes(&options(cmdline), Collector::Shenandoah).is_empty(),
+                notes(&options(cmdline), Collector::Shenandoah, true).is_empty(),
                 "{cmdline}"
             );
         }

@@ -135,12 +135,33 @@ impl Profiler {
     pub fn vm_init(&'static self, jni: Option<&JniEnv>, main_thread: LocalThread<'_>) {
         let run = &self.run;
         let env = run.jvmti.env();
+        self.collect_before_collectors_stop(&env, jni);
         self.begin(&env, jni);
         self.thread_started(jni, main_thread);
         self.run_main_on_larger_stack(&env, main_thread);
         run.writer.flush();
         self.enable_live_events(&env);
         self.start_engines(jni);
+    }
+
+    /// Under a collector that cannot collect at VM death, the exit dump's
+    /// collection runs in the JVM's last shutdown hook (before the header,
+    /// whose prelude says which).
+    fn collect_before_collectors_stop(&self, env: &Jvmti, jni: Option<&JniEnv>) {
+        let options = &self.run.options;
+        let has_live_figures = options.heap_sites || options.heap_dump;
+        if !options.doe
+            || !has_live_figures
+            || jvm::collector::Collector::of_this_jvm().collects_after_vm_death()
+        {
+            return;
+        }
+        if let Some(jni) = jni
+            && let Err(why) = jvm::exit_collection::install(jni, env)
+            && options.verbose
+        {
+            eprintln!("HPROF: the exit dump forces no collection ({why})");
+        }
     }
 
     /// Under the engines that rewrite code, main() will run on a thread
@@ -267,6 +288,7 @@ impl Profiler {
                 &run.options,
                 jni.and_then(jvm::max_heap_bytes),
                 jvm::collector::Collector::of_this_jvm(),
+                jvm::exit_collection::installed(),
             );
             run.writer.write(run.emitter.file_header(&facts));
         }

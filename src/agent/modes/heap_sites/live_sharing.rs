@@ -115,12 +115,18 @@ fn takers_of_the_rest(
     for i in 0..allocated.len() {
         let (live, (seen, _)) = (sample.estimates[i].0, sample.seen[i]);
         let room = allocated[i] - placed[i];
-        let (weight, room) = if live == 0 {
-            (allocated[i], room)
-        } else if !sample.estimated && seen > 0 && seen < allocated[i] {
+        let (weight, room) = if !sample.estimated && seen > 0 && seen < allocated[i] {
+            // Its missed allocations are likely alive as its seen ones are:
+            // none when none of those is.
             let missed = allocated[i] - seen;
             let likely_live = (u128::from(missed) * u128::from(live)).div_ceil(u128::from(seen));
             (likely_live as u64, missed.min(room))
+        } else if live == 0 && (sample.estimated || seen == 0) {
+            // (While the sample holds every object, a row it saw make
+            // every object it allocated, none of them live, holds none: 40,000
+            // `new int[7]` used once got 112 of their class's unplaced live
+            // objects before.)
+            (allocated[i], room)
         } else {
             continue;
         };
@@ -315,6 +321,36 @@ mod tests {
         assert_eq!(
             shares_while_exact(&ints, &estimates, &seen, (4_000, 320_000)),
             [4_000]
+        );
+    }
+
+    #[test]
+    fn a_row_whose_seen_objects_all_died_takes_none_of_the_rest_while_exact() {
+        let sharer = |objects, key| Sharer {
+            objects,
+            bytes: objects * 48,
+            key: (3, key),
+        };
+        // 40,000 int[7] counted and seen made, none kept; 112 live int[]
+        // of the class that no row's sample placed: not this row's.
+        let sharers = [sharer(40_000, 1), sharer(100, 2)];
+        let estimates = [(0, 0), (100, 4_800)];
+        let seen = [(40_000, 1_920_000), (100, 4_800)];
+        assert_eq!(
+            shares_while_exact(&sharers, &estimates, &seen, (212, 212 * 48)),
+            [0, 100]
+        );
+        // Seen in part (the JIT removed the rest), none kept: none either.
+        let seen = [(2_000, 96_000), (100, 4_800)];
+        assert_eq!(
+            shares_while_exact(&sharers, &estimates, &seen, (212, 212 * 48)),
+            [0, 100]
+        );
+        // A row the sample never saw still takes them (clone()'s).
+        let seen = [(0, 0), (100, 4_800)];
+        assert_eq!(
+            shares_while_exact(&sharers, &estimates, &seen, (212, 212 * 48)),
+            [112, 100]
         );
     }
 }
