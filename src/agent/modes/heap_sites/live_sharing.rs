@@ -242,6 +242,15 @@ mod tests {
         );
     }
 
+    /// A row of `objects` objects of `size` bytes each.
+    fn sharer_of(size: u64, objects: u64, key: (u32, u32)) -> Sharer {
+        Sharer {
+            objects,
+            bytes: objects * size,
+            key,
+        }
+    }
+
     /// `shares_by_sample` of a sample that should hold every object.
     fn shares_while_exact(
         sharers: &[Sharer],
@@ -278,11 +287,7 @@ mod tests {
 
     #[test]
     fn rows_sampled_exactly_keep_their_counts_and_unsampled_rows_take_the_rest() {
-        let sharer = |objects, key| Sharer {
-            objects,
-            bytes: objects * 24,
-            key: (1, key),
-        };
+        let sharer = |objects, key| sharer_of(24, objects, (1, key));
         let sharers = [sharer(10_000, 1), sharer(10_000, 2), sharer(1_000, 3)];
         // The third row (clone()'s, say) posts no sample.
         let estimates = [(9_000, 216_000), (1_000, 24_000), (0, 0)];
@@ -296,11 +301,7 @@ mod tests {
 
     #[test]
     fn live_objects_the_sample_missed_go_where_it_missed_allocations() {
-        let sharer = |objects, key| Sharer {
-            objects,
-            bytes: objects * 24,
-            key: (1, key),
-        };
+        let sharer = |objects, key| sharer_of(24, objects, (1, key));
         let sharers = [sharer(10_000, 1), sharer(10_000, 2)];
         // The JVM did not report 1,400 of the first row's allocations
         // (1,260 of them kept), nor 10 of the second's (1 kept).
@@ -326,11 +327,7 @@ mod tests {
 
     #[test]
     fn a_row_whose_seen_objects_all_died_takes_none_of_the_rest_while_exact() {
-        let sharer = |objects, key| Sharer {
-            objects,
-            bytes: objects * 48,
-            key: (3, key),
-        };
+        let sharer = |objects, key| sharer_of(48, objects, (3, key));
         // 40,000 int[7] counted and seen made, none kept; 112 live int[]
         // of the class that no row's sample placed: not this row's.
         let sharers = [sharer(40_000, 1), sharer(100, 2)];
