@@ -251,17 +251,18 @@ fn an_agent_that_retransforms_and_redefines_thread_leaves_counts_exact() {
 
 const BYTE_BUDDY_JAR: &str = "/usr/share/java/byte-buddy.jar";
 
-#[test]
-fn a_byte_buddy_agent_over_thread_leaves_counts_exact() {
+/// The jar of `tests/support/bytebuddy/ByteBuddyAgent.java`, built in
+/// `dir`; None (said) when Byte Buddy is not installed, outside strict runs.
+fn byte_buddy_agent_jar(dir: &str) -> Option<PathBuf> {
     if !Path::new(BYTE_BUDDY_JAR).exists() {
         assert!(
             !common::strict(),
             "{BYTE_BUDDY_JAR} is missing: run scripts/setup.sh"
         );
         eprintln!("skipped: {BYTE_BUDDY_JAR} is missing (scripts/setup.sh installs it)");
-        return;
+        return None;
     }
-    let dir = common::scratch_dir("byte-buddy-agent-jar");
+    let dir = common::scratch_dir(dir);
     let source = common::repo_root().join("tests/support/bytebuddy/ByteBuddyAgent.java");
     let mut javac = Command::new(common::javac());
     javac
@@ -270,11 +271,116 @@ fn a_byte_buddy_agent_over_thread_leaves_counts_exact() {
         .arg(&source);
     common::assert_success(&common::run(&mut javac), "javac ByteBuddyAgent");
     let entries = ["ByteBuddyAgent.class", "ByteBuddyAgent$Entered.class"];
-    let jar = agent_jar(&dir, &dir, "ByteBuddyAgent", &entries, BYTE_BUDDY_JAR);
+    Some(agent_jar(
+        &dir,
+        &dir,
+        "ByteBuddyAgent",
+        &entries,
+        BYTE_BUDDY_JAR,
+    ))
+}
+
+#[test]
+fn a_byte_buddy_agent_over_thread_leaves_counts_exact() {
+    let Some(jar) = byte_buddy_agent_jar("byte-buddy-agent-jar") else {
+        return;
+    };
     let javaagent = format!("-javaagent:{}=AllocSites", jar.display());
     common::on_each(&common::jdks(), |jdk| {
         for (test, first) in [("byte-buddy-first", true), ("byte-buddy-after", false)] {
             counts_beside(jdk, test, &javaagent, first, "byte buddy agent installed");
+        }
+    });
+}
+
+/// MethodRefAlloc's 40,000 objects, made by the `new` of a constructor
+/// reference's hidden class, counted exactly by default without a java
+/// agent and beside one that changes nothing, one that retransforms (the
+/// program's class among others) and Byte Buddy's, each before and after
+/// this agent on the command line. A java agent makes the JVM build its
+/// module graph before VM init, with lambdas: the JDK's class generators
+/// are loaded then, and a hidden class they make can be counted only if
+/// they are rewritten by the time it is made (before: no row for the class
+/// at all beside any java agent, on JDK 11 to 25).
+#[test]
+fn a_constructor_references_objects_are_counted_beside_java_agents() {
+    let classes = common::fixtures_classpath();
+    let jar_dir = common::scratch_dir("method-ref-agent-jars");
+    let no_op = agent_jar(
+        &jar_dir,
+        &classes,
+        "ClassBytesAgent",
+        &["ClassBytesAgent.class", "ClassBytesAgent$1.class"],
+        "",
+    );
+    let retransforming = agent_jar(
+        &jar_dir,
+        &classes,
+        "RetransformingAgent",
+        &["RetransformingAgent.class", "RetransformingAgent$1.class"],
+        "",
+    );
+    // (ClassBytesAgent's argument is a prefix no class has: it reports
+    // nothing and hands every class back unchanged.)
+    let mut agents = vec![
+        (
+            "no-op",
+            format!("-javaagent:{}=no/such/prefix/", no_op.display()),
+            None,
+        ),
+        (
+            "retransforming",
+            format!("-javaagent:{}=MethodRefAlloc", retransforming.display()),
+            Some("agent changed 2 classes"),
+        ),
+    ];
+    if let Some(jar) = byte_buddy_agent_jar("method-ref-byte-buddy-jar") {
+        agents.push((
+            "byte-buddy",
+            format!("-javaagent:{}=MethodRefAlloc", jar.display()),
+            Some("byte buddy agent installed"),
+        ));
+    }
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        let mut runs = vec![("alone".to_owned(), None, true)];
+        for (name, javaagent, _) in &agents {
+            runs.push((format!("{name}-first"), Some(javaagent), true));
+            runs.push((format!("{name}-after"), Some(javaagent), false));
+        }
+        for (run, javaagent, first) in runs {
+            let what = format!("{label} {run}");
+            let dir = common::scratch_dir(&format!("method-ref-{run}-{label}"));
+            let mut cmd = common::java_command(jdk, &dir);
+            // (Byte Buddy takes class files of JDK 25 only so.)
+            cmd.arg("-Dnet.bytebuddy.experimental=true");
+            let profiler = common::agentpath_arg("heap=sites");
+            match (javaagent, first) {
+                (None, _) => cmd.arg(profiler),
+                (Some(agent), true) => cmd.arg(agent).arg(profiler),
+                (Some(agent), false) => cmd.arg(profiler).arg(agent),
+            };
+            cmd.arg("MethodRefAlloc");
+            let out = common::run(&mut cmd);
+            common::assert_success(&out, &what);
+            let stdout = common::stdout_text(&out);
+            assert!(stdout.contains("made 40000"), "{what}: {stdout}");
+            let started = agents
+                .iter()
+                .find(|(_, agent, _)| Some(agent) == javaagent)
+                .and_then(|(_, _, started)| *started);
+            if let Some(started) = started {
+                assert!(stdout.contains(started), "{what}: {stdout}");
+            }
+            let stderr = common::stderr_text(&out);
+            assert!(!stderr.contains("HPROF ERROR"), "{what}: {stderr}");
+            let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+            let rows = profile.sites_of_class("MethodRefAlloc$Made");
+            assert_eq!(
+                common::site_totals(&rows),
+                (40_000, 40_000, 40_000 * 16, 40_000 * 16),
+                "{what}: MethodRefAlloc$Made's rows {rows:?}"
+            );
         }
     });
 }

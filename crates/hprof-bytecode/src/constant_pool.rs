@@ -79,12 +79,34 @@ impl<'a> ConstantPool<'a> {
                 what: "constant_pool_count is 0".into(),
             });
         }
+        ConstantPool::parse_entries(r, Some(count))
+    }
+
+    /// Parses the entries alone, as JVMTI's GetConstantPool hands them (no
+    /// count before them): up to the end of `bytes`.
+    pub(crate) fn parse_uncounted(bytes: &'a [u8]) -> Result<ConstantPool<'a>, BciError> {
+        ConstantPool::parse_entries(&mut Reader::new(bytes), None)
+    }
+
+    /// The entries: `count - 1` slots of them, or with None every one up to
+    /// the reader's end.
+    fn parse_entries(r: &mut Reader<'a>, count: Option<u16>) -> Result<ConstantPool<'a>, BciError> {
         let start = r.clone();
         let start_pos = r.pos();
-        let mut entries = Vec::with_capacity(usize::from(count));
+        let mut entries = Vec::with_capacity(usize::from(count.unwrap_or(0)));
         entries.push(Entry::Unusable);
-        while entries.len() < usize::from(count) {
+        let more = |entries: &Vec<Entry<'a>>, r: &Reader<'a>| match count {
+            Some(count) => entries.len() < usize::from(count),
+            None => !r.at_end(),
+        };
+        while more(&entries, r) {
             let offset = r.pos();
+            if entries.len() >= usize::from(MAX_COUNT) {
+                return Err(BciError::Malformed {
+                    offset,
+                    what: "more constants than a pool holds".into(),
+                });
+            }
             let tag = r.u8()?;
             let entry = match tag {
                 UTF8 => {
@@ -98,7 +120,7 @@ impl<'a> ConstantPool<'a> {
                 }
                 LONG | DOUBLE => {
                     r.bytes(8)?;
-                    if entries.len() + 1 >= usize::from(count) {
+                    if entries.len() + 1 >= usize::from(count.unwrap_or(MAX_COUNT)) {
                         return Err(BciError::Malformed {
                             offset,
                             what: "a Long or Double in the last constant-pool slot".into(),
@@ -404,6 +426,15 @@ mod tests {
         let mut out = Vec::new();
         pool.write(&mut out);
         assert_eq!(out, bytes);
+    }
+
+    #[test]
+    fn parses_a_pool_handed_without_its_count() {
+        let bytes = sample();
+        let pool = ConstantPool::parse_uncounted(&bytes[2..]).unwrap();
+        assert_eq!(pool.count(), 5);
+        assert_eq!(pool.class_name(2).unwrap(), b"A");
+        assert!(ConstantPool::parse_uncounted(&bytes[2..bytes.len() - 1]).is_err());
     }
 
     #[test]

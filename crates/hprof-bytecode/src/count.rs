@@ -170,7 +170,7 @@ pub const CALL_RULES: &[CallRule] = &[
 
 impl CallRule {
     /// Whether a call of `owner.name descriptor` matches.
-    fn matches(&self, owner: &[u8], name: &[u8], descriptor: &[u8]) -> bool {
+    pub(crate) fn matches(&self, owner: &[u8], name: &[u8], descriptor: &[u8]) -> bool {
         // The owner first: it rules out almost every call at once.
         if owner != self.owner.as_bytes() {
             return false;

@@ -86,6 +86,7 @@ mod constant_pool;
 mod context_accessor;
 mod count;
 mod early_gate;
+mod generators;
 mod inject;
 mod lock_tracker;
 mod made_class;
@@ -117,6 +118,7 @@ pub use count::{
     rewrite_counting_allocations_with,
 };
 pub use early_gate::{EARLY_GATE_CLASS, EARLY_GATE_SWITCH, early_gate_class_file};
+pub use generators::{generates_classes, is_generator_owner};
 pub use lock_tracker::{
     LOCK_TRACKER_BLOCKED, LOCK_TRACKER_CLASS, LOCK_TRACKER_CLASS_FILE, LOCK_TRACKER_ENGAGED_FIELD,
     LOCK_TRACKER_REGISTER, LOCK_TRACKER_SITE, PARK_METHODS,

@@ -405,6 +405,14 @@ pub fn class_signature(env: &Jvmti, class: LocalClass<'_>) -> Option<String> {
         .map(|(sig, _)| sig)
 }
 
+/// The constant pool of a class, its entries as a class file holds them
+/// (without their count); None when JVMTI gives none (an array, a class not
+/// yet prepared, no `can_get_constant_pool`).
+pub fn constant_pool(env: &Jvmti, class: LocalClass<'_>) -> Option<Vec<u8>> {
+    // SAFETY: as in `class_signature`.
+    unsafe { env.get_constant_pool(class.raw()) }.ok()
+}
+
 /// The source file attribute of a class, if it has one.
 pub fn source_file(env: &Jvmti, class: LocalClass<'_>) -> Option<String> {
     // SAFETY: as in `class_signature`.

@@ -555,19 +555,67 @@ enum EarlyMethod {
 impl EarlyClasses {
     /// The classes loaded so far (at VM init: those loaded before it), the
     /// agent's own left out; `makers`: the VM makers that post no
-    /// VMObjectAlloc.
-    fn loaded(env: &Jvmti, jni: &JniEnv, makers: &[bci::CallRule]) -> Self {
-        let names = jvm::loaded_classes(env, Some(jni))
-            .iter()
-            .filter_map(|class| internal_name(env, class.get()))
-            .filter(|name| !bci::is_agent_class(name))
+    /// VMObjectAlloc. With them, those that generate classes
+    /// (`bci::generates_classes`), for [`hand_over_now`](Self::hand_over_now),
+    /// looked for only when a generator ran before VM init (the class its
+    /// call names is loaded): reading a class's constant pool takes about
+    /// 25 µs, 7 to 18 ms for the ~360 classes of a plain start (which the
+    /// agent slows by 30 to 70 ms), where none has run. (A generator loaded but
+    /// not yet run would be missed: none was, on JDK 11 to 25, under
+    /// `-javaagent`, `--add-modules`, `--add-opens` or `--module-path`,
+    /// which make them run.) The module-reads path is left out: it makes
+    /// no hidden class, and must load unchanged until the hand-over.
+    fn loaded(env: &Jvmti, jni: &JniEnv, makers: &[bci::CallRule]) -> (Self, HashSet<String>) {
+        let classes: Vec<_> = jvm::loaded_classes(env, Some(jni))
+            .into_iter()
+            .filter_map(|class| Some((internal_name(env, class.get())?, class)))
+            .filter(|(name, _)| !bci::is_agent_class(name))
             .collect();
-        Self {
+        let names: HashSet<String> = classes.iter().map(|(name, _)| name.clone()).collect();
+        let mut generators = HashSet::new();
+        if names.iter().any(|name| bci::is_generator_owner(name)) {
+            generators = classes
+                .iter()
+                .filter(|(name, _)| !jvm::is_module_reads_path(name))
+                .filter(|(_, class)| {
+                    jvm::constant_pool(env, class.get()).is_some_and(|p| bci::generates_classes(&p))
+                })
+                .map(|(name, _)| name.clone())
+                .collect();
+        }
+        let early = Self {
             names,
             phase: AtomicU8::new(EarlyPhase::ByEvents as u8),
             makers: makers.to_vec(),
             methods: Mutex::default(),
+        };
+        (early, generators)
+    }
+
+    /// The class generators among them are retransformed at VM init, not
+    /// at the hand-over, and leave the classes counted from events: what
+    /// they generate is defined as a hidden class, which only their own
+    /// rewritten code hands the counting (no ClassFileLoadHook sees it, no
+    /// retransformation reaches it), so a lambda spun before the hand-over
+    /// would stay uncounted for good (`Supplier<P> s = P::new`: no row for
+    /// P). They load before VM init when the JVM builds the module graph
+    /// itself rather than take its archived one (`-javaagent`,
+    /// `--add-modules`). A frame of theirs still in the old code at this
+    /// moment (a thread the java agent started) counts its objects nowhere.
+    fn hand_over_now(
+        &mut self,
+        env: &Jvmti,
+        jni: &JniEnv,
+        generators: &HashSet<String>,
+    ) -> Option<jvmti::jvmtiError> {
+        if generators.is_empty() {
+            return None;
         }
+        let done = crate::agent::jvm::retransform::loaded_classes(env, jni, |name, _| {
+            generators.contains(name)
+        });
+        self.names.retain(|name| !generators.contains(name));
+        done.refused
     }
 
     /// Whether the class of this internal name is left as it loaded, and
@@ -1292,11 +1340,14 @@ impl BytecodeCounting {
         let failed = if self.early {
             self.settle_early_classes(env, jni)
         } else if self.early_left_alone {
+            let mut failed = None;
             if let Some(methods) = &self.early_methods {
                 let makers = self.unreported_makers.get().map_or(&[][..], Vec::as_slice);
-                let _ = methods.set(EarlyClasses::loaded(env, jni, makers));
+                let (mut early, generators) = EarlyClasses::loaded(env, jni, makers);
+                failed = early.hand_over_now(env, jni, &generators);
+                let _ = methods.set(early);
             }
-            None
+            failed
         } else {
             alloc_tracker::retransform_loaded_classes(env, jni)
         };

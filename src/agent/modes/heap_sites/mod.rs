@@ -55,7 +55,7 @@ impl Engine for AllocationSites {
     fn add_capabilities(
         &self,
         caps: &mut jvmti::jvmtiCapabilities,
-        _potential: &jvmti::jvmtiCapabilities,
+        potential: &jvmti::jvmtiCapabilities,
     ) {
         caps.set_can_generate_object_free_events(true);
         caps.set_can_generate_sampled_object_alloc_events(true);
@@ -63,6 +63,9 @@ impl Engine for AllocationSites {
             caps.set_can_generate_vm_object_alloc_events(true);
             caps.set_can_generate_all_class_hook_events(true);
             caps.set_can_retransform_classes(true);
+            // (Which classes loaded before VM init generate classes:
+            // counting.rs, `EarlyClasses::loaded`.)
+            caps.set_can_get_constant_pool(potential.can_get_constant_pool());
             // (java.lang.Thread's calling-context field is added by an
             // environment of its own: jvm/thread_field_env.rs.)
             if self.bytecode.as_ref().is_some_and(|c| c.rewrites_early()) {
