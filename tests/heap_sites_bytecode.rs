@@ -404,6 +404,59 @@ fn objects_made_inside_classes_loaded_before_vm_init_are_counted() {
     });
 }
 
+/// `Deserialize`'s defaults: a `P[10000]` read back 20 times.
+const DESERIALIZED_ELEMENTS: u64 = 10_000;
+const DESERIALIZED_READS: u64 = 20;
+/// An empty `Object[]` and a `Deserialize$P` (no field): 16 bytes each
+/// with compressed class pointers.
+const EMPTY_OBJECT_BYTES: u64 = 16;
+
+#[test]
+fn objects_deserialization_makes_are_counted_across_the_hand_over() {
+    // JDK 25 loads java.io.ObjectStreamClass before VM init: the default
+    // leaves it as it loads and counts what it makes from the live
+    // sample's events until the hand-over retransforms it. Each element
+    // read makes an empty Object[] there (newInstance() calling the
+    // serialization constructor with no arguments), which C2 left out of
+    // compiled code once it inlined the call: no event, so 17,000 to
+    // 26,000 of 60,000 were counted before escape analysis was held off
+    // until the hand-over. The fixture's 35 MB pass the 8 MiB of the exact
+    // start; every JDK makes one such array and one P per element read
+    // (alloc_count=events counts the same), and the P written.
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        let sites = profile_of(
+            jdk,
+            "sites-deserialize",
+            "heap=sites,cutoff=0",
+            "Deserialize",
+            &[],
+        );
+        let read = DESERIALIZED_ELEMENTS * DESERIALIZED_READS;
+        let arrays: Vec<&SiteRow> = sites
+            .sites_of_class("java.lang.Object[]")
+            .into_iter()
+            .filter(|row| {
+                sites.frames(row.trace_serial).first().map(String::as_str)
+                    == Some("java.io.ObjectStreamClass.newInstance")
+            })
+            .collect();
+        let (objects, _, bytes, _) = common::site_totals(&arrays);
+        assert_eq!(
+            (objects, bytes),
+            (read, read * EMPTY_OBJECT_BYTES),
+            "{label}: empty Object[] made by ObjectStreamClass.newInstance"
+        );
+        let (objects, _, bytes, _) = common::site_totals(&sites.sites_of_class("Deserialize$P"));
+        let made = read + DESERIALIZED_ELEMENTS;
+        assert_eq!(
+            (objects, bytes),
+            (made, made * EMPTY_OBJECT_BYTES),
+            "{label}: P read and written"
+        );
+    });
+}
+
 #[test]
 fn javac_writes_the_same_class_files_when_its_allocations_are_counted() {
     let Some(sources) = common::jdk_compiler_sources("bytecode-jdk-compiler") else {

@@ -13,6 +13,7 @@
 //! (a loop in such a method) has the objects it makes in that call counted
 //! only while the sample still reports them.
 
+use super::early_escape_analysis;
 use super::state::AllocationSites;
 use crate::agent::run::engine::Run;
 use crate::agent::run::threads;
@@ -33,6 +34,8 @@ pub(super) fn begin(run: &'static Run, sites: &'static AllocationSites) {
             if let Some(counting) = sites.bytecode() {
                 counting.hand_over_early_classes(&env, &jni);
             }
+            // Their code counts now, whatever the JIT leaves out of it.
+            early_escape_analysis::give_back();
             release_sample(&env, sites);
             run.vm.detach();
         });

@@ -8,6 +8,7 @@ pub mod alloc;
 mod counted_dump;
 mod counted_traces;
 pub mod counting;
+mod early_escape_analysis;
 mod early_hand_over;
 mod events;
 pub mod live_samples;
@@ -85,6 +86,11 @@ impl Engine for AllocationSites {
     fn on_load(&self, jvmti: &Jvmti) -> Result<(), String> {
         if let Some(counting) = &self.bytecode {
             keep_allocations_in_sight();
+            if counting.counts_early_by_events() {
+                // (Until the hand-over: objects C2 would leave out of the
+                // early classes' code are reported by no event.)
+                early_escape_analysis::hold_off();
+            }
             if counting.rewrites_early() {
                 // The classes are rewritten from the first one the JVM
                 // loads; the gate they call is defined at its start.
