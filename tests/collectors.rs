@@ -119,7 +119,7 @@ fn every_collector_exits_with_a_whole_file_and_exact_counts() {
             let modes: &[&str] = if collects_at_exit {
                 &[""]
             } else {
-                &["heap=sites", "heap=dump", ""]
+                &["heap=sites", "heap=dump", "heap=all", ""]
             };
             for &options in modes {
                 let what = format!("{} {gc:?} {options:?}", jdk.label);

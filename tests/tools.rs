@@ -295,11 +295,17 @@ fn top_of_a_heap_dump_prints_the_class_histogram() {
 fn diff_of_two_runs_of_the_same_program_reports_nothing_and_exits_0() {
     common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("tools-diff-same-{}", jdk.label));
-        let a = profile(jdk, &dir, "heap=sites", "a.txt", &["AllocGrowth", "0"]);
+        let a = profile(
+            jdk,
+            &dir,
+            "heap=sites,cutoff=0",
+            "a.txt",
+            &["AllocGrowth", "0"],
+        );
         let b = profile(
             jdk,
             &dir,
-            "heap=sites,format=b",
+            "heap=sites,format=b,cutoff=0",
             "b.hprof",
             &["AllocGrowth", "0"],
         );
@@ -363,11 +369,17 @@ fn diff_of_two_runs_of_the_same_program_reports_nothing_and_exits_0() {
 fn diff_reports_a_site_that_allocates_30_percent_more_first_and_exits_1() {
     common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("tools-diff-grow-{}", jdk.label));
-        let base = profile(jdk, &dir, "heap=sites", "base.txt", &["AllocGrowth", "0"]);
+        let base = profile(
+            jdk,
+            &dir,
+            "heap=sites,cutoff=0",
+            "base.txt",
+            &["AllocGrowth", "0"],
+        );
         let new = profile(
             jdk,
             &dir,
-            "heap=sites,format=b",
+            "heap=sites,format=b,cutoff=0",
             "new.hprof",
             &["AllocGrowth", "30"],
         );
@@ -655,9 +667,23 @@ fn fail_if_signs_mean_what_they_say_and_a_threshold_matching_nothing_is_unusable
     common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("tools-fail-if-{}", jdk.label));
         // 20000 int[64] against 26000: the site grows by exactly 30%, the
-        // total by about 28%; the 10000 Items do not change.
-        let small = profile(jdk, &dir, "heap=sites", "small.txt", &["AllocGrowth", "0"]);
-        let large = profile(jdk, &dir, "heap=sites", "large.txt", &["AllocGrowth", "30"]);
+        // total by about 28%; the 10000 Items do not change. (cutoff=0: the
+        // arrays all die, and HPROF's cutoff leaves out the rows with no
+        // live bytes.)
+        let small = profile(
+            jdk,
+            &dir,
+            "heap=sites,cutoff=0",
+            "small.txt",
+            &["AllocGrowth", "0"],
+        );
+        let large = profile(
+            jdk,
+            &dir,
+            "heap=sites,cutoff=0",
+            "large.txt",
+            &["AllocGrowth", "30"],
+        );
         let site = "site int[] at AllocGrowth.makeArray";
         let item = "class AllocGrowth$Item bytes";
         // (base, new, threshold, exit status): `> L%` fails when the change
