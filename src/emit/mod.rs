@@ -50,14 +50,88 @@ pub struct HeaderFacts {
     pub control_flags: u32,
     /// Binary CONTROL SETTINGS: the trace depth.
     pub depth: u16,
+    /// ASCII: how heap=sites counts, which the prelude's guide says.
+    pub sites_counting: SitesCounting,
     /// ASCII: paragraphs that follow the prelude's guide, about this run
     /// (each ending in a line end).
     pub notes: Vec<String>,
 }
 
+/// How heap=sites counts, for the prelude's word on which SITES columns
+/// are exact and which are estimates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SitesCounting {
+    /// Counted in the byte code per site, rows from the live sample (the
+    /// default, `alloc_count=sites`).
+    PerSite,
+    /// Counted in the byte code by calling context (`alloc_count=bytecode`).
+    ByContext,
+    /// One JVMTI event per object (`alloc_count=events`).
+    EveryObject,
+    /// One object per this many bytes allocated (`alloc_interval=`, and
+    /// every attached profile).
+    Sampled(u64),
+}
+
 /// The prelude printed under the ASCII header line: a short guide to the
-/// sections that follow (our own words; the original's text is not copied).
-pub const ASCII_PRELUDE: &str = "\
+/// sections that follow (our own words; the original's text is not copied),
+/// saying how exact the SITES columns are under `sites`.
+pub fn ascii_prelude(sites: SitesCounting) -> String {
+    format!(
+        "{PRELUDE_BEFORE_SITES}{}{PRELUDE_AFTER_SITES}",
+        sites_paragraph(sites)
+    )
+}
+
+/// The SITES entry of the prelude's list, by how heap=sites counts.
+fn sites_paragraph(sites: SitesCounting) -> String {
+    let how = match sites {
+        SitesCounting::PerSite => "\
+Counted in the byte code per site (the default):
+each site's allocated objects and bytes are exact.
+Past the first 8 MiB the program allocates, a
+site's split among its traces, and the live
+objects of a class made at several sites, are
+estimates from a sample (one object per 256 KiB),
+never above what a row allocated.
+alloc_count=events makes every column exact, at a
+much higher cost."
+            .to_owned(),
+        SitesCounting::ByContext => "\
+Counted in the byte code by calling context
+(alloc_count=bytecode): every row's allocated
+objects and bytes are exact. The live objects of a
+class made at several sites are split as a sample
+says: exact for the first 8 MiB allocated, then
+estimates, never above what a row allocated."
+            .to_owned(),
+        SitesCounting::EveryObject => "\
+Counted from one event per object
+(alloc_count=events): every column is exact."
+            .to_owned(),
+        SitesCounting::Sampled(bytes) => format!(
+            "\
+Sampled: one object per about {} KiB allocated
+stands for the objects like it (alloc_interval=,
+and every profile attached to a running JVM), so
+every column is an estimate.",
+            bytes.div_ceil(1024)
+        ),
+    };
+    let indent = " ".repeat(27);
+    let mut out = String::from(
+        "SITES                      allocation sites (heap=sites): live and allocated\n\
+         \x20                          bytes and objects per class and allocating trace.\n",
+    );
+    for line in how.lines() {
+        out.push_str(&indent);
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+const PRELUDE_BEFORE_SITES: &str = "\
 This file was written by hprof-rs, a drop-in replacement for the HPROF agent.
 It uses the layout of HPROF's ASCII output (JAVA PROFILE 1.0.1).
 
@@ -70,16 +144,9 @@ TRACE                      a stack trace, innermost frame first, with its serial
                            TRACE 300000 is the empty trace.
 HEAP DUMP                  every object on the heap (heap=dump): roots (ROOT),
                            classes (CLS), instances (OBJ) and arrays (ARR).
-SITES                      allocation sites (heap=sites): live and allocated
-                           bytes and objects per class and allocating trace.
-                           Counted in the byte code (the default), the
-                           allocated columns are exact; a class made at
-                           several sites has its live objects (exact in the
-                           heap) split as a sample of tagged objects says:
-                           every object of the first 8 MiB allocated (exact),
-                           then one per 256 KiB (estimates, never above what
-                           a row allocated). alloc_count=events makes every
-                           column exact, at a much higher cost.
+";
+
+const PRELUDE_AFTER_SITES: &str = "\
 CPU SAMPLES                where running threads were seen (cpu=samples).
 CPU TIME                   method calls and time per trace (cpu=times).
 WAIT / WAITED              a thread called Object.wait / stopped waiting
@@ -152,8 +219,8 @@ impl Emitter {
                 &Section::Header {
                     version: Version::V101.header_text().to_owned(),
                     created: facts.created.clone(),
-                    prelude: std::iter::once(ASCII_PRELUDE)
-                        .chain(facts.notes.iter().map(String::as_str))
+                    prelude: std::iter::once(ascii_prelude(facts.sites_counting))
+                        .chain(facts.notes.iter().cloned())
                         .collect::<Vec<_>>()
                         .join("\n"),
                 },
@@ -557,7 +624,45 @@ mod tests {
             "MONITOR HOLDERS",
             "LOCK TIME",
         ] {
-            assert!(ASCII_PRELUDE.contains(written), "{written}");
+            assert!(
+                ascii_prelude(SitesCounting::PerSite).contains(written),
+                "{written}"
+            );
         }
+    }
+
+    /// Each way of counting says which SITES columns are exact, in the
+    /// prelude's layout (every line within 80 columns).
+    #[test]
+    fn the_prelude_says_which_sites_columns_are_exact() {
+        let cases = [
+            (
+                SitesCounting::PerSite,
+                "each site's allocated objects and bytes are exact",
+            ),
+            (SitesCounting::ByContext, "every row's allocated"),
+            (SitesCounting::EveryObject, "every column is exact"),
+            (
+                SitesCounting::Sampled(512 * 1024),
+                "every column is an estimate",
+            ),
+        ];
+        for (sites, says) in cases {
+            let prelude = ascii_prelude(sites);
+            assert!(prelude.contains(says), "{sites:?}:\n{prelude}");
+            assert!(
+                prelude.lines().all(|l| l.len() <= 80),
+                "{sites:?}:\n{prelude}"
+            );
+            let paragraph = sites_paragraph(sites);
+            assert!(
+                paragraph
+                    .lines()
+                    .skip(1)
+                    .all(|l| l.starts_with(&" ".repeat(27)))
+            );
+        }
+        assert!(ascii_prelude(SitesCounting::Sampled(512 * 1024)).contains("about 512 KiB"));
+        assert!(!ascii_prelude(SitesCounting::Sampled(1)).contains("exact"));
     }
 }

@@ -3,8 +3,8 @@
 //! CONTROL SETTINGS flags, and whether there is a header at all.
 
 use crate::agent::jvm::collector::{Collector, exit_dump_note};
-use crate::emit::HeaderFacts;
 use crate::emit::clock::ctime_now;
+use crate::emit::{HeaderFacts, SitesCounting};
 use crate::format::binary::{self, Version};
 use crate::options::{Format, Options};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -51,6 +51,21 @@ pub fn has_header_and_threads(options: &Options) -> bool {
     !options.cpu_old
 }
 
+/// How heap=sites counts under these (derived) options.
+pub fn sites_counting(options: &Options) -> SitesCounting {
+    if options.alloc_interval > 0 {
+        SitesCounting::Sampled(options.alloc_interval)
+    } else if options.alloc_count_sites {
+        SitesCounting::PerSite
+    } else if options.alloc_count_bytecode {
+        SitesCounting::ByContext
+    } else if options.heap_sites {
+        SitesCounting::EveryObject
+    } else {
+        SitesCounting::PerSite
+    }
+}
+
 /// What the prelude says of this run: under a collector that cannot
 /// collect at exit, that the exit dump's live figures hold garbage (only
 /// the heap modes have live figures).
@@ -71,6 +86,7 @@ pub fn facts(
     exit_hook: bool,
 ) -> HeaderFacts {
     HeaderFacts {
+        sites_counting: sites_counting(options),
         notes: notes(options, collector, exit_hook),
         version: version(options, max_heap_bytes),
         created: ctime_now(),
@@ -161,6 +177,23 @@ mod tests {
             "milliseconds since 1970"
         );
         assert!(facts.notes.is_empty(), "G1 collects at exit");
+    }
+
+    #[test]
+    fn the_prelude_is_told_how_heap_sites_counts() {
+        let cases = [
+            ("heap=sites", SitesCounting::PerSite),
+            ("heap=sites,alloc_count=bytecode", SitesCounting::ByContext),
+            ("heap=sites,alloc_count=events", SitesCounting::EveryObject),
+            ("heap=sites,depth=8", SitesCounting::EveryObject),
+            (
+                "heap=sites,alloc_interval=512k",
+                SitesCounting::Sampled(512 * 1024),
+            ),
+        ];
+        for (cmdline, expected) in cases {
+            assert_eq!(sites_counting(&options(cmdline)), expected, "{cmdline}");
+        }
     }
 
     #[test]
