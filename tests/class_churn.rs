@@ -32,7 +32,7 @@ fn churn_run(
 ) -> (AsciiProfile, String) {
     let dir = common::scratch_dir(scratch);
     let file = dir.join("churn.txt");
-    let options = format!("{options},verbose=y,file={}", file.display());
+    let options = format!("{options},verbose=y,debug=y,file={}", file.display());
     let mut cmd = common::java_command(jdk, &dir);
     cmd.arg(common::agentpath_arg(&options))
         .args(["ClassChurn", how, &copies.to_string()]);
@@ -195,7 +195,7 @@ fn cpu_times_times_each_freshly_named_copy_once() {
 fn unload_run(jdk: &common::Jdk, scratch: &str, options: &str, copies: u64) -> (PathBuf, String) {
     let dir = common::scratch_dir(scratch);
     let file = dir.join("churn.hprof");
-    let options = format!("{options},verbose=y,file={}", file.display());
+    let options = format!("{options},verbose=y,debug=y,file={}", file.display());
     let mut cmd = common::java_command(jdk, &dir);
     cmd.arg(common::agentpath_arg(&options))
         .args(["ClassChurn", "unload", &copies.to_string()]);

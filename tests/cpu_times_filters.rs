@@ -149,7 +149,7 @@ fn include_times_only_the_matching_classes_and_leaves_the_others_as_loaded() {
         let run = run_filtered(
             jdk,
             "filters-include",
-            "cpu=times,cutoff=0,include=filtered.app.*:filtered.lib.deep.*",
+            "cpu=times,cutoff=0,debug=y,include=filtered.app.*:filtered.lib.deep.*",
         );
         // Matched classes rewritten (the checker sees our output), the
         // others handed on as they came.

@@ -613,7 +613,9 @@ fn one_pass_copy_is_exact_under_every_object_layout() {
             let _ = std::fs::remove_file(dir.join("java.hprof"));
             let mut cmd = common::java_command(jdk, &dir);
             cmd.args(&flags)
-                .arg(common::agentpath_arg("heap=dump,format=b,verbose=y"))
+                .arg(common::agentpath_arg(
+                    "heap=dump,format=b,verbose=y,debug=y",
+                ))
                 .args(["HeapGraph", "0"]);
             let out = common::run(&mut cmd);
             common::assert_success(&out, &what);

@@ -621,3 +621,29 @@ fn events_count_every_object_of_a_compiled_hot_loop_sent_over_net() {
         assert_every_hot_item_counted(&sites, &options, jdk);
     });
 }
+
+/// The program's standard error under the default heap=sites holds HPROF's
+/// progress line and nothing else: the agent's own notes (the live
+/// sample's extent) come only with `debug=y` (before, they split the line
+/// on every run).
+#[test]
+fn the_default_prints_hprof_s_progress_line_alone() {
+    common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
+        let dir = common::scratch_dir(&format!("sites-stderr-{}", jdk.label));
+        for (options, notes) in [("heap=sites", false), ("heap=sites,debug=y", true)] {
+            let mut cmd = common::java_command(jdk, &dir);
+            cmd.arg(common::agentpath_arg(options)).arg("AllocSites");
+            let out = common::run(&mut cmd);
+            common::assert_success(&out, options);
+            let stderr = common::stderr_text(&out);
+            if notes {
+                assert!(
+                    stderr.contains("HPROF: live sample: "),
+                    "{options}: {stderr:?}"
+                );
+            } else {
+                assert_eq!(stderr, "Dumping allocation sites ... done.\n", "{options}");
+            }
+        }
+    });
+}

@@ -193,7 +193,8 @@ impl Engine for MethodTimes {
         if let Some(jni) = jni {
             *self.drained.lock() = self.timing.take_costs(&run.jvmti.env(), jni);
         }
-        if run.options.verbose {
+        // The agent's own notes, not HPROF's progress line: with debug=y.
+        if run.options.debug {
             for line in [self.timing.describe(), self.timing.describe_filter()]
                 .into_iter()
                 .flatten()

@@ -188,7 +188,8 @@ impl HeapDump {
             )));
         };
         let mut outcome = outcome;
-        if run.options.verbose {
+        // The agent's own notes, not HPROF's progress line: with debug=y.
+        if run.options.debug {
             eprintln!("HPROF: the copy's notes: {}", outcome.notes);
         }
         let patched = self.patch_output(run, &mut outcome, base);
@@ -234,7 +235,7 @@ impl HeapDump {
         });
         match run.writer.work_on_file(work) {
             Some(Ok(dropped)) => {
-                if run.options.verbose {
+                if run.options.debug {
                     eprintln!(
                         "HPROF: {dropped} references to objects the JVM's dump lacks set to null \
                          ({blocks} blocks of the output read back)"

@@ -204,10 +204,11 @@ impl Engine for AllocationSites {
         if let (Some(counting), Some(jni)) = (&self.bytecode, jni) {
             *self.counted.lock() = Some(read_counted(run, counting, jni));
         }
-        if let (Some(live), true) = (&self.live, run.options.verbose) {
+        // The agent's own notes, not HPROF's progress line: with debug=y.
+        if let (Some(live), true) = (&self.live, run.options.debug) {
             eprintln!("\nHPROF: {}", live.describe());
         }
-        if let (Some(counting), true) = (&self.bytecode, run.options.verbose) {
+        if let (Some(counting), true) = (&self.bytecode, run.options.debug) {
             if let Some(reloads) = counting.describe() {
                 eprintln!("HPROF: {reloads}");
             }
