@@ -142,3 +142,38 @@ fn with_thread_y_each_thread_has_its_own_rows_and_counts() {
         }
     });
 }
+
+/// A method no CPU sample saw still gets its exact count (the manual's
+/// "true count of the times this method was entered"), with no time:
+/// TimedCalls' a() (12,345 calls of a few instructions), b() (777),
+/// recurse() (345) and nap() (4 sleeps) under `cutoff=0`. Before, a method
+/// without a sample had no row at all.
+#[test]
+fn methods_no_sample_saw_keep_their_exact_counts() {
+    common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("cpu-times-unsampled-{label}"));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg(common::agentpath_arg("cpu=times,cutoff=0"))
+            .arg("TimedCalls");
+        let out = common::run(&mut cmd);
+        common::assert_success(&out, &format!("TimedCalls under cpu=times on {label}"));
+        let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+        let section = profile
+            .first_cpu(CpuTitle::TimeMs)
+            .unwrap_or_else(|| panic!("{label}: no CPU TIME (ms) block"));
+        for (method, calls) in [
+            ("TimedCalls.a", 12_345),
+            ("TimedCalls.b", 777),
+            ("TimedCalls.recurse", 345),
+            ("TimedCalls.nap", 4),
+        ] {
+            assert_eq!(
+                common::cpu_count_in(section, method),
+                calls,
+                "{label}: {method}'s calls: {:?}",
+                section.rows
+            );
+        }
+    });
+}

@@ -7,6 +7,8 @@
 //! as its caller's, as under exact timing), its trace made of the counted
 //! frames only; a method's calls are shared among its traces in proportion
 //! to their samples (largest remainders, so they add up to the exact count).
+//! A method no sample saw gets one row with its exact count and no time, on
+//! a trace of its own frame (the callers of its calls are not known).
 
 use crate::agent::modes::cpu_times::timing::TimedMethod;
 use crate::agent::modes::cpu_times::traces::{intern_timed, trace_time};
@@ -53,6 +55,23 @@ pub fn rows(
         by_top.entry((thread, keys[0])).or_default().push((keys, n));
     }
     let mut rows = Vec::new();
+    // A method called but never seen by a sample still has its exact count
+    // printed (the manual's "true count"): a row of its own frame, no time.
+    let mut unsampled: Vec<(Option<u32>, u64, u64)> = calls
+        .iter()
+        .filter(|&(key, &count)| count > 0 && !by_top.contains_key(key))
+        .map(|(&(thread, key), &count)| (thread, key, count))
+        .collect();
+    unsampled.sort_unstable();
+    for (thread, key, count) in unsampled {
+        let methods = [method(key)];
+        let trace_serial = intern_timed(model, &[key], &methods, thread);
+        let mut row = trace_time(trace_serial, &methods);
+        row.calls = count;
+        row.self_ns = 0;
+        row.total_ns = 0;
+        rows.push(row);
+    }
     for ((thread, top), mut traces) in by_top {
         traces.sort();
         let weights: Vec<u64> = traces.iter().map(|(_, n)| *n).collect();
