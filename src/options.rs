@@ -85,6 +85,12 @@ pub struct Options {
     pub errorexit: bool,
     pub pause: bool,
     pub debug: bool,
+    /// hprof-rs addition, `main_stack=y`: under the modes that rewrite code,
+    /// main() runs on a thread of the agent's with three times the launcher
+    /// thread's stack (`jvm/main_stack.rs`). Off by default: the program
+    /// then sees another thread than the one that ran its main class's
+    /// static initializer (identity, id, thread-locals).
+    pub main_stack: bool,
     /// `X=`: experiment bits.
     pub experiment: i64,
     /// hprof-rs addition, `alloc_interval=<bytes>[k|m|g]`: sample one
@@ -151,6 +157,7 @@ impl Default for Options {
             errorexit: false,
             pause: false,
             debug: false,
+            main_stack: false,
             experiment: 0,
             alloc_interval: 0,
             alloc_count_bytecode: false,
@@ -544,6 +551,7 @@ fn switch<'o>(options: &'o mut Options, name: &str) -> Option<&'o mut bool> {
         "errorexit" => &mut options.errorexit,
         "pause" => &mut options.pause,
         "debug" => &mut options.debug,
+        "main_stack" => &mut options.main_stack,
         _ => return None,
     })
 }

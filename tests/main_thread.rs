@@ -1,5 +1,7 @@
-//! main() on the thread the agent gives it under the modes that rewrite
-//! code (cpu=times, the default heap=sites; src/agent/jvm/main_stack.rs):
+//! main()'s thread. By default it is the launcher's, under every mode: the
+//! program sees exactly what it saw without the agent (MainIdentity). With
+//! `main_stack=y` the modes that rewrite code (cpu=times, heap=sites) run
+//! main() on a thread the agent gives it (src/agent/jvm/main_stack.rs):
 //! the program sees what it saw without the agent but for the one
 //! documented difference, its thread is not the one that ran the main
 //! class's static initializer; and the profile shows one main thread.
@@ -9,8 +11,54 @@ mod common;
 use common::Jdk;
 use std::process::Output;
 
-/// The rewriting modes, which run main() on a thread of the agent's.
-const MODES: [&str; 2] = ["cpu=times", "heap=sites"];
+/// The rewriting modes, asked to run main() on a thread of the agent's.
+const MODES: [&str; 2] = ["cpu=times,main_stack=y", "heap=sites,main_stack=y"];
+
+/// Every mode and way of counting, none asking for main_stack.
+const EVERY_MODE: [&str; 10] = [
+    "heap=sites",
+    "heap=sites,alloc_count=bytecode",
+    "heap=sites,alloc_count=events",
+    "heap=sites,alloc_interval=512k",
+    "cpu=times",
+    "cpu=times,timing=calls",
+    "cpu=old",
+    "cpu=samples",
+    "monitor=y",
+    "heap=all",
+];
+
+/// The program: main()'s thread is the one that ran the static
+/// initializer, holds its thread-local, and has the id it has without the
+/// agent, under every mode by default (before, the rewriting modes ran
+/// main() on a thread of the agent's: false, null, 12-24).
+#[test]
+fn main_runs_on_the_launcher_s_thread_under_every_mode() {
+    common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
+        let identity = |options: Option<&str>| {
+            let dir = common::scratch_dir(&format!(
+                "main-identity-{}-{}",
+                jdk.label,
+                options.unwrap_or("none").replace(['=', ','], "-")
+            ));
+            let mut cmd = common::java_command(jdk, &dir);
+            if let Some(options) = options {
+                cmd.arg(common::agentpath_arg(&format!("{options},file=out.txt")));
+            }
+            let out = common::run(cmd.arg("MainIdentity"));
+            common::assert_success(&out, &format!("{} {options:?}", jdk.label));
+            common::stdout_text(&out)
+        };
+        let without = identity(None);
+        assert_eq!(
+            without.lines().take(2).collect::<Vec<_>>(),
+            ["true", "from-init"]
+        );
+        for options in EVERY_MODE {
+            assert_eq!(identity(Some(options)), without, "{} {options}", jdk.label);
+        }
+    });
+}
 
 /// What main() does at its end (java-fixtures/MainThread.java) and the exit
 /// code the launcher gives.
@@ -82,7 +130,7 @@ fn main_sees_its_thread_output_and_exit_code_as_without_the_agent() {
             }
         }
         // The handler main() gave its thread was called, once.
-        let handled = common::stdout_text(&run(jdk, Some("heap=sites"), "handler"));
+        let handled = common::stdout_text(&run(jdk, Some(MODES[1]), "handler"));
         assert_eq!(
             handled.matches("handled on main: boom").count(),
             1,
@@ -98,7 +146,7 @@ fn the_profile_has_one_main_thread_with_main_s_time() {
         let file = common::profile_to_file(
             jdk,
             &dir,
-            "cpu=times,timing=calls,thread=y",
+            "cpu=times,timing=calls,thread=y,main_stack=y",
             "out.txt",
             &["MainThread"],
         );

@@ -41,6 +41,7 @@ const TABLE: &[(&str, &str, &str)] = &[
         "cpu=times timing (hprof-rs)",
         "samples*",
     ),
+    ("main_stack=y|n", "main() stack x3 (hprof-rs)", "n"),
     ("include=<patterns>", "time only these (hprof-rs)", "all"),
     ("exclude=<patterns>", "never time these (hprof-rs)", "none"),
 ];
@@ -186,6 +187,7 @@ verbose=y|n            print messages about dumps     y
 alloc_interval=<size>  alloc sampling (hprof-rs)      0 (exact)
 alloc_count=<how>      how sites count (hprof-rs)     sites*
 timing=samples|calls   cpu=times timing (hprof-rs)    samples*
+main_stack=y|n         main() stack x3 (hprof-rs)     n
 include=<patterns>     time only these (hprof-rs)     all
 exclude=<patterns>     never time these (hprof-rs)    none
 

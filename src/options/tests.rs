@@ -693,3 +693,11 @@ fn timing_errors() {
     assert_eq!(error("cpu=old,timing=samples"), every_call);
     assert!(!ok("cpu=old,timing=calls").timing_by_samples);
 }
+
+#[test]
+fn main_stays_on_the_launcher_s_thread_unless_main_stack_is_asked() {
+    assert!(!ok("heap=sites").main_stack);
+    assert!(!ok("cpu=times").main_stack);
+    assert!(ok("cpu=times,main_stack=y").main_stack);
+    assert!(!ok("heap=sites,main_stack=n").main_stack);
+}

@@ -164,10 +164,15 @@ impl Profiler {
         }
     }
 
-    /// Under the engines that rewrite code, main() will run on a thread
-    /// with the stack that code takes (the launcher sized this one before
-    /// the agent loaded).
+    /// With `main_stack=y`, under the engines that rewrite code, main()
+    /// will run on a thread with the stack that code takes (the launcher
+    /// sized this one before the agent loaded). Never by default: the
+    /// program would see another thread than the one that ran its static
+    /// initializers, and what the program sees is not traded for depth.
     fn run_main_on_larger_stack(&self, env: &Jvmti, main_thread: LocalThread<'_>) {
+        if !self.run.options.main_stack {
+            return;
+        }
         let factor = self.stack_factor();
         let serial = threads::serial_of(env, main_thread);
         if let (Some(factor @ 2..), 1..) = (factor, serial)
