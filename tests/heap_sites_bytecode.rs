@@ -736,7 +736,9 @@ fn classes_loaded_before_vm_init_are_counted_exactly_across_their_hand_over() {
         let made_by_to_string = |calls: &str| {
             let dir = common::scratch_dir(&format!("handover-builders-{calls}-{label}"));
             let mut cmd = common::java_command(jdk, &dir);
-            cmd.arg(common::agentpath_arg(HANDED_OVER))
+            // (debug=y: the agent's note on the live sample says when it
+            // thinned out.)
+            cmd.arg(common::agentpath_arg(&format!("{HANDED_OVER},debug=y")))
                 .args(["AllocPaths", "builders", calls]);
             let out = common::run(&mut cmd);
             common::assert_success(&out, &format!("{label}: {calls} calls"));

@@ -216,8 +216,10 @@ impl Engine for AllocationSites {
         if let Some(counting) = &self.bytecode
             && run.options.experiment & crate::options::experiment::TABLE_SIZES_AT_DUMPS != 0
         {
+            // (After verbose's "Dumping ..." on a line of its own.)
+            let new_line = if run.options.verbose { "\n" } else { "" };
             eprintln!(
-                "HPROF: heap=sites walked the stacks of {} allocations (calling context not trusted)",
+                "{new_line}HPROF: heap=sites walked the stacks of {} allocations (calling context not trusted)",
                 counting.walked_allocations()
             );
             let (walks, sites) = counting.trace_walks_made();
