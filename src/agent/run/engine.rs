@@ -63,7 +63,7 @@ impl Lifecycle {
 
     /// Between VM init and VM death.
     pub fn accepting_events(&self) -> bool {
-        self.live.load(Ordering::Acquire) && !self.dead.load(Ordering::Acquire)
+        self.live.load(Ordering::Acquire) && !self.ended()
     }
 }
 

@@ -66,13 +66,18 @@ pub fn sites_counting(options: &Options) -> SitesCounting {
     }
 }
 
+/// Whether the run ends with an exit dump that has live figures (only the
+/// heap modes have them): the dump whose collection a collector that stops
+/// before VM death cannot make.
+pub fn exit_dump_has_live_figures(options: &Options) -> bool {
+    options.doe && (options.heap_sites || options.heap_dump)
+}
+
 /// What the prelude says of this run: under a collector that cannot
-/// collect at exit, that the exit dump's live figures hold garbage (only
-/// the heap modes have live figures).
+/// collect at exit, that the exit dump's live figures hold garbage.
 pub fn notes(options: &Options, collector: Collector, exit_hook: bool) -> Vec<String> {
-    let has_live_figures = options.heap_sites || options.heap_dump;
     match exit_dump_note(collector, exit_hook) {
-        Some(note) if has_live_figures && options.doe => vec![note],
+        Some(note) if exit_dump_has_live_figures(options) => vec![note],
         _ => Vec::new(),
     }
 }

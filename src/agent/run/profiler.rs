@@ -149,9 +149,7 @@ impl Profiler {
     /// whose prelude says which).
     fn collect_before_collectors_stop(&self, env: &Jvmti, jni: Option<&JniEnv>) {
         let options = &self.run.options;
-        let has_live_figures = options.heap_sites || options.heap_dump;
-        if !options.doe
-            || !has_live_figures
+        if !header::exit_dump_has_live_figures(options)
             || jvm::collector::Collector::of_this_jvm().collects_after_vm_death()
         {
             return;
