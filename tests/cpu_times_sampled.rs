@@ -143,37 +143,71 @@ fn with_thread_y_each_thread_has_its_own_rows_and_counts() {
     });
 }
 
-/// A method no CPU sample saw still gets its exact count (the manual's
-/// "true count of the times this method was entered"), with no time:
-/// TimedCalls' a() (12,345 calls of a few instructions), b() (777),
-/// recurse() (345) and nap() (4 sleeps) under `cutoff=0`. Before, a method
-/// without a sample had no row at all.
+/// cpu=times' default counts every call of a rewritten method (the manual's
+/// "true count of the times this method was entered"), with no time when no
+/// sample saw the method, on the trace of its first call: TimedCalls' a()
+/// (12,345 calls of a few instructions), b() (777), recurse() (345) and
+/// nap() (4 sleeps) under `cutoff=0`, each first called by main() (the
+/// rows of the methods no sample saw that run, one at least, are checked).
+/// Under the default cutoff a row is left out only when its share of the
+/// time and of the calls are both below it: b()'s 777 calls in a few
+/// microseconds stay. Before, a method without a sample had no row at all.
 #[test]
 fn methods_no_sample_saw_keep_their_exact_counts() {
     common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
         let label = &jdk.label;
-        let dir = common::scratch_dir(&format!("cpu-times-unsampled-{label}"));
-        let mut cmd = common::java_command(jdk, &dir);
-        cmd.arg(common::agentpath_arg("cpu=times,cutoff=0"))
-            .arg("TimedCalls");
-        let out = common::run(&mut cmd);
-        common::assert_success(&out, &format!("TimedCalls under cpu=times on {label}"));
-        let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
-        let section = profile
-            .first_cpu(CpuTitle::TimeMs)
-            .unwrap_or_else(|| panic!("{label}: no CPU TIME (ms) block"));
-        for (method, calls) in [
-            ("TimedCalls.a", 12_345),
-            ("TimedCalls.b", 777),
-            ("TimedCalls.recurse", 345),
-            ("TimedCalls.nap", 4),
-        ] {
-            assert_eq!(
-                common::cpu_count_in(section, method),
-                calls,
-                "{label}: {method}'s calls: {:?}",
-                section.rows
-            );
+        for options in ["cpu=times,cutoff=0", "cpu=times"] {
+            let dir = common::scratch_dir(&format!("cpu-times-unsampled-{options}-{label}"));
+            let mut cmd = common::java_command(jdk, &dir);
+            cmd.arg(common::agentpath_arg(options)).arg("TimedCalls");
+            let out = common::run(&mut cmd);
+            common::assert_success(&out, &format!("TimedCalls under {options} on {label}"));
+            let profile = AsciiProfile::read(&dir.join("java.hprof.txt"));
+            let section = profile
+                .first_cpu(CpuTitle::TimeMs)
+                .unwrap_or_else(|| panic!("{label}: no CPU TIME (ms) block"));
+            let methods: &[(&str, u64)] = if options.contains("cutoff=0") {
+                &[
+                    ("TimedCalls.a", 12_345),
+                    ("TimedCalls.b", 777),
+                    ("TimedCalls.recurse", 345),
+                    ("TimedCalls.nap", 4),
+                ]
+            } else {
+                &[("TimedCalls.b", 777)]
+            };
+            let mut unsampled_rows = 0;
+            for &(method, calls) in methods {
+                assert_eq!(
+                    common::cpu_count_in(section, method),
+                    calls,
+                    "{label}, {options}: {method}'s calls: {:?}",
+                    section.rows
+                );
+                // A row no sample saw sits on the trace of the method's
+                // first call, made by main().
+                for row in section
+                    .rows
+                    .iter()
+                    .filter(|r| r.method.as_deref() == Some(method) && r.self_percent == 0.0)
+                {
+                    unsampled_rows += 1;
+                    let frames = profile.frames(row.trace_serial);
+                    assert_eq!(
+                        frames.get(..2),
+                        Some(&[method.to_string(), "TimedCalls.main".to_string()][..]),
+                        "{label}, {options}: {method}'s unsampled row is on the trace of \
+                         its first call"
+                    );
+                }
+            }
+            if options.contains("cutoff=0") {
+                assert!(
+                    unsampled_rows > 0,
+                    "{label}: every one of a(), b(), recurse() and nap() was sampled: {:?}",
+                    section.rows
+                );
+            }
         }
     });
 }

@@ -95,6 +95,13 @@ public final class Tracker {
      * changes only while `engaged` is 0, and the hooks read `engaged` first.
      */
     private static int generation;
+    /**
+     * Set by the agent (through JNI, before engaging) when it registered
+     * firstCall(): counting calls only, the first call of each method on
+     * each thread is reported to it, so that a method no CPU sample ever
+     * sees still has the trace it was called on.
+     */
+    private static boolean reportsFirstCalls;
 
     private static final ThreadLocal<Tracker> CURRENT = new ThreadLocal<>();
     /**
@@ -383,7 +390,7 @@ public final class Tracker {
      * ForceInline, honoured in classes of the boot loader), its fast path
      * written out so that it stays small: the thread's cached timing and its
      * counter, no call made; anything else (a thread not cached yet, a table
-     * to grow) goes to CallCount. What counting every call in the method
+     * to grow, the method's first call on this thread) goes to CallCount. What counting every call in the method
      * itself costs. Nothing in it can throw.
      */
     @jdk.internal.vm.annotation.ForceInline
@@ -392,10 +399,12 @@ public final class Tracker {
             Thread me = Thread.currentThread();
             Tracker t = BY_THREAD[cacheSlot(me)];
             long[] methods;
+            long calls;
             if (t != null && t.thread == me && t.madeFor == generation && !t.busy
                     && cnum < t.callCounts.length
-                    && (methods = t.callCounts[cnum]) != null && mnum < methods.length) {
-                methods[mnum]++;
+                    && (methods = t.callCounts[cnum]) != null && mnum < methods.length
+                    && (calls = methods[mnum]) != 0) {
+                methods[mnum] = calls + 1;
             } else {
                 CallCount(cnum, mnum);
             }
@@ -413,8 +422,17 @@ public final class Tracker {
             methods = methods == null ? new long[mnum + 1] : java.util.Arrays.copyOf(methods, mnum + 1);
             byClass[cnum] = methods;
         }
-        methods[mnum]++;
+        if (methods[mnum]++ == 0 && reportsFirstCalls) {
+            firstCall(cnum, mnum);
+        }
     }
+
+    /**
+     * The first call of method (cnum, mnum) on this thread, reported once
+     * the call is counted: the agent walks this thread's stack for the
+     * first such call of each method (natives registered by the agent).
+     */
+    private static native void firstCall(int cnum, int mnum);
 
     /**
      * The clock on entry to a leaf. Small enough for the JIT to inline, and

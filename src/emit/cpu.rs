@@ -60,27 +60,36 @@ pub(super) struct Ranked<'a> {
     pub method: Option<&'a str>,
 }
 
-/// Rows by cost, largest first (ties in trace serial order), stopping at the
-/// first trace with no count or, when there is any cost, a share below
-/// `cutoff`. Shared by CPU SAMPLES (cost = count) and CPU TIME (cost = self
+/// Rows by cost, largest first (ties: the larger count first, then trace
+/// serial order), leaving out those `shown(item, share of the total cost)`
+/// refuses. Shared by CPU SAMPLES (cost = count) and CPU TIME (cost = self
 /// time).
-pub(super) fn rank_by_cost(mut items: Vec<Ranked<'_>>, cutoff: f64) -> Vec<CpuRow> {
+pub(super) fn rank_by_cost(
+    mut items: Vec<Ranked<'_>>,
+    shown: impl Fn(&Ranked<'_>, f64) -> bool,
+) -> Vec<CpuRow> {
     let total: u64 = items.iter().map(|r| r.cost).sum();
-    items.sort_by_key(|r| (std::cmp::Reverse(r.cost), r.trace_serial));
+    items.sort_by_key(|r| {
+        (
+            std::cmp::Reverse(r.cost),
+            std::cmp::Reverse(r.count),
+            r.trace_serial,
+        )
+    });
     let mut accum = 0.0;
     let mut rows = Vec::new();
-    for (i, item) in items.into_iter().enumerate() {
+    for item in items {
         let ratio = if total == 0 {
             0.0
         } else {
             item.cost as f64 / total as f64
         };
-        if item.count == 0 || (total != 0 && ratio < cutoff) {
-            break;
+        if !shown(&item, ratio) {
+            continue;
         }
         accum += ratio;
         rows.push(CpuRow {
-            rank: i as u64 + 1,
+            rank: rows.len() as u64 + 1,
             self_percent: ratio * 100.0,
             accum_percent: accum * 100.0,
             count: item.count,
@@ -91,8 +100,9 @@ pub(super) fn rank_by_cost(mut items: Vec<Ranked<'_>>, cutoff: f64) -> Vec<CpuRo
     rows
 }
 
-/// Rows by count, largest first (ties in trace serial order), stopping at
-/// the first trace with no count or a share below `cutoff`.
+/// Rows by count, largest first (ties in trace serial order), down to the
+/// first trace with no count or a share below `cutoff` (HPROF's
+/// hprof_trace.c stopped there).
 pub fn rank(samples: &[TraceCount], cutoff: f64) -> Vec<CpuRow> {
     let items = samples
         .iter()
@@ -103,7 +113,10 @@ pub fn rank(samples: &[TraceCount], cutoff: f64) -> Vec<CpuRow> {
             method: s.method.as_deref(),
         })
         .collect();
-    rank_by_cost(items, cutoff)
+    let any_cost = samples.iter().any(|s| s.count != 0);
+    rank_by_cost(items, |item, share| {
+        item.count != 0 && (!any_cost || share >= cutoff)
+    })
 }
 
 /// The ASCII CPU SAMPLES section.

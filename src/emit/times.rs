@@ -1,6 +1,10 @@
-//! CPU TIME (ms) (cpu=times) and the old "prof" table (cpu=old): ranking,
-//! percentages and cutoff as HPROF's hprof_trace.c had them (traces by self
-//! time, largest first; see `cpu::rank_by_cost`).
+//! CPU TIME (ms) (cpu=times) and the old "prof" table (cpu=old): ranking
+//! and percentages as HPROF's hprof_trace.c had them (traces by self time,
+//! largest first; see `cpu::rank_by_cost`). The cutoff differs: HPROF ended
+//! the list at the first trace whose time share was below it, so a method
+//! called a million times in no measurable time had no row; here a row is
+//! left out only when its share of the time and its share of the calls are
+//! both below the cutoff.
 
 use super::cpu::{Ranked, rank_by_cost};
 use crate::format::ascii::{CpuRow, CpuSection, CpuTitle, OldProfRow};
@@ -24,9 +28,10 @@ pub struct TraceTime {
     pub total_ns: u64,
 }
 
-/// Rows by self time, largest first (ties in trace serial order), stopping
-/// at the first trace with no completed call or a share below `cutoff`.
-/// The shares are computed from nanoseconds, so that methods shorter than a
+/// Rows by self time, largest first (ties: the more calls first, then
+/// trace serial order), without the traces that have no completed call or
+/// whose shares of the time and of the calls are both below `cutoff`. The
+/// shares are computed from nanoseconds, so that methods shorter than a
 /// millisecond still rank; the columns show milliseconds.
 pub fn rank(times: &[TraceTime], cutoff: f64) -> Vec<CpuRow> {
     let items = times
@@ -38,7 +43,12 @@ pub fn rank(times: &[TraceTime], cutoff: f64) -> Vec<CpuRow> {
             method: Some(t.method.as_str()),
         })
         .collect();
-    rank_by_cost(items, cutoff)
+    let any_time = times.iter().any(|t| t.self_ns != 0);
+    let all_calls: u64 = times.iter().map(|t| t.calls).sum();
+    rank_by_cost(items, |item, time_share| {
+        let call_share = item.count as f64 / all_calls.max(1) as f64;
+        item.count != 0 && (!any_time || time_share >= cutoff || call_share >= cutoff)
+    })
 }
 
 /// The `CPU TIME (ms)` section; `total` is the self time of everything, in ms.
@@ -102,15 +112,36 @@ mod tests {
     }
 
     #[test]
+    fn a_row_is_left_out_only_when_its_time_and_its_calls_are_both_below_the_cutoff() {
+        // 1,000 ms and 10 calls; 1 ms and 10,000 calls; 1 ms and 1 call.
+        let times = [
+            time(300_001, 10, 1000),
+            time(300_002, 10_000, 1),
+            time(300_003, 1, 1),
+            time(300_004, 0, 500),
+        ];
+        let rows = rank(&times, 0.01);
+        let shown: Vec<(u64, u32)> = rows.iter().map(|r| (r.rank, r.trace_serial)).collect();
+        assert_eq!(
+            shown,
+            [(1, 300_001), (2, 300_002)],
+            "the trace of many calls stays, the one of few calls and little time goes, \
+             and one with no completed call is never shown"
+        );
+        assert!((rows[1].accum_percent - 1001.0 / 1502.0 * 100.0).abs() < 1e-9);
+        assert_eq!(rank(&times, 0.0).len(), 3);
+    }
+
+    #[test]
     fn sub_millisecond_methods_still_rank_and_old_rows_sort_by_calls() {
         let mut fast = time(300_001, 10, 0);
         fast.self_ns = 500;
         let times = [fast, time(300_002, 3, 0)];
         let rows = rank(&times, 0.0001);
         assert_eq!(
-            rows.len(),
-            1,
-            "the call-less share below the cutoff ends the list"
+            rows.iter().map(|r| r.trace_serial).collect::<Vec<_>>(),
+            [300_001, 300_002],
+            "no time, but 3 of the 13 calls: above the cutoff"
         );
         assert_eq!(ascii_section(&times, 0.0001, String::new()).total, 0);
         let old = old_prof_rows(&[time(300_001, 5, 1), time(300_002, 9, 1)]);

@@ -24,6 +24,15 @@ pub const TRACKER_ENGAGED_FIELD: (&str, &str) = ("engaged", "I");
 /// by the agent before it engages the tracker: name and signature.
 pub const TRACKER_DEPTH_FIELD: (&str, &str) = ("depth", "I");
 
+/// The private static field the agent sets true (JNI `SetStaticBooleanField`)
+/// once it has registered [`TRACKER_FIRST_CALL_NATIVE`]: counting calls
+/// only, the tracker then reports each method's first call on each thread.
+pub const TRACKER_REPORTS_FIRST_CALLS_FIELD: (&str, &str) = ("reportsFirstCalls", "Z");
+
+/// The tracker's native method `firstCall(cnum, mnum)`, which the agent
+/// registers: the first call of a method on the calling thread.
+pub const TRACKER_FIRST_CALL_NATIVE: (&str, &str) = ("firstCall", "(II)V");
+
 /// The private static field of the Tracker's clock (monotonic nanoseconds),
 /// which an agent thread keeps current: name and signature.
 pub const TRACKER_CLOCK_FIELD: (&str, &str) = ("now", "J");
@@ -110,6 +119,7 @@ mod tests {
             ("LeafSite", "(IIJ)V"),
             ("CallCount", "(II)V"),
             ("CallCountInlined", "(II)V"),
+            TRACKER_FIRST_CALL_NATIVE,
             TRACKER_DRAIN,
             TRACKER_ENDED,
             TRACKER_RESET,

@@ -594,6 +594,25 @@ pub fn stack_frames_into(
     (count.max(0) as usize).min(buffer.len())
 }
 
+/// The calling thread's stack below the frames of a tracker class of the
+/// agent's (`is_tracker`, at most `tracker_frames` of them on top): the
+/// `depth` frames of the program that called into it, innermost first.
+pub fn stack_below_tracker(
+    env: &Jvmti,
+    depth: usize,
+    tracker_frames: usize,
+    is_tracker: impl Fn(u64) -> bool,
+) -> Vec<RawFrame> {
+    let mut buffer = vec![jvmti::jvmtiFrameInfo::default(); depth + tracker_frames];
+    let count = stack_frames_into(env, LocalThread::null(), &mut buffer);
+    buffer[..count]
+        .iter()
+        .map(|f| (f.method as u64, f.location))
+        .skip_while(|&(method, _)| is_tracker(method))
+        .take(depth)
+        .collect()
+}
+
 /// The value this agent stored for `thread` with [`set_thread_value`] (0 if none).
 pub fn thread_value(env: &Jvmti, thread: LocalThread<'_>) -> u64 {
     // SAFETY: `thread` is live (a `Local`) or null for the current thread.

@@ -6,6 +6,45 @@
 use crate::agent::jvm::{self, GlobalRef, OwnedLocal, kind};
 use crate::bci;
 use jvmti_bindings::prelude::*;
+use parking_lot::Mutex;
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+/// Told the first call of a method on a thread, on that thread, by the
+/// Tracker's `firstCall` native (counting calls only, `timing=samples`).
+pub trait FirstCalls: Sync {
+    /// `key` is the method key (class number << 32 | method number).
+    fn first_call(&self, key: u64);
+}
+
+/// Where `firstCall` reports go: the engine of the profile running. A
+/// profile attached later replaces its predecessor's.
+static FIRST_CALLS: Mutex<Option<&'static dyn FirstCalls>> = Mutex::new(None);
+
+/// The Tracker's own methods (jmethodIDs), which head the stacks its
+/// native sees. The class is defined once per JVM, so they never change.
+static TRACKER_METHODS: OnceLock<HashSet<u64>> = OnceLock::new();
+
+/// Whether `method` is one of the Tracker's own.
+pub fn is_tracker_method(method: u64) -> bool {
+    TRACKER_METHODS.get().is_some_and(|m| m.contains(&method))
+}
+
+/// `Tracker.firstCall(int, int)`: a panic stays here.
+extern "system" fn first_call_native(
+    _env: *mut jni::JNIEnv,
+    _tracker: jni::jclass,
+    cnum: jni::jint,
+    mnum: jni::jint,
+) {
+    let _ = std::panic::catch_unwind(|| {
+        // (The lock is let go before the report: it walks a stack.)
+        let told = *FIRST_CALLS.lock();
+        if let Some(told) = told {
+            told.first_call(((cnum as u32 as u64) << 32) | u64::from(mnum as u32));
+        }
+    });
+}
 
 /// The engaged Tracker: its class and the identifiers of the fields and
 /// methods the agent uses, valid on any thread.
@@ -94,6 +133,46 @@ impl Tracker {
 
     pub(crate) fn class(&self) -> jni::jclass {
         self.class.raw() as jni::jclass
+    }
+
+    /// Registers `firstCall` and sets `reportsFirstCalls`: from then on
+    /// the first call of each method on each thread is told to `to`.
+    pub fn report_first_calls(
+        &self,
+        env: &Jvmti,
+        jni: &JniEnv,
+        to: &'static dyn FirstCalls,
+    ) -> Result<(), String> {
+        *FIRST_CALLS.lock() = Some(to);
+        TRACKER_METHODS.get_or_init(|| {
+            jvm::method_ids(env, self.class.local())
+                .into_iter()
+                .collect()
+        });
+        let (name, signature) = bci::TRACKER_FIRST_CALL_NATIVE;
+        let c_string = |text: &str| std::ffi::CString::new(text).map_err(|e| e.to_string());
+        let (name, signature) = (c_string(name)?, c_string(signature)?);
+        let native = jni::JNINativeMethod {
+            name: name.as_ptr() as *mut _,
+            signature: signature.as_ptr() as *mut _,
+            fnPtr: first_call_native as *mut std::ffi::c_void,
+        };
+        // SAFETY: the class is the Tracker, held by a global reference;
+        // `firstCall(II)V` is its native method and `first_call_native` has
+        // the matching JNI signature; the names outlive the call.
+        let registered = unsafe { jni.register_natives(self.class(), &[native]) };
+        if registered.is_err() || jvm::clear_exception(jni) {
+            return Err("the Tracker's firstCall native cannot be registered".into());
+        }
+        let (name, signature) = bci::TRACKER_REPORTS_FIRST_CALLS_FIELD;
+        // SAFETY: the Tracker's static boolean field of that name.
+        unsafe {
+            let field = jni
+                .get_static_field_id(self.class(), name, signature)
+                .ok_or("the Tracker has no reportsFirstCalls field")?;
+            jni.set_static_boolean_field(self.class(), field, true);
+        }
+        Ok(())
     }
 
     /// Sets `engaged`: non-zero makes the Tracker time calls.

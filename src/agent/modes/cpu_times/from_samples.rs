@@ -8,7 +8,8 @@
 //! frames only; a method's calls are shared among its traces in proportion
 //! to their samples (largest remainders, so they add up to the exact count).
 //! A method no sample saw gets one row with its exact count and no time, on
-//! a trace of its own frame (the callers of its calls are not known).
+//! the trace of its first call (`first_calls.rs`), or of its own frame
+//! when that was not walked.
 
 use crate::agent::modes::cpu_times::timing::TimedMethod;
 use crate::agent::modes::cpu_times::traces::{intern_timed, trace_time};
@@ -35,19 +36,23 @@ type CountedTrace = (Option<u32>, Vec<u64>);
 type TracesByTop = HashMap<(Option<u32>, u64), Vec<(Vec<u64>, u64)>>;
 
 /// The rows of a dump: `samples` by trace serial, `calls` by (thread, method
-/// key) (thread `None` without `thread=y`), `key_of` telling a frame's
-/// (class signature, method name, descriptor) counted method, `depth`
-/// frames per row's trace.
+/// key) (thread `None` without `thread=y`), `first_calls` the trace serial
+/// of each method's first call, `key_of` telling a frame's (class
+/// signature, method name, descriptor) counted method, `depth` frames per
+/// row's trace.
+#[allow(clippy::too_many_arguments)]
 pub fn rows(
     model: &mut Model,
     samples: &HashMap<u32, u64>,
     calls: &HashMap<(Option<u32>, u64), u64>,
+    first_calls: &HashMap<u64, u32>,
     key_of: impl Fn(&str, &str, &str) -> Option<u64>,
     method: impl Fn(u64) -> Option<TimedMethod>,
     depth: usize,
     interval_ns: u64,
 ) -> Vec<TraceTime> {
-    let by_trace = counted_traces(model, samples, key_of, depth);
+    let mut counted = CountedFrames::new(key_of, depth);
+    let by_trace = counted.traces(model, samples);
     // Per (thread, top method): its traces and their samples, in a fixed
     // order so that the shares of equal remainders go the same way each run.
     let mut by_top: TracesByTop = HashMap::new();
@@ -56,7 +61,8 @@ pub fn rows(
     }
     let mut rows = Vec::new();
     // A method called but never seen by a sample still has its exact count
-    // printed (the manual's "true count"): a row of its own frame, no time.
+    // printed (the manual's "true count"): a row with no time, on the trace
+    // of its first call (its own frame alone if that was not walked).
     let mut unsampled: Vec<(Option<u32>, u64, u64)> = calls
         .iter()
         .filter(|&(key, &count)| count > 0 && !by_top.contains_key(key))
@@ -64,8 +70,13 @@ pub fn rows(
         .collect();
     unsampled.sort_unstable();
     for (thread, key, count) in unsampled {
-        let methods = [method(key)];
-        let trace_serial = intern_timed(model, &[key], &methods, thread);
+        let keys = first_calls
+            .get(&key)
+            .map(|&serial| counted.keys(model, serial))
+            .filter(|keys| keys.first() == Some(&key))
+            .unwrap_or_else(|| vec![key]);
+        let methods: Vec<_> = keys.iter().map(|&k| method(k)).collect();
+        let trace_serial = intern_timed(model, &keys, &methods, thread);
         let mut row = trace_time(trace_serial, &methods);
         row.calls = count;
         row.self_ns = 0;
@@ -89,27 +100,55 @@ pub fn rows(
     rows
 }
 
-/// The samples by trace of counted frames: each sampled trace cut above
-/// its innermost counted frame and to `depth` counted frames; samples with
-/// no counted frame are left out (as time outside every timed call is).
-fn counted_traces(
-    model: &Model,
-    samples: &HashMap<u32, u64>,
-    key_of: impl Fn(&str, &str, &str) -> Option<u64>,
+/// Traces cut to their counted frames: each trace's frames that are
+/// counted methods, innermost first, `depth` of them.
+struct CountedFrames<F> {
+    key_of: F,
     depth: usize,
-) -> HashMap<CountedTrace, u64> {
-    let mut key_by_frame: HashMap<u64, Option<u64>> = HashMap::new();
-    let mut by_trace: HashMap<CountedTrace, u64> = HashMap::new();
-    for (&serial, &n) in samples {
+    /// Each frame's counted method, looked up once.
+    key_by_frame: HashMap<u64, Option<u64>>,
+}
+
+impl<F: Fn(&str, &str, &str) -> Option<u64>> CountedFrames<F> {
+    fn new(key_of: F, depth: usize) -> Self {
+        Self {
+            key_of,
+            depth: depth.max(1),
+            key_by_frame: HashMap::new(),
+        }
+    }
+
+    /// The samples by trace of counted frames: each sampled trace cut above
+    /// its innermost counted frame and to `depth` counted frames; samples
+    /// with no counted frame are left out (as time outside every timed call
+    /// is).
+    fn traces(&mut self, model: &Model, samples: &HashMap<u32, u64>) -> HashMap<CountedTrace, u64> {
+        let mut by_trace: HashMap<CountedTrace, u64> = HashMap::new();
+        for (&serial, &n) in samples {
+            let Some(thread) = model.traces.get(serial).map(|t| t.key.thread_serial) else {
+                continue;
+            };
+            let keys = self.keys(model, serial);
+            if !keys.is_empty() {
+                *by_trace.entry((thread, keys)).or_default() += n;
+            }
+        }
+        by_trace
+    }
+
+    /// The counted methods of trace `serial`'s frames (none for an unknown
+    /// trace).
+    fn keys(&mut self, model: &Model, serial: u32) -> Vec<u64> {
         let Some(trace) = model.traces.get(serial) else {
-            continue;
+            return Vec::new();
         };
-        let keys: Vec<u64> = trace
+        let key_of = &self.key_of;
+        trace
             .key
             .frames
             .iter()
             .filter_map(|&id| {
-                *key_by_frame.entry(id).or_insert_with(|| {
+                *self.key_by_frame.entry(id).or_insert_with(|| {
                     let frame = model.frames.get(id)?;
                     let class = frame
                         .class_signature
@@ -118,13 +157,9 @@ fn counted_traces(
                     key_of(class, &frame.method_name, &frame.method_signature)
                 })
             })
-            .take(depth.max(1))
-            .collect();
-        if !keys.is_empty() {
-            *by_trace.entry((trace.key.thread_serial, keys)).or_default() += n;
-        }
+            .take(self.depth)
+            .collect()
     }
-    by_trace
 }
 
 /// `total` split in proportion to `weights` (largest remainders, the

@@ -4,6 +4,7 @@
 //! cpu=old the old "prof" table, naming each timed method.
 
 mod attached;
+mod first_calls;
 pub mod from_samples;
 pub mod timing;
 mod traces;
@@ -14,6 +15,7 @@ use crate::emit::clock::ctime_now;
 use crate::emit::times::TraceTime;
 use crate::model::Model;
 use crate::options::{ClassFilter, experiment};
+use first_calls::FirstCallTraces;
 use from_samples::SampleFeed;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
@@ -37,6 +39,8 @@ pub struct MethodTimes {
     /// `timing=samples`: calls are only counted, times and traces come
     /// from these samples.
     samples: Option<SampleFeed>,
+    /// With `samples`: the trace of each method's first call.
+    first_calls: FirstCallTraces,
 }
 
 impl MethodTimes {
@@ -48,6 +52,7 @@ impl MethodTimes {
             drained: Mutex::default(),
             attached: false,
             samples: None,
+            first_calls: FirstCallTraces::default(),
         }
     }
 
@@ -140,6 +145,13 @@ impl Engine for MethodTimes {
                     timing.stop_timing_calls(jni);
                 }
                 let env = run.jvmti.env();
+                if self.samples.is_some() {
+                    self.first_calls.start(run);
+                    if let Err(why) = timing.report_first_calls(&env, jni, &self.first_calls) {
+                        // (Methods no sample saw keep a trace of their own frame.)
+                        eprintln!("HPROF ERROR: cpu=times: {why}");
+                    }
+                }
                 let events = [jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK];
                 if let Err(error) = env.enable_events_global(&events) {
                     eprintln!("HPROF ERROR: cpu=times cannot run: events ({error:?})");
@@ -237,6 +249,7 @@ impl MethodTimes {
                     model,
                     &samples,
                     &calls,
+                    &self.first_calls.traces(),
                     key_of,
                     |k| timing.method(k),
                     run.options.prof_trace_depth as usize,

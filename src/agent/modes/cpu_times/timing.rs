@@ -328,6 +328,20 @@ impl MethodTiming {
         *self.tracker.lock()
     }
 
+    /// Counting calls only: the first call of each method on each thread
+    /// is told to `to` from now on.
+    pub fn report_first_calls(
+        &self,
+        env: &Jvmti,
+        jni: &JniEnv,
+        to: &'static dyn crate::agent::jvm::timing_tracker::FirstCalls,
+    ) -> Result<(), String> {
+        match self.tracker() {
+            Some(tracker) => tracker.report_first_calls(env, jni, to),
+            None => Err("the Tracker is not defined".into()),
+        }
+    }
+
     /// Every thread's costs since the last call, read from the Tracker:
     /// (thread serial, method keys of the trace innermost first, costs).
     pub fn take_costs(&self, env: &Jvmti, jni: &JniEnv) -> Vec<(u32, Vec<u64>, CallCosts)> {

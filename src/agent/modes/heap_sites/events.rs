@@ -403,14 +403,7 @@ pub(super) fn allocating_stack(env: &Jvmti, depth: usize) -> Vec<jvm::RawFrame> 
     // The tracker's frames (the native, bumpIn, the counting call, a
     // multianewarray's tree) come first.
     const TRACKER_FRAMES: usize = 8;
-    let mut buffer = vec![jvmti::jvmtiFrameInfo::default(); depth + TRACKER_FRAMES];
-    let count = jvm::stack_frames_into(env, LocalThread::null(), &mut buffer);
-    buffer[..count]
-        .iter()
-        .map(|f| (f.method as u64, f.location))
-        .skip_while(|&(method, _)| alloc_tracker::is_tracker_method(method))
-        .take(depth)
-        .collect()
+    jvm::stack_below_tracker(env, depth, TRACKER_FRAMES, alloc_tracker::is_tracker_method)
 }
 
 /// The signature of `class` when an object of it of `size` bytes is a
