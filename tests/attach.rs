@@ -790,3 +790,65 @@ fn net_attached_sends_the_profile_to_the_listener_until_the_stop() {
         assert!(0 < totals[0] && totals[0] < totals[1], "{what}: {totals:?}");
     });
 }
+
+/// heap=sites attached to a service whose pool threads were all made before
+/// the attach (java-fixtures/OrderService.java: two threads take turns making
+/// 10,000 `OrderService$Order` per task): alone, with `alloc_interval=64k`
+/// and together with cpu=samples, each stopped after a few seconds, on JDK
+/// 11, 17, 21 and 25. SITES has the orders' row through `take()`, and the
+/// sampled estimates agree with each other: about 10,000 orders per
+/// `Order[]` batch (between 5,000 and 20,000).
+#[test]
+fn heap_sites_attached_to_a_running_pool_has_its_rows() {
+    const ORDER: &str = "OrderService$Order";
+    const BATCH: &str = "OrderService$Order[]";
+    common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
+        let dir = common::scratch_dir(&format!("attach-pool-sites-{}", jdk.label));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg("OrderService").arg("14");
+        let mut target = Spawned::spawn(&mut cmd);
+        target.wait_for_line("READY", READY_WAIT);
+        let pid = target.pid();
+        let runs = [
+            ("heap=sites", "sites.txt"),
+            ("heap=sites,alloc_interval=64k", "sites-64k.txt"),
+            ("heap=sites,cpu=samples", "sites-cpu.txt"),
+        ];
+        for (options, file) in runs {
+            let what = format!("{options} attached on {}", jdk.label);
+            attach_ok(&dir, pid, &format!("{options},file={file}"), &what);
+            std::thread::sleep(PROFILED);
+            attach_ok(&dir, pid, "stop", &what);
+        }
+        let out = target.wait_timeout(EXIT_WAIT);
+        common::assert_success(&out, &format!("OrderService on {}", jdk.label));
+        assert!(
+            common::stdout_text(&out).ends_with("orders=479604\n"),
+            "{}: OrderService's output changed\n{}",
+            jdk.label,
+            common::describe(&out)
+        );
+        for (options, file) in runs {
+            let what = format!("{options} attached on {}", jdk.label);
+            let profile = AsciiProfile::read_whole_file(&dir.join(file));
+            let objects = |class: &str| -> u64 {
+                profile
+                    .sites_of_class_via(class, "OrderService.take")
+                    .iter()
+                    .map(|r| r.allocated_objects)
+                    .sum()
+            };
+            let (orders, batches) = (objects(ORDER), objects(BATCH));
+            assert!(
+                orders > 0 && batches > 0,
+                "{what}: no rows of the orders: {:?}",
+                profile.site_rows()
+            );
+            let per_batch = orders / batches;
+            assert!(
+                (5_000..=20_000).contains(&per_batch),
+                "{what}: {orders} orders in {batches} batches"
+            );
+        }
+    });
+}
