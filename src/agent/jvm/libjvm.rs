@@ -121,6 +121,16 @@ fn struct_fields() -> Option<impl Iterator<Item = StructField>> {
     }))
 }
 
+/// The offset of the nonstatic field `field` in HotSpot's type
+/// `type_name` (such as `JavaThread`'s `_osthread`), from the VMStructs
+/// table the Serviceability Agent reads; None when the table or the
+/// field is not there.
+pub fn field_offset(type_name: &CStr, field: &CStr) -> Option<usize> {
+    struct_fields()?
+        .find(|f| !f.is_static && f.type_name == type_name && f.name == field)
+        .map(|f| f.offset)
+}
+
 /// The `JVMFlag` array, as the VMStructs describe it (JDK 11 and later:
 /// static fields `flags` and `numFlags`, fields `_name` and `_addr`).
 fn flag_table() -> Option<FlagTable> {

@@ -25,6 +25,7 @@ pub mod jmm;
 pub mod libjvm;
 pub mod lock_tracker;
 pub mod main_stack;
+pub mod native_thread;
 pub mod object_tags;
 pub mod own_env;
 pub mod retransform;
