@@ -507,42 +507,20 @@ impl AllocTracker {
 
 /// `java.lang.Thread`'s calling-context field.
 #[derive(Clone, Copy)]
-pub struct ContextField(jni::jfieldID);
-
-// SAFETY: a field identifier stays valid on every thread while its class
-// is loaded; java.lang.Thread never unloads.
-unsafe impl Send for ContextField {}
-// SAFETY: as above; the identifier is only read.
-unsafe impl Sync for ContextField {}
+pub struct ContextField(jvm::ThreadLongField);
 
 impl ContextField {
     /// The field, when `java.lang.Thread` has it (added as the JVM loaded
     /// the class: without it, code keeping contexts would fail to link).
     pub fn find(jni: &JniEnv) -> Option<Self> {
-        let Some(thread) = jvm::find_class(jni, "java/lang/Thread") else {
-            jni.exception_clear();
-            return None;
-        };
         let (name, signature) = bci::CONTEXT_FIELD;
-        // SAFETY: `thread` is a live local reference to a class; a missing
-        // field raises NoSuchFieldError, cleared here.
-        let field = unsafe { jni.get_field_id(thread.get().raw(), name, signature) };
-        if jni.exception_check() {
-            jni.exception_clear();
-            return None;
-        }
-        field.map(Self)
+        debug_assert_eq!(signature, "J");
+        jvm::ThreadLongField::find(jni, name).map(Self)
     }
 
     /// The window `thread` holds now.
     pub fn read(&self, jni: &JniEnv, thread: jvm::LocalThread<'_>) -> Option<u64> {
-        if thread.is_null() {
-            return None;
-        }
-        // SAFETY: `thread` is a live reference to a java.lang.Thread, and
-        // the field is Thread's own `long` field.
-        let value = unsafe { jni.get_long_field(thread.raw(), self.0) };
-        Some(value as u64)
+        self.0.read(jni, thread).map(|window| window as u64)
     }
 }
 

@@ -55,9 +55,9 @@ impl Table {
     }
 
     /// Each entry's address and type name, up to the terminating entry.
-    fn entries(&self) -> impl Iterator<Item = (*const u8, &'static CStr)> + '_ {
+    fn entries(self) -> impl Iterator<Item = (*const u8, &'static CStr)> {
         (0..)
-            .map(|index| {
+            .map(move |index| {
                 // SAFETY: entries are `stride` apart up to the terminating
                 // one, whose type name is null (the iteration stops there);
                 // each name is a static C string of libjvm.
@@ -80,43 +80,75 @@ struct FlagTable {
     addr_offset: usize,
 }
 
-/// The `JVMFlag` array, as the VMStructs describe it (JDK 11 and later:
-/// static fields `flags` and `numFlags`, fields `_name` and `_addr`).
-fn flag_table() -> Option<FlagTable> {
+/// One field of a HotSpot type, as a `gHotSpotVMStructs` entry describes it.
+struct StructField {
+    type_name: &'static CStr,
+    name: &'static CStr,
+    is_static: bool,
+    /// A nonstatic field's offset in its type.
+    offset: usize,
+    /// A static field's address (null for a nonstatic one).
+    address: *const u8,
+}
+
+/// Every field `gHotSpotVMStructs` describes, or None when libjvm does
+/// not export the table and its layout.
+fn struct_fields() -> Option<impl Iterator<Item = StructField>> {
     let structs = Table::find(
         c"gHotSpotVMStructs",
         c"gHotSpotVMStructEntryArrayStride",
         c"gHotSpotVMStructEntryTypeNameOffset",
     )?;
     let field_name = exported_u64(c"gHotSpotVMStructEntryFieldNameOffset")?;
+    let is_static = exported_u64(c"gHotSpotVMStructEntryIsStaticOffset")?;
     let offset = exported_u64(c"gHotSpotVMStructEntryOffsetOffset")?;
     let address = exported_u64(c"gHotSpotVMStructEntryAddressOffset")?;
-    let (mut flags, mut count, mut name_offset, mut addr_offset) = (None, None, None, None);
-    for (entry, type_name) in structs.entries() {
-        if type_name != c"JVMFlag" {
-            continue;
-        }
-        // SAFETY: a VMStructs entry: its field name is a static C string or
-        // null, its offset a `uint64_t`, its address a pointer (for static
-        // fields, to the field itself).
+    Some(structs.entries().filter_map(move |(entry, type_name)| {
+        // SAFETY: a VMStructs entry: its field name is a static C string
+        // or null, its static flag an `int32_t`, its offset a
+        // `uint64_t`, its address a pointer (for static fields, to the
+        // field itself).
         unsafe {
             let name = *(entry.add(field_name) as *const *const c_char);
-            if name.is_null() {
-                continue;
+            (!name.is_null()).then(|| StructField {
+                type_name,
+                name: CStr::from_ptr(name),
+                is_static: *(entry.add(is_static) as *const i32) != 0,
+                offset: *(entry.add(offset) as *const u64) as usize,
+                address: *(entry.add(address) as *const *const u8),
+            })
+        }
+    }))
+}
+
+/// The offset of the nonstatic field `field` in HotSpot's type
+/// `type_name` (such as `JavaThread`'s `_osthread`), from the VMStructs
+/// table the Serviceability Agent reads; None when the table or the
+/// field is not there.
+pub fn field_offset(type_name: &CStr, field: &CStr) -> Option<usize> {
+    struct_fields()?
+        .find(|f| !f.is_static && f.type_name == type_name && f.name == field)
+        .map(|f| f.offset)
+}
+
+/// The `JVMFlag` array, as the VMStructs describe it (JDK 11 and later:
+/// static fields `flags` and `numFlags`, fields `_name` and `_addr`).
+fn flag_table() -> Option<FlagTable> {
+    let (mut flags, mut count, mut name_offset, mut addr_offset) = (None, None, None, None);
+    for field in struct_fields()?.filter(|f| f.type_name == c"JVMFlag") {
+        match (field.name.to_bytes(), field.is_static) {
+            (b"flags", true) if !field.address.is_null() => {
+                // SAFETY: the static field `JVMFlag::flags`: a pointer to
+                // the array.
+                flags = Some(unsafe { *(field.address as *const *const u8) })
             }
-            let static_address = *(entry.add(address) as *const *const u8);
-            let field_offset = *(entry.add(offset) as *const u64) as usize;
-            match CStr::from_ptr(name).to_bytes() {
-                b"flags" if !static_address.is_null() => {
-                    flags = Some(*(static_address as *const *const u8))
-                }
-                b"numFlags" if !static_address.is_null() => {
-                    count = Some(*(static_address as *const usize))
-                }
-                b"_name" => name_offset = Some(field_offset),
-                b"_addr" => addr_offset = Some(field_offset),
-                _ => {}
+            (b"numFlags", true) if !field.address.is_null() => {
+                // SAFETY: the static field `JVMFlag::numFlags`: a `size_t`.
+                count = Some(unsafe { *(field.address as *const usize) })
             }
+            (b"_name", false) => name_offset = Some(field.offset),
+            (b"_addr", false) => addr_offset = Some(field.offset),
+            _ => {}
         }
     }
     let types = Table::find(

@@ -25,6 +25,7 @@ pub mod jmm;
 pub mod libjvm;
 pub mod lock_tracker;
 pub mod main_stack;
+pub mod native_thread;
 pub mod object_tags;
 pub mod own_env;
 pub mod retransform;
@@ -807,6 +808,44 @@ pub unsafe fn delete_global<K>(jni: &JniEnv, global: GlobalRef<K>) {
         // SAFETY: a global reference this agent created; the caller
         // guarantees it is deleted once and not used after.
         unsafe { jni.delete_global_ref(global.raw) };
+    }
+}
+
+/// A `long` field of `java.lang.Thread`, found once and read on any
+/// thread.
+#[derive(Clone, Copy)]
+pub struct ThreadLongField(jni::jfieldID);
+
+// SAFETY: a field identifier stays valid on every thread while its class
+// is loaded; java.lang.Thread never unloads.
+unsafe impl Send for ThreadLongField {}
+// SAFETY: as above; the identifier is only read.
+unsafe impl Sync for ThreadLongField {}
+
+impl ThreadLongField {
+    /// Thread's `long` field `name`, when it has one.
+    pub fn find(jni: &JniEnv, name: &str) -> Option<Self> {
+        let Some(thread) = find_class(jni, "java/lang/Thread") else {
+            jni.exception_clear();
+            return None;
+        };
+        // SAFETY: `thread` is a live local reference to a class; a missing
+        // field raises NoSuchFieldError, cleared here.
+        let field = unsafe { jni.get_field_id(thread.get().raw(), name, "J") };
+        if clear_exception(jni) {
+            return None;
+        }
+        field.map(Self)
+    }
+
+    /// Its value in `thread` (None for a null reference).
+    pub fn read(&self, jni: &JniEnv, thread: LocalThread<'_>) -> Option<i64> {
+        if thread.is_null() {
+            return None;
+        }
+        // SAFETY: `thread` is a live reference to a java.lang.Thread, and
+        // the field is Thread's own `long` field.
+        Some(unsafe { jni.get_long_field(thread.raw(), self.0) })
     }
 }
 

@@ -17,8 +17,8 @@
 //! This module is one of the few that talk to the JVM and the OS with
 //! unsafe code (with `jvm/mod.rs` and `modes/cpu_samples/cpu_timers.rs`).
 
-use crate::agent::jvm::{RawFrame, libjvm};
-use std::cell::{Cell, UnsafeCell};
+use crate::agent::jvm::{RawFrame, libjvm, native_thread};
+use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 use std::sync::atomic::{
@@ -132,7 +132,7 @@ pub enum Taken {
 pub struct Sample {
     pub serial: u32,
     /// The key of the virtual thread mounted on the thread then (see
-    /// [`note_mounted`]), 0 for none or not tracked.
+    /// `cpu_timers::note_mounted`), 0 for none or not tracked.
     pub mounted: u64,
     pub slot: usize,
     pub weight: u32,
@@ -182,24 +182,20 @@ static WALKER: AtomicUsize = AtomicUsize::new(0);
 pub const MAX_SLOTS: usize = 16 * 1024;
 
 /// Who owns each timer slot: its JNIEnv (AGCT needs the thread's own),
-/// kernel thread id and thread serial, set on the thread before its timer
-/// starts. The handler checks the thread id: a signal from a timer just
+/// kernel thread id and thread serial, set before its timer starts (on the
+/// thread itself, or for a thread running at an attach on the attaching
+/// one). The handler checks the thread id: a signal from a timer just
 /// deleted may still arrive after its slot was given to another thread.
 static OWNER_ENV: [AtomicPtr<c_void>; MAX_SLOTS] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_SLOTS];
 static OWNER_TID: [AtomicI32; MAX_SLOTS] = [const { AtomicI32::new(0) }; MAX_SLOTS];
 static OWNER_SERIAL: [AtomicU32; MAX_SLOTS] = [const { AtomicU32::new(0) }; MAX_SLOTS];
 /// The key of the virtual thread each slot's thread runs now (0 for none),
-/// kept by [`note_mounted`] when virtual threads are named.
+/// kept by `cpu_timers::note_mounted` when virtual threads are named.
 static MOUNTED: [AtomicU64; MAX_SLOTS] = [const { AtomicU64::new(0) }; MAX_SLOTS];
 /// Whether the handler has walked Java frames on each slot's thread since
 /// it took the slot ([`has_walked`]).
 static WALKED: [AtomicBool; MAX_SLOTS] = [const { AtomicBool::new(false) }; MAX_SLOTS];
-
-thread_local! {
-    /// The timer slot this thread owns (`usize::MAX` for none).
-    static OWN_SLOT: Cell<usize> = const { Cell::new(usize::MAX) };
-}
 
 /// At load time: finds AsyncGetCallTrace and allocates the ring for stacks
 /// `depth` frames deep. An error says why stacks will be taken through
@@ -268,36 +264,31 @@ fn find_async_get_call_trace() -> Option<usize> {
     libjvm::symbol(c"AsyncGetCallTrace").map(|found| found as usize)
 }
 
-/// The calling thread's kernel id, by the system call: glibc's `gettid()`
-/// wrapper is 2.30's, and the release archive's agent loads on glibc 2.17
-/// (docs/install.md). Async-signal-safe: the sampling handler calls it.
-pub fn current_tid() -> libc::pid_t {
-    // SAFETY: gettid takes no arguments, has no preconditions and cannot
-    // fail; its result always fits in a pid_t.
-    unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t }
-}
-
-/// On the thread itself, before its timer starts on `slot`: the thread's
+/// Before a timer starts on `slot` for the thread `tid`: the thread's
 /// JNIEnv and serial, for the handler.
-pub fn own_slot(slot: usize, jni_env: *mut c_void, serial: u32) {
+pub fn own_slot(slot: usize, tid: libc::pid_t, jni_env: *mut c_void, serial: u32) {
     if slot >= MAX_SLOTS {
         return;
     }
-    let tid = current_tid();
     OWNER_ENV[slot].store(jni_env, Ordering::Relaxed);
     OWNER_SERIAL[slot].store(serial, Ordering::Relaxed);
     MOUNTED[slot].store(0, Ordering::Relaxed);
     WALKED[slot].store(false, Ordering::Relaxed);
     OWNER_TID[slot].store(tid, Ordering::Release);
-    OWN_SLOT.with(|own| own.set(slot));
 }
 
-/// On a carrier thread, as a virtual thread mounts (`key`) or unmounts (0):
-/// the samples its timer takes from now on are that virtual thread's.
-pub fn note_mounted(key: u64) {
-    let slot = OWN_SLOT.try_with(Cell::get).unwrap_or(usize::MAX);
-    if slot < MAX_SLOTS {
-        MOUNTED[slot].store(key, Ordering::Relaxed);
+/// The kernel id of the thread that owns `slot` (0 for none).
+pub fn owner_tid(slot: usize) -> libc::pid_t {
+    OWNER_TID
+        .get(slot)
+        .map_or(0, |tid| tid.load(Ordering::Acquire))
+}
+
+/// As a virtual thread mounts (`key`) on the slot's thread, or unmounts
+/// (0): the samples its timer takes from now on are that virtual thread's.
+pub fn set_mounted(slot: usize, key: u64) {
+    if let Some(mounted) = MOUNTED.get(slot) {
+        mounted.store(key, Ordering::Relaxed);
     }
 }
 
@@ -325,7 +316,7 @@ pub fn capture(slot: usize, weight: u32, ucontext: *mut c_void) -> bool {
     if walker == 0 || slot >= MAX_SLOTS {
         return false;
     }
-    let tid = current_tid();
+    let tid = native_thread::current_tid();
     if OWNER_TID[slot].load(Ordering::Acquire) != tid {
         return false;
     }

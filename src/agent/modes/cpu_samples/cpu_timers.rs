@@ -12,11 +12,23 @@
 //! replaces any handler installed before it), and so may another profiler
 //! (JDK 25's JFR CPU-time sampler). Java code cannot name a real-time signal.
 //!
+//! A thread's timer is made on the thread itself at its ThreadStart; a
+//! thread already running when the agent is attached to a live JVM passed
+//! there before, and gets one made for it by the attaching thread: Linux
+//! lets a process make a timer on the CPU clock of any of its threads and
+//! have it signal that thread ([`start_for_thread`], with the thread's
+//! kernel id and JNIEnv read out of HotSpot by `jvm/native_thread.rs`).
+//! Either way the timer is kept by the thread's kernel id until its
+//! ThreadEnd, where the thread takes it back ([`take_current`]).
+//!
 //! Linux only (timer_create with SIGEV_THREAD_ID). The agent's unsafe calls
 //! to the operating system (signals, timers, the monotonic clock) are here.
 
+use crate::agent::jvm::native_thread::current_tid;
 use crate::agent::modes::cpu_samples::async_trace::{self, MAX_SLOTS};
 use parking_lot::Mutex;
+use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// CPU intervals each slot's thread consumed since the sampler last looked.
@@ -48,6 +60,20 @@ static TIMER_IDS: [[AtomicUsize; 2]; MAX_SLOTS] =
 
 /// Free slot numbers.
 static FREE_SLOTS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// Each timed thread's timer, by the thread's kernel id, from its start
+/// ([`keep`]) to its ThreadEnd ([`take_current`]). Static, as the timers
+/// are the process's: a profile stopped while the JVM runs on leaves its
+/// threads' timers disarmed here, and a thread still running at the next
+/// attach has its old timer deleted as it gets a new one. (An entry whose
+/// thread ended while no profile ran goes when its id is reused.)
+static KEPT: Mutex<BTreeMap<libc::pid_t, CpuTimer>> = Mutex::new(BTreeMap::new());
+
+thread_local! {
+    /// The calling thread's slot as last found (`usize::MAX` for none) and
+    /// its kernel id (0 until known), for [`note_mounted`].
+    static OWN_SLOT: Cell<(usize, libc::pid_t)> = const { Cell::new((usize::MAX, 0)) };
+}
 
 /// The start of a timer's siginfo on Linux (x86_64 and aarch64): the
 /// `_timer` member of the union begins at offset 16.
@@ -135,9 +161,11 @@ fn is_unhandled(signal: libc::c_int) -> bool {
     }
 }
 
-/// A running CPU timer of the calling thread, and its one-shot look.
+/// A running CPU timer of a thread, and its one-shot look.
 pub struct CpuTimer {
     pub slot: usize,
+    /// The kernel id of the thread it measures and signals.
+    tid: libc::pid_t,
     timer: libc::timer_t,
     peek: Option<libc::timer_t>,
 }
@@ -161,21 +189,39 @@ fn take_slot() -> Option<usize> {
 
 /// Starts a timer on the calling thread's CPU clock that signals this thread
 /// every `interval_ms` of CPU it consumes, and a one-shot look at its stack
-/// a kernel tick before its first sample is due. Must run on the thread
-/// itself, whose JNIEnv (for the stack walk in the handler) and serial are
-/// given.
+/// a kernel tick before its first sample is due. The thread's JNIEnv (for
+/// the stack walk in the handler) and serial are given.
 pub fn start_for_current_thread(
     interval_ms: u32,
     jni_env: *mut libc::c_void,
     serial: u32,
 ) -> Option<CpuTimer> {
+    start_for_thread(current_tid(), interval_ms, jni_env, serial, || true)
+}
+
+/// [`start_for_current_thread`] for any thread of the process, by its
+/// kernel id `tid`. The timers are made, then `still_running` is asked
+/// before they are armed: true says `tid` was the thread's id all along
+/// (not a number read from a thread that ended meanwhile, which the kernel
+/// may have given to another), so the timers, which the kernel binds to the
+/// thread the id named when they were made, are that thread's. False:
+/// nothing is started.
+pub fn start_for_thread(
+    tid: libc::pid_t,
+    interval_ms: u32,
+    jni_env: *mut libc::c_void,
+    serial: u32,
+    still_running: impl FnOnce() -> bool,
+) -> Option<CpuTimer> {
     let signal = SAMPLING_SIGNAL.load(Ordering::Acquire);
-    if signal == 0 {
+    if signal == 0 || tid <= 0 {
         return None;
     }
     let slot = take_slot()?;
     PENDING[slot].store(0, Ordering::Relaxed);
-    async_trace::own_slot(slot, jni_env, serial);
+    async_trace::own_slot(slot, tid, jni_env, serial);
+    let made =
+        cpu_timer(signal, tid, slot).map(|timer| (timer, cpu_timer(signal, tid, slot | PEEK)));
     let period_ns = u64::from(interval_ms) * 1_000_000;
     // The first tick comes after a random part of the period, so that a
     // thread burning c < interval of CPU in its whole life is sampled with
@@ -183,28 +229,64 @@ pub fn start_for_current_thread(
     // to the CPU they used (with a full first period, none of them would
     // ever be sampled).
     let first_ns = 1 + random_below(period_ns);
-    let Some(timer) = cpu_timer(signal, slot, first_ns, period_ns) else {
+    let armed = match made {
+        Some((timer, peek)) if still_running() && arm(timer, first_ns, period_ns) => {
+            // (Half way to the first sample when it is due within a tick.)
+            let peek_ns = match first_ns.checked_sub(PEEK_LEAD_NS) {
+                Some(early) if early > 0 => early,
+                _ => (first_ns / 2).max(1),
+            };
+            // (A look that cannot be armed is left out.)
+            let peek = peek.filter(|&peek| {
+                let armed = arm(peek, peek_ns, 0);
+                if !armed {
+                    delete(peek);
+                }
+                armed
+            });
+            Some(CpuTimer {
+                slot,
+                tid,
+                timer,
+                peek,
+            })
+        }
+        Some((timer, peek)) => {
+            delete(timer);
+            if let Some(peek) = peek {
+                delete(peek);
+            }
+            None
+        }
+        None => None,
+    };
+    let Some(armed) = armed else {
         async_trace::disown_slot(slot);
         FREE_SLOTS.lock().push(slot);
         return None;
     };
-    // (Half way to the first sample when it is due within a tick.)
-    let peek_ns = match first_ns.checked_sub(PEEK_LEAD_NS) {
-        Some(early) if early > 0 => early,
-        _ => (first_ns / 2).max(1),
-    };
-    let peek = cpu_timer(signal, slot | PEEK, peek_ns, 0);
-    TIMER_IDS[slot][0].store(timer as usize, Ordering::Release);
-    TIMER_IDS[slot][1].store(peek.map_or(0, |p| p as usize), Ordering::Release);
-    Some(CpuTimer { slot, timer, peek })
+    TIMER_IDS[slot][0].store(armed.timer as usize, Ordering::Release);
+    TIMER_IDS[slot][1].store(armed.peek.map_or(0, |p| p as usize), Ordering::Release);
+    Some(armed)
 }
 
-/// A timer on the calling thread's CPU clock that sends it `signal` with
-/// `value` after `first_ns` of CPU, then every `period_ns` (0: once).
-fn cpu_timer(signal: i32, value: usize, first_ns: u64, period_ns: u64) -> Option<libc::timer_t> {
-    // SAFETY: plain libc calls with valid out-pointers; the timer targets the
-    // calling thread (its kernel id) and measures its own CPU clock; one that
-    // cannot be armed is deleted here.
+/// The clock id of the CPU clock of the thread `tid` of this process: the
+/// kernel's `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`, the clock glibc's
+/// `pthread_getcpuclockid` gives (`CLOCK_THREAD_CPUTIME_ID` is that of tid
+/// 0, the calling thread).
+fn thread_cpu_clock(tid: libc::pid_t) -> libc::clockid_t {
+    const CPUCLOCK_PERTHREAD: libc::clockid_t = 4;
+    const CPUCLOCK_SCHED: libc::clockid_t = 2;
+    ((!tid) << 3) | CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED
+}
+
+/// A disarmed timer on the CPU clock of the thread `tid` that, once armed,
+/// sends that thread `signal` with `value`. None when `tid` is no thread of
+/// this process (any more).
+fn cpu_timer(signal: i32, tid: libc::pid_t, value: usize) -> Option<libc::timer_t> {
+    // SAFETY: plain libc calls with valid out-pointers; the kernel checks
+    // that `tid` is a thread of this process, for the clock and for the
+    // signal, and binds the timer to that thread.
     unsafe {
         let mut event: libc::sigevent = std::mem::zeroed();
         event.sigev_notify = libc::SIGEV_THREAD_ID;
@@ -212,20 +294,61 @@ fn cpu_timer(signal: i32, value: usize, first_ns: u64, period_ns: u64) -> Option
         event.sigev_value = libc::sigval {
             sival_ptr: value as *mut libc::c_void,
         };
-        event.sigev_notify_thread_id = async_trace::current_tid();
+        event.sigev_notify_thread_id = tid;
         let mut timer: libc::timer_t = std::ptr::null_mut();
-        if libc::timer_create(libc::CLOCK_THREAD_CPUTIME_ID, &mut event, &mut timer) != 0 {
-            return None;
+        (libc::timer_create(thread_cpu_clock(tid), &mut event, &mut timer) == 0).then_some(timer)
+    }
+}
+
+/// Arms `timer` to expire after `first_ns` of CPU, then every `period_ns`
+/// (0: once). False when it cannot be.
+fn arm(timer: libc::timer_t, first_ns: u64, period_ns: u64) -> bool {
+    let spec = libc::itimerspec {
+        it_interval: timespec_of(period_ns),
+        it_value: timespec_of(first_ns),
+    };
+    // SAFETY: a live timer of timer_create; `spec` is a valid itimerspec.
+    unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) == 0 }
+}
+
+/// Deletes a timer [`start_for_thread`] made and handed out to no one.
+fn delete(timer: libc::timer_t) {
+    // SAFETY: a timer of timer_create, deleted once: here.
+    unsafe { libc::timer_delete(timer) };
+}
+
+/// Keeps `timer` as its thread's until the thread takes it back at its end
+/// ([`take_current`]). Returns the timer kept for the same kernel id
+/// before, if any: one of an earlier profile (the thread still runs), or of
+/// a thread that ended while no profile ran and whose id is reused; the
+/// caller stops it.
+pub fn keep(timer: CpuTimer) -> Option<CpuTimer> {
+    KEPT.lock().insert(timer.tid, timer)
+}
+
+/// At ThreadEnd, on the ending thread: its timer, if it has one.
+pub fn take_current() -> Option<CpuTimer> {
+    KEPT.lock().remove(&current_tid())
+}
+
+/// On a carrier thread, as a virtual thread mounts (`key`) or unmounts (0):
+/// the samples its timer takes from now on are that virtual thread's. The
+/// thread's slot is remembered on the thread, and looked up again when it
+/// no longer leads to the thread (a timer made for the thread at an attach
+/// was made on another thread, which could not tell it).
+pub fn note_mounted(key: u64) {
+    let slot = OWN_SLOT.try_with(|own| {
+        let (slot, tid) = own.get();
+        let tid = if tid == 0 { current_tid() } else { tid };
+        if slot < MAX_SLOTS && async_trace::owner_tid(slot) == tid {
+            return slot;
         }
-        let spec = libc::itimerspec {
-            it_interval: timespec_of(period_ns),
-            it_value: timespec_of(first_ns),
-        };
-        if libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) != 0 {
-            libc::timer_delete(timer);
-            return None;
-        }
-        Some(timer)
+        let found = KEPT.lock().get(&tid).map_or(usize::MAX, |timer| timer.slot);
+        own.set((found, tid));
+        found
+    });
+    if let Ok(slot) = slot {
+        async_trace::set_mounted(slot, key);
     }
 }
 
@@ -263,8 +386,8 @@ impl CpuTimer {
 }
 
 /// Disarms the timers of `slot`'s thread: it is sent no more sampling
-/// signals. The timers themselves stay until the thread ends (its
-/// [`CpuTimer::stop`] deletes them, once). The caller holds the lock under
+/// signals. The timers themselves stay until the thread ends, or a later
+/// attach gives it new ones (their [`CpuTimer::stop`] deletes them, once). The caller holds the lock under
 /// which the thread's end stops its timer, so that the handles are live.
 pub fn disarm(slot: usize) {
     let Some(ids) = TIMER_IDS.get(slot) else {

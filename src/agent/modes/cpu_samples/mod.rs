@@ -341,7 +341,8 @@ impl Engine for CpuSamples {
         }
     }
 
-    /// Its CPU clock is read at each tick (see `polled.rs`).
+    /// It gets its CPU timer as a thread does at its ThreadStart (see
+    /// `sampler.rs`), or its CPU clock is read at each tick (`polled.rs`).
     fn thread_running_at_attach(
         &self,
         run: &Run,

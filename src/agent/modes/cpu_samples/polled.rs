@@ -1,11 +1,13 @@
 //! Threads already running when the agent is attached to a live JVM
-//! (`hprof-rs attach`). A CPU timer signals the thread that made it, so
-//! each thread makes its own at ThreadStart; a thread that started before
-//! the attach never passes there. Those threads are sampled by the sampler
-//! thread instead: at each tick it reads their CPU clocks through JVMTI
-//! (GetThreadCpuTime), and a thread that used a whole interval since the
-//! last sample counts that many intervals at the stack JVMTI gives it then
-//! (taken at a safepoint, as the fallback of `sampler.rs` does).
+//! (`hprof-rs attach`) that could not be given a CPU timer of their own
+//! (`sampler.rs`): their kernel id cannot be read (a JVM without HotSpot's
+//! VMStructs tables, see `jvm/native_thread.rs`), or no timer slot is free.
+//! The sampler thread samples them instead: at each tick it reads their
+//! CPU clocks through JVMTI (GetThreadCpuTime), and a thread that used a
+//! whole interval since the last sample counts that many intervals at the
+//! stack JVMTI gives it then (taken at a safepoint, as the fallback of
+//! `sampler.rs` does). A thread that used its CPU and parked before the
+//! tick shows no stack then: its intervals count under `<no Java frames>`.
 
 use crate::agent::jvm::{self, GlobalRef, LocalThread, RawFrame, kind};
 use jvmti_bindings::prelude::*;

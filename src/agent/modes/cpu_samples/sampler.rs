@@ -6,7 +6,15 @@
 //! interval at each. Where AsyncGetCallTrace is absent or refuses, the
 //! handler only counts, and the agent thread takes the stacks of the
 //! threads that ran through JVMTI (at their next safepoint).
+//!
+//! A thread makes its timer at its ThreadStart. One already running when
+//! the agent is attached to a live JVM is given its timer by the attaching
+//! thread, with its kernel id and JNIEnv read out of HotSpot
+//! (`jvm/native_thread.rs`); one whose id cannot be read (a JVM without
+//! HotSpot's tables) or that cannot be given a timer is polled instead
+//! (`modes/cpu_samples/polled.rs`).
 
+use crate::agent::jvm::native_thread;
 use crate::agent::jvm::{self, GlobalRef, LocalThread, RawFrame, VmHandle, kind};
 use crate::agent::modes::cpu_samples::async_trace::{self, Taken, Unwalkable, Walker};
 use crate::agent::modes::cpu_samples::cpu_timers::{self, CpuTimer};
@@ -16,7 +24,6 @@ use crate::agent::run::threads::{is_agent_thread, mark_agent_thread};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -24,11 +31,6 @@ use std::time::Duration;
 
 /// Name of the sampler thread, as HPROF named its own.
 pub const SAMPLER_THREAD_NAME: &str = "HPROF cpu sampling thread";
-
-thread_local! {
-    /// This thread's CPU timer, started at ThreadStart and stopped at ThreadEnd.
-    static TIMER: RefCell<Option<CpuTimer>> = const { RefCell::new(None) };
-}
 
 /// A profiled thread: a global reference to it and its serial.
 #[derive(Clone, Copy)]
@@ -56,7 +58,7 @@ pub enum Stack {
 /// One thread's CPU since the last tick, at one stack.
 pub struct Ran {
     pub serial: u32,
-    /// The key of the virtual thread it ran (`async_trace::note_mounted`),
+    /// The key of the virtual thread it ran (`cpu_timers::note_mounted`),
     /// 0 for none or not tracked.
     pub mounted: u64,
     /// CPU intervals consumed; 0 for a look at the stack of a thread whose
@@ -120,8 +122,12 @@ pub struct CpuSampling {
     stop: AtomicBool,
     wake: (Sender<()>, Receiver<()>),
     sampler: Mutex<Option<JoinHandle<()>>>,
-    /// Threads found running when the agent was attached to a live JVM.
+    /// Threads found running when the agent was attached to a live JVM
+    /// that could not be given a timer.
     polled: PolledThreads,
+    /// Set once the reason threads running at the attach are polled was
+    /// said (with `verbose=y`).
+    said_polled: AtomicBool,
 }
 
 impl CpuSampling {
@@ -153,6 +159,7 @@ impl CpuSampling {
             wake: bounded(1),
             sampler: Mutex::new(None),
             polled: PolledThreads::default(),
+            said_polled: AtomicBool::new(false),
         })
     }
 
@@ -162,30 +169,27 @@ impl CpuSampling {
         if is_agent_thread() || self.depth == 0 {
             return;
         }
-        let Some(timer) =
+        if let Some(timer) =
             cpu_timers::start_for_current_thread(self.interval_ms, jni.raw().cast(), serial)
-        else {
-            return;
-        };
-        let thread = GlobalRef::new(jni, thread);
-        self.timed.lock().insert(
-            timer.slot,
-            Timed {
-                thread,
-                serial,
-                looks_left: LOOKS_AT_A_NEW_THREAD,
-            },
-        );
-        self.unseen.lock().push((timer.slot, serial));
-        let _ = TIMER.try_with(|t| {
-            if let Some(old) = t.replace(Some(timer)) {
-                old.stop();
-            }
-        });
+        {
+            self.track(jni, thread, serial, timer);
+        }
     }
 
     /// A thread found running when the agent was attached to a live JVM
-    /// (it made no timer of its own: see `polled.rs`).
+    /// (it passed its ThreadStart before): the attaching thread starts its
+    /// CPU timer for it, which then works as the thread's own. A thread
+    /// that cannot be given one is polled (see `polled.rs`).
+    ///
+    /// The thread may end meanwhile. Its kernel id is read while its
+    /// `eetop` shows it running, and checked again once the timers are
+    /// made (`NativeThreads::still_running`): timers made for an id read
+    /// from a thread that has ended since are deleted unarmed. A thread
+    /// whose ThreadEnd came before its timer was kept here (ThreadEnd is
+    /// posted before `eetop` is cleared) keeps its timer, which never fires
+    /// (its thread is gone), and its slot until its id is reused by another
+    /// thread, and the profile keeps its reference: a leak of one entry per
+    /// thread that ends during the attach, at most.
     pub fn thread_running_at_attach(
         &self,
         jni: &JniEnv,
@@ -196,9 +200,53 @@ impl CpuSampling {
         if is_agent_thread() || self.depth == 0 {
             return;
         }
-        let period_ns = u64::from(self.interval_ms) * 1_000_000;
-        let phase = cpu_timers::random_below(period_ns) as i64;
-        self.polled.add(jni, env, thread, serial, phase);
+        let timer = match native_thread::native_threads(jni, env) {
+            Ok(natives) => natives.of(jni, thread).and_then(|native| {
+                cpu_timers::start_for_thread(
+                    native.tid,
+                    self.interval_ms,
+                    native.jni_env,
+                    serial,
+                    || natives.still_running(jni, thread, &native),
+                )
+            }),
+            Err(why) => {
+                if self.verbose && !self.said_polled.swap(true, Ordering::Relaxed) {
+                    eprintln!(
+                        "HPROF: the threads running at the attach are polled \
+                         through their CPU clocks ({why})"
+                    );
+                }
+                None
+            }
+        };
+        match timer {
+            Some(timer) => self.track(jni, thread, serial, timer),
+            None => {
+                let period_ns = u64::from(self.interval_ms) * 1_000_000;
+                let phase = cpu_timers::random_below(period_ns) as i64;
+                self.polled.add(jni, env, thread, serial, phase);
+            }
+        }
+    }
+
+    /// A thread timed from now on by `timer`, until its ThreadEnd.
+    fn track(&self, jni: &JniEnv, thread: LocalThread<'_>, serial: u32, timer: CpuTimer) {
+        let slot = timer.slot;
+        let thread = GlobalRef::new(jni, thread);
+        // (Before the timer is kept: from then on its end finds it.)
+        self.timed.lock().insert(
+            slot,
+            Timed {
+                thread,
+                serial,
+                looks_left: LOOKS_AT_A_NEW_THREAD,
+            },
+        );
+        self.unseen.lock().push((slot, serial));
+        if let Some(old) = cpu_timers::keep(timer) {
+            self.stop_timer(Some(jni), old, true);
+        }
     }
 
     /// The CPU the threads found running at the attach used since the
@@ -237,9 +285,14 @@ impl CpuSampling {
     /// took are all drained; `counted` is false when the run no longer
     /// counts (the VM is ending).
     pub fn thread_ended(&self, jni: Option<&JniEnv>, counted: bool) {
-        let Some(timer) = TIMER.try_with(|t| t.take()).ok().flatten() else {
-            return;
-        };
+        if let Some(timer) = cpu_timers::take_current() {
+            self.stop_timer(jni, timer, counted);
+        }
+    }
+
+    /// Stops `timer`; its thread is no longer timed (by this profile: the
+    /// timer may be one an earlier profile left).
+    fn stop_timer(&self, jni: Option<&JniEnv>, timer: CpuTimer, counted: bool) {
         // Under the lock the sampler holds while it reads slots and walks
         // stacks: its intervals are counted either there or here, once.
         let mut all = self.timed.lock();

@@ -13,7 +13,7 @@
 //! has run, dropped at its VirtualThreadEnd.
 
 use crate::agent::jvm::{self, LocalThread};
-use crate::agent::modes::cpu_samples::async_trace;
+use crate::agent::modes::cpu_samples::cpu_timers;
 use crate::agent::run::engine::Run;
 use crate::agent::run::threads;
 use crate::model::Model;
@@ -163,12 +163,12 @@ impl VirtualThreads {
                 .insert(key, Known::Unnamed(Weak(weak)));
             key
         };
-        async_trace::note_mounted(key);
+        cpu_timers::note_mounted(key);
     }
 
     /// VirtualThreadUnmount, on the carrier: its samples are its own again.
     pub fn unmounted(&self) {
-        async_trace::note_mounted(0);
+        cpu_timers::note_mounted(0);
     }
 
     /// VirtualThreadEnd: its entry goes; a named one gets its THREAD END.
