@@ -291,12 +291,38 @@ pub fn checks_jni() -> BoolFlag {
 /// The value of the HotSpot `intx` flag `name` (such as `ThreadStackSize`,
 /// in KiB), or None when the flag or the tables are not found.
 pub fn intx_flag(name: &CStr) -> Option<i64> {
+    word_flag(name).map(|word| word as isize as i64)
+}
+
+/// The value of the HotSpot `uintx` flag `name` (such as
+/// `TLABRefillWasteFraction`), or None when the flag or the tables are not
+/// found.
+pub fn uintx_flag(name: &CStr) -> Option<u64> {
+    word_flag(name).map(|word| word as u64)
+}
+
+/// Sets the HotSpot `uintx` flag `name`, read by the JVM where it is used
+/// (as for [`set_bool_flag`]). False when the flag or the tables are not
+/// found.
+pub fn set_uintx_flag(name: &CStr, value: u64) -> bool {
     match flag_address(name) {
-        // SAFETY: the value address of a flag the caller names as an
-        // `intx` one: a pointer-sized signed integer.
         FlagLookup::Found(address) => {
-            Some(unsafe { (address as *const isize).read_volatile() } as i64)
+            // SAFETY: the value address of a flag the caller names as a
+            // `uintx` one: a pointer-sized unsigned integer.
+            unsafe { (address as *mut usize).write_volatile(value as usize) };
+            true
         }
+        FlagLookup::Absent | FlagLookup::Unknown => false,
+    }
+}
+
+/// The pointer-sized value of the flag `name` (an `intx` or a `uintx` one:
+/// the caller knows which it asked for).
+fn word_flag(name: &CStr) -> Option<usize> {
+    match flag_address(name) {
+        // SAFETY: the value address of a flag the caller names as a
+        // pointer-sized integer one.
+        FlagLookup::Found(address) => Some(unsafe { (address as *const usize).read_volatile() }),
         FlagLookup::Absent | FlagLookup::Unknown => None,
     }
 }
@@ -311,5 +337,7 @@ mod tests {
         assert!(!set_bool_flag(c"DebugNonSafepoints", true));
         assert_eq!(bool_flag(c"UseCompressedOops"), BoolFlag::Unreadable);
         assert_eq!(intx_flag(c"ThreadStackSize"), None);
+        assert_eq!(uintx_flag(c"TLABRefillWasteFraction"), None);
+        assert!(!set_uintx_flag(c"TLABRefillWasteFraction", 1));
     }
 }

@@ -7,6 +7,7 @@ use super::counted_traces::intern_vm_made;
 use super::counting::{self, BytecodeCounting, EarlyPhase};
 use super::early_hand_over;
 use super::live_samples::{BudgetSpent, LiveSamples};
+use super::outside_tlab;
 use super::site_cache;
 use super::state::{
     Allocated, AllocationSites, INLINE_FRAMES, LARGE_ARRAY_BYTES, LIVE_SAMPLE_KEY, NO_SITE,
@@ -212,10 +213,14 @@ impl AllocationSites {
         }
     }
 
-    /// The JVM's heap sampling interval set to `interval` bytes.
+    /// The JVM's heap sampling interval set to `interval` bytes (and JDK
+    /// 11's TLABs as they were once it is larger than 0: `outside_tlab.rs`).
     pub(super) fn set_sampling_interval(&self, env: &Jvmti, interval: u64) {
         if let Err(e) = env.set_heap_sampling_interval(interval.min(i32::MAX as u64) as i32) {
             eprintln!("HPROF ERROR: heap=sites could not change the sampling interval ({e:?})");
+        }
+        if interval > 0 {
+            outside_tlab::give_back();
         }
     }
 

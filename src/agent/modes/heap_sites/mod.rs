@@ -14,6 +14,7 @@ mod events;
 pub mod live_samples;
 mod live_sharing;
 mod net_commands;
+mod outside_tlab;
 mod rows;
 mod sample_rows;
 pub mod site_cache;
@@ -113,6 +114,9 @@ impl Engine for AllocationSites {
             Some(live) => live.first_interval(),
             None => self.counts.interval,
         };
+        if interval == 0 {
+            outside_tlab::hold(jvm::java_feature_version(jvmti));
+        }
         let interval = interval.min(i32::MAX as u64) as i32;
         jvmti
             .set_heap_sampling_interval(interval)
