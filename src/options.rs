@@ -86,8 +86,9 @@ pub struct Options {
     pub pause: bool,
     pub debug: bool,
     /// hprof-rs addition, `main_stack=y`: under the modes that rewrite code,
-    /// main() runs on a thread of the agent's with three times the launcher
-    /// thread's stack (`jvm/main_stack.rs`). Off by default: the program
+    /// main() runs on a thread of the agent's with their factor times the
+    /// launcher thread's stack (three, ten under cpu=times:
+    /// `jvm/thread_stacks.rs`, `jvm/main_stack.rs`). Off by default: the program
     /// then sees another thread than the one that ran its main class's
     /// static initializer (identity, id, thread-locals).
     pub main_stack: bool,

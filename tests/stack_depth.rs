@@ -5,13 +5,16 @@
 //!
 //! The modes that rewrite code (cpu=times, the default heap=sites) make
 //! frames larger, so a thread the program starts gets three times its
-//! stack (src/agent/jvm/thread_stacks.rs): every mode reaches at least 95%
-//! of the levels it reaches without the agent, interpreted and compiled
-//! (more, since the agent cannot size the stack to each frame). main()
-//! keeps the launcher's thread by default, sized before any agent loads;
-//! the main-thread tests ask for `main_stack=y`, which runs main() on a
-//! thread with three times that stack (src/agent/jvm/main_stack.rs), and
-//! hold it to the same 95%. cpu=samples rewrites nothing and leaves main()
+//! stack under heap=sites and ten times under cpu=times
+//! (src/agent/jvm/thread_stacks.rs): every mode reaches at least 95% of the
+//! levels it reaches without the agent, interpreted and compiled (more,
+//! since the agent cannot size the stack to each frame). A warmed-up
+//! recursion on threads the program made with 512 KiB
+//! (java-fixtures/CompiledDepth.java) does too under cpu=times, run by
+//! run, without `-Xbatch`. main() keeps the launcher's thread by default,
+//! sized before any agent loads; the main-thread tests ask for
+//! `main_stack=y`, which runs main() on a thread with that many times its
+//! stack (src/agent/jvm/main_stack.rs), and hold it to the same 95%. cpu=samples rewrites nothing and leaves main()
 //! on the launcher's thread: within 5% either way. What main() sees of its
 //! thread is checked in tests/main_thread.rs.
 
@@ -155,6 +158,51 @@ fn compiled_recursions_on_the_main_thread_keep_their_depth_under_every_mode() {
             let options = format!("{mode},main_stack=y");
             let with = deepest(jdk, &jvm, Some(&options), "MainDepth", &args);
             assert_main_kept(&jdk.label, "the main thread, compiled", mode, with, without);
+        }
+    });
+}
+
+/// Runs of [`compiled_recursions_on_threads_the_program_sized_keep_their_depth_under_cpu_times`]
+/// per JDK without `-Xbatch`, each against a run without the agent.
+const SIZED_THREAD_RUNS: usize = 5;
+
+/// A warmed-up recursion, compiled, run on threads the program made with a
+/// 512 KiB stack (issue #48, item 5; java-fixtures/CompiledDepth.java:
+/// 30,000 shallow calls on the main thread, then three rounds, each on a
+/// fresh thread, until a StackOverflowError), under cpu=times' default, in
+/// every run: five runs per JDK without `-Xbatch`, where the compiler's
+/// timing varies from run to run, and one with it, each run's shallowest
+/// round under the agent against the deepest round of a run without it
+/// just before. Then once with the agent's code kept to C1
+/// (`-XX:TieredStopAtLevel=3`) against C2's without it: what a deep call
+/// gets when it comes before C2 has compiled the recursion under the agent
+/// but after it has without (C2 takes about ten times as long over it
+/// under the agent), which the thread's ten times its stack covers
+/// (src/agent/jvm/thread_stacks.rs).
+///
+/// Without the agent C2 inlines the recursion into itself: 13,123 levels on
+/// JDK 11, 17,495-17,499 on 17 to 25. Under the agent, before: the first
+/// call on each new thread took a way out of the inlined count that C2
+/// had compiled as an uncommon trap, and the recursion went on in C1's
+/// code, 5,098-12,236 levels with three times the stack (every `-Xbatch`
+/// run on JDK 17 to 25, and 15 of 20 runs without it, had such a round).
+/// Now (Tracker.prime(), docs/decisions.md 2026-12-07) C2's code, 128,461
+/// to 128,465 levels, and C1's 20,072 (JDK 21, 25) to 22,940.
+#[test]
+fn compiled_recursions_on_threads_the_program_sized_keep_their_depth_under_cpu_times() {
+    common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
+        let args = ["30000", "512", "3"];
+        let mut runs: Vec<(&[&str], &[&str])> = vec![(&[], &[]); SIZED_THREAD_RUNS];
+        runs.push((&["-Xbatch"], &["-Xbatch"]));
+        runs.push((&[], &["-XX:TieredStopAtLevel=3"]));
+        for (run, (without_args, with_args)) in runs.into_iter().enumerate() {
+            let what = format!(
+                "a 512 KiB thread, compiled, run {}: {without_args:?} against {with_args:?}",
+                run + 1
+            );
+            let (without, _) = depths(jdk, without_args, None, "CompiledDepth", &args);
+            let (_, with) = depths(jdk, with_args, Some("cpu=times"), "CompiledDepth", &args);
+            assert_at_least(&jdk.label, &what, "cpu=times", with, without, KEPT);
         }
     });
 }

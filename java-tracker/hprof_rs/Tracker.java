@@ -53,7 +53,9 @@
  *     current (SetStaticLongField from an agent thread, every millisecond
  *     or so), then set `engaged` to non-zero
  *     (SetStaticIntField; private fields are fine for JNI). Set `engaged`
- *     back to 0 at the start of VMDeath.
+ *     back to 0 at the start of VMDeath. When the injected code calls
+ *     CallCountInlined, call prime() once engaged (at VMInit: before the
+ *     program's code runs).
  *  4. On JVMTI ThreadEnd, call ended(serial) on the ending thread.
  *  5. At each dump call drain(), which returns
  *     {Thread[] threads, long[] nodes, long[] data, String failure}:
@@ -108,12 +110,24 @@ public final class Tracker {
      * CURRENT's cache, by thread id (see current()). Slots of finished
      * threads are cleared when their timing is folded (fold()), and all at
      * reset(): it never holds more than its 4096 slots' timings of threads
-     * gone.
+     * gone. An empty slot holds VACANT, never null (CallCountInlined reads
+     * a slot without a null check).
      */
     private static final Tracker[] BY_THREAD = new Tracker[4096];
     /** Stands in for a thread's timing while it is being made, so that
      * instrumented code run meanwhile is not timed (and cannot recurse). */
     private static final Tracker MAKING = new Tracker(null, 0);
+    /** What an empty slot of BY_THREAD holds: the timing of no thread. */
+    private static final Tracker VACANT = new Tracker(null, 0);
+
+    /** A class's row of call counts before its first count (CallCountInlined
+     * reads a row, and its slot 0, without a test: the slot stays 0, so the
+     * read takes it out of line as a first call, and countCall replaces the
+     * row). */
+    private static final long[] NO_COUNTS = new long[1];
+    /** A thread's table of call counts before its first count: one row
+     * not counted yet, so that row 0 can always be read. */
+    private static final long[][] NO_TABLE = {NO_COUNTS};
 
     /**
      * The lock guarding everything static below: a flag, not a monitor. A
@@ -159,16 +173,22 @@ public final class Tracker {
     private static int[] foldIndex;
 
     static {
-        MAKING.busy = true;
+        MAKING.busy = 1;
+        VACANT.busy = 1;
+        java.util.Arrays.fill(BY_THREAD, VACANT);
         clearThreadsAndTree();
         clearFolded();
     }
 
     private final Thread thread;
+    /** The thread's id (getId()), or -1 for no thread: what CallCountInlined
+     * compares, without a branch on the Thread itself. */
+    private final long threadId;
     /** The profile it was made for (see `generation`). */
     private final int madeFor;
-    /** Set while this thread runs the tracker's own code (no re-entry). */
-    private boolean busy;
+    /** 1 while this thread runs the tracker's own code (no re-entry), else
+     * 0: an int, which CallCountInlined adds into its one test. */
+    private int busy;
     /** Set when an error stopped this thread's timing: busy stays set. */
     private boolean failed;
     /** Index in `all`, -1 once folded (guarded by LOCKS). */
@@ -202,13 +222,19 @@ public final class Tracker {
     private int memoCount;
 
     /** Calls counted on entry by CallCount and CallCountInlined (cpu=times
-     * timed from samples), by class and method number; and what drain()
+     * timed from samples), by class and method number (never null, nor is
+     * a row: a class not counted yet has NO_COUNTS); and what drain()
      * reported of them so far (grown and written under LOCKS). */
-    private long[][] callCounts = new long[0][];
+    private long[][] callCounts = NO_TABLE;
     private long[][] drainedCallCounts = new long[0][];
 
     private Tracker(Thread thread, int madeFor) {
+        this(thread, thread == null ? -1 : thread.getId(), madeFor);
+    }
+
+    private Tracker(Thread thread, long threadId, int madeFor) {
         this.thread = thread;
+        this.threadId = threadId;
         this.madeFor = madeFor;
     }
 
@@ -318,14 +344,14 @@ public final class Tracker {
         if (engaged != 0) {
             try {
                 Tracker t = current();
-                if (!t.busy) {
-                    t.busy = true;
+                if (t.busy == 0) {
+                    t.busy = 1;
                     try {
                         t.enter(((long) cnum << 32) | (mnum & 0xFFFFFFFFL), clock());
                     } catch (Throwable e) {
                         t.failed |= stops(t, e);
                     } finally {
-                        t.busy = t.failed;
+                        t.busy = t.failed ? 1 : 0;
                     }
                 }
             } catch (Throwable e) {
@@ -340,14 +366,14 @@ public final class Tracker {
         if (engaged != 0) {
             try {
                 Tracker t = current();
-                if (!t.busy) {
-                    t.busy = true;
+                if (t.busy == 0) {
+                    t.busy = 1;
                     try {
                         t.exit(((long) cnum << 32) | (mnum & 0xFFFFFFFFL), clock());
                     } catch (Throwable e) {
                         t.failed |= stops(t, e);
                     } finally {
-                        t.busy = t.failed;
+                        t.busy = t.failed ? 1 : 0;
                     }
                 }
             } catch (Throwable e) {
@@ -368,14 +394,14 @@ public final class Tracker {
         if (engaged != 0) {
             try {
                 Tracker t = current();
-                if (!t.busy) {
-                    t.busy = true;
+                if (t.busy == 0) {
+                    t.busy = 1;
                     try {
                         t.countCall(cnum, mnum);
                     } catch (Throwable e) {
                         t.failed |= stops(t, e);
                     } finally {
-                        t.busy = t.failed;
+                        t.busy = t.failed ? 1 : 0;
                     }
                 }
             } catch (Throwable e) {
@@ -385,41 +411,113 @@ public final class Tracker {
     }
 
     /**
-     * A measuring aid (the agent's hidden bit X=0x10000000): the count of
-     * CallCount forced inline into the program's methods (HotSpot's
-     * ForceInline, honoured in classes of the boot loader), its fast path
-     * written out so that it stays small: the thread's cached timing and its
-     * counter, no call made; anything else (a thread not cached yet, a table
-     * to grow, the method's first call on this thread) goes to CallCount. What counting every call in the method
-     * itself costs. Nothing in it can throw.
+     * cpu=times' count of each call (timing=samples, its default), forced
+     * inline into the program's methods (HotSpot's ForceInline, honoured in
+     * classes of the boot loader) and written out small: the thread's cached
+     * timing and its counter, no call made. Anything else (a thread not
+     * cached yet or another thread's timing in its slot, a table to grow,
+     * the method's first call on this thread, the tracker's own code
+     * running, an earlier profile's timing) goes to CallCount, out of line.
+     * Nothing in it can throw.
+     *
+     * Two tests lead out of line, and prime() takes both ways of each before
+     * the program runs. C2 compiles a way the profile (this method's, shared
+     * by every method it is inlined into) never saw taken as an uncommon
+     * trap, which deoptimizes the compiled method the first time the way is
+     * taken and makes it not entrant. A thread's first call of a method C2
+     * compiled on another thread takes it (the new thread has no table
+     * yet): a warmed-up recursion started on a thread of its own went on in
+     * the interpreter and C1's code, whose frames are several times as
+     * large, and overflowed its stack early (docs/decisions.md, 2026-12-07).
+     * Hence one test of the thread, by its id (another thread's timing is
+     * never read further), and one of everything else, its terms or-ed
+     * together without a branch between them. (What priming cannot help, a
+     * deep call made before C2 has compiled the recursion, the agent's
+     * larger thread stacks cover: src/agent/jvm/thread_stacks.rs.)
      */
     @jdk.internal.vm.annotation.ForceInline
     public static void CallCountInlined(int cnum, int mnum) {
         if (engaged != 0) {
-            Thread me = Thread.currentThread();
-            Tracker t = BY_THREAD[cacheSlot(me)];
-            long[] methods;
-            long calls;
-            if (t != null && t.thread == me && t.madeFor == generation && !t.busy
-                    && cnum < t.callCounts.length
-                    && (methods = t.callCounts[cnum]) != null && mnum < methods.length
-                    && (calls = methods[mnum]) != 0) {
-                methods[mnum] = calls + 1;
-            } else {
-                CallCount(cnum, mnum);
+            long me = Thread.currentThread().getId();
+            Tracker t = BY_THREAD[(int) me & (BY_THREAD.length - 1)];
+            if (t.threadId == me) {
+                long[][] byClass = t.callCounts;
+                // -1 if cnum is past the table (row 0 is read instead), else 0.
+                int pastTable = (byClass.length - 1 - cnum) >> 31;
+                long[] methods = byClass[cnum & ~pastTable];
+                int pastRow = (methods.length - 1 - mnum) >> 31;
+                // (Every row has a slot 0: NO_COUNTS too.)
+                long calls = methods[mnum & ~pastRow];
+                // 1 for the method's first call on this thread (count 0), else 0.
+                int first = (int) ((calls - 1) >>> 63);
+                if ((pastTable | pastRow | first | t.busy | (t.madeFor ^ generation)) == 0) {
+                    methods[mnum] = calls + 1;
+                    return;
+                }
             }
+            CallCount(cnum, mnum);
+        }
+    }
+
+    /** CallCountInlined's calls in prime(): see there. */
+    private static final int PRIMING_CALLS = 8192;
+
+    /**
+     * Called by the agent once it has engaged the tracker to count calls
+     * inlined (cpu=times' default; at VM init, on its thread, before the
+     * program's code runs): calls CallCountInlined PRIMING_CALLS times, one
+     * call in sixteen out of line by each of its two tests, so that its
+     * profile holds both ways of each and C2 compiles them both (see
+     * there). HotSpot profiles a method in the interpreter from about its
+     * 512th call (tiered, with the default flags; its 3,300th without
+     * tiers), and in the tier-3 code it compiles for it after 200: 1,024
+     * calls were not always enough without tiers, 4,096 were. The calls are
+     * counted nowhere: the three timings put in this thread's slot
+     * meanwhile are listed in no table, the two that fail a test are busy
+     * (CallCount does nothing for them), and the slot gets its timing back.
+     */
+    private static void prime() {
+        Thread me = Thread.currentThread();
+        long id = me.getId();
+        int slot = cacheSlot(me);
+        Tracker counting = new Tracker(me, id, generation);
+        // (Counted once already: its calls are not a first call to report.)
+        counting.callCounts = new long[][] {new long[] {1}};
+        Tracker busy = new Tracker(me, id, generation);
+        busy.busy = 1;
+        Tracker other = new Tracker(me, ~id, generation);
+        other.busy = 1;
+        Tracker was = BY_THREAD[slot];
+        try {
+            for (int i = 0; i < PRIMING_CALLS; i++) {
+                int turn = i & 15;
+                BY_THREAD[slot] = turn == 14 ? busy : turn == 15 ? other : counting;
+                CallCountInlined(0, 0);
+            }
+        } finally {
+            BY_THREAD[slot] = was;
         }
     }
 
     private void countCall(int cnum, int mnum) {
         long[][] byClass = callCounts;
         if (cnum >= byClass.length) {
-            byClass = java.util.Arrays.copyOf(byClass, Math.max(2 * byClass.length, cnum + 1));
-            callCounts = byClass;
+            // (Not Arrays.copyOf: new rows are NO_COUNTS, never null.)
+            long[][] grown = new long[Math.max(2 * byClass.length, cnum + 1)][];
+            System.arraycopy(byClass, 0, grown, 0, byClass.length);
+            for (int c = byClass.length; c < grown.length; c++) {
+                grown[c] = NO_COUNTS;
+            }
+            byClass = grown;
+            callCounts = grown;
         }
         long[] methods = byClass[cnum];
-        if (methods == null || mnum >= methods.length) {
-            methods = methods == null ? new long[mnum + 1] : java.util.Arrays.copyOf(methods, mnum + 1);
+        if (methods == NO_COUNTS) {
+            // (Shared, its one 0 read by CallCountInlined: never counted in.)
+            methods = new long[mnum + 1];
+            byClass[cnum] = methods;
+        } else if (mnum >= methods.length) {
+            methods = java.util.Arrays.copyOf(methods, mnum + 1);
             byClass[cnum] = methods;
         }
         if (methods[mnum]++ == 0 && reportsFirstCalls) {
@@ -452,14 +550,14 @@ public final class Tracker {
         if (engaged != 0) {
             try {
                 Tracker t = current();
-                if (!t.busy) {
-                    t.busy = true;
+                if (t.busy == 0) {
+                    t.busy = 1;
                     try {
                         t.leaf(((long) cnum << 32) | (mnum & 0xFFFFFFFFL), clock() - start);
                     } catch (Throwable e) {
                         t.failed |= stops(t, e);
                     } finally {
-                        t.busy = t.failed;
+                        t.busy = t.failed ? 1 : 0;
                     }
                 }
             } catch (Throwable e) {
@@ -824,7 +922,7 @@ public final class Tracker {
     private static void fold(Tracker t, int serial) {
         int cached = cacheSlot(t.thread);
         if (BY_THREAD[cached] == t) {
-            BY_THREAD[cached] = null;
+            BY_THREAD[cached] = VACANT;
         }
         collect(t, -1, serial);
         Tracker last = all[allCount - 1];
@@ -848,7 +946,7 @@ public final class Tracker {
                 all[i].letGo();
             }
             generation++;
-            java.util.Arrays.fill(BY_THREAD, null);
+            java.util.Arrays.fill(BY_THREAD, VACANT);
             clearThreadsAndTree();
             clearFolded();
             failure = null;
@@ -866,7 +964,7 @@ public final class Tracker {
      * tracker's try, not counted and not reported (see stops()).
      */
     private void letGo() {
-        busy = true;
+        busy = 1;
         failed = true;
         stackMethod = new long[1];
         stackTrace = new int[1];
@@ -879,7 +977,7 @@ public final class Tracker {
         drainedCalls = new long[0];
         drainedSelf = new long[0];
         drainedTotal = new long[0];
-        callCounts = new long[0][];
+        callCounts = NO_TABLE;
         drainedCallCounts = new long[0][];
         traceCount = 0;
         localIndex = new int[2];
@@ -1028,7 +1126,7 @@ public final class Tracker {
         long[][] drainedByClass = t.drainedCallCounts;
         for (int c = 0; c < byClass.length; c++) {
             long[] methods = byClass[c];
-            if (methods == null) {
+            if (methods == NO_COUNTS) {
                 continue;
             }
             long[] drained = drainedByClass[c];

@@ -48,6 +48,13 @@ pub const TRACKER_DRAIN: (&str, &str) = ("drain", "()[Ljava/lang/Object;");
 /// thread, with the serial its traces are to be kept under.
 pub const TRACKER_ENDED: (&str, &str) = ("ended", "(I)V");
 
+/// The private static method the agent calls once it has engaged the Tracker
+/// to count calls with `CallCountInlined` (cpu=times' default), before the
+/// program runs: every way out of the count's fast path is then in its
+/// profile, so the JIT compiles them instead of deoptimizing the program's
+/// code when one is first taken (see Tracker.java).
+pub const TRACKER_PRIME: (&str, &str) = ("prime", "()V");
+
 /// The private static method the agent calls before it engages a Tracker
 /// left from an earlier profile (attached to a running JVM): every thread's
 /// timing, the trace tree and the folded totals start over.
@@ -123,6 +130,7 @@ mod tests {
             TRACKER_DRAIN,
             TRACKER_ENDED,
             TRACKER_RESET,
+            TRACKER_PRIME,
         ] {
             assert!(
                 names.contains(&expected),

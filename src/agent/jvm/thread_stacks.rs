@@ -7,7 +7,10 @@
 //! own. A recursion that fitted its thread's stack without the agent would
 //! then die of StackOverflowError: the agent would change what the program
 //! computes. So while such code runs, every thread the program starts gets
-//! [`REWRITTEN_CODE_FACTOR`] times the stack it would have had.
+//! a factor times the stack it would have had: [`REWRITTEN_CODE_FACTOR`]
+//! under heap=sites, [`TIMED_CODE_FACTOR`] under cpu=times, whose
+//! rewritten code may still run in a lower tier of the JIT when the same
+//! code runs in C2's without the agent (see there).
 //!
 //! How: a thread's stack is sized by HotSpot's `JVM_StartThread`, the
 //! native behind `Thread.start0()`, from the `stackSize` the `Thread` was
@@ -27,15 +30,17 @@
 //! itself is inside `Thread.start()` meanwhile, holding the Thread's lock.
 //! Where every byte of address space counts (`ulimit -v`, strict
 //! overcommit: `sys::address_space_is_limited`), threads keep their size
-//! from the start: three times the stacks would cost threads that start
-//! without the agent. Elsewhere, a thread whose larger stack the system
+//! from the start: larger stacks would cost threads that start without the
+//! agent. Elsewhere, a thread whose larger stack the system
 //! refuses anyway (pthread_create fails) is started again with the size it
 //! asked for, and the threads after it keep theirs.
 //!
 //! Stacks are reserved address space: a page is only backed by memory when
 //! the thread's frames reach it, so a thread that never recurses deeply
-//! costs what it did. Bound: the factor, and at most [`MOST_BYTES`] per
-//! thread (a thread asking for more gets what it asked for).
+//! costs what it did (a thread that does overflow fills its larger stack
+//! before its StackOverflowError). Bound: the factor, and at most
+//! [`MOST_BYTES`] per thread (a thread asking for more gets what it asked
+//! for).
 
 use crate::agent::jvm::{self, GlobalRef, kind, libjvm};
 use jvmti_bindings::prelude::*;
@@ -44,11 +49,26 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-/// How many times its stack a thread gets while rewritten code runs. The
-/// deepest recursion measured (java-fixtures/StackDepth.java, JDK 11-25)
-/// needed up to 2.5 times the stack once its rewritten method ran compiled
-/// with profiling (C1, tier 3), and 1.15 times interpreted.
+/// How many times its stack a thread gets while heap=sites' rewritten code
+/// runs. The deepest recursion measured (java-fixtures/StackDepth.java, JDK
+/// 11-25) needed up to 2.5 times the stack once its rewritten method ran
+/// compiled with profiling (C1, tier 3), and 1.15 times interpreted.
 pub const REWRITTEN_CODE_FACTOR: u32 = 3;
+
+/// How many times its stack a thread gets while cpu=times' rewritten code
+/// runs: enough for a recursion running in C1's code under the agent to go
+/// as deep as in C2's without it. C2 takes about ten times as long to
+/// compile a method with the count inlined (java-fixtures/CompiledDepth.java's
+/// `f`: 35-50 ms against 5, `-XX:+CITime`, JDK 21), so a deep call made
+/// right after a warm-up can find C2's code in place without the agent and
+/// C1's still under it (on a loaded machine, one run in 60 to 120). C1's
+/// frames of that recursion under the agent take about ten times the stack
+/// per level that C2's take without it (C2 inlines the recursion into
+/// itself): on a thread the program made with 512 KiB, C1's code under the
+/// agent reached 5,736 levels (JDK 21, 25; 6,556 on 11 and 17) with three
+/// times the stack and 20,087 (22,958) with ten, against 17,495 without the
+/// agent (13,123 on 11, 17,499 on 17). docs/decisions.md, 2026-12-07.
+pub const TIMED_CODE_FACTOR: u32 = 10;
 
 /// The largest stack the agent gives a thread (1 GiB, HotSpot's own limit
 /// for `-Xss`).

@@ -56,6 +56,7 @@ pub struct Tracker {
     drain: jni::jmethodID,
     ended: jni::jmethodID,
     reset: jni::jmethodID,
+    prime: jni::jmethodID,
 }
 
 // SAFETY: field and method identifiers stay valid on every thread while
@@ -112,6 +113,7 @@ impl Tracker {
                 drain: method(bci::TRACKER_DRAIN).ok_or_else(|| missing("drain method"))?,
                 ended: method(bci::TRACKER_ENDED).ok_or_else(|| missing("ended method"))?,
                 reset: method(bci::TRACKER_RESET).ok_or_else(|| missing("reset method"))?,
+                prime: method(bci::TRACKER_PRIME).ok_or_else(|| missing("prime method"))?,
             };
             if defined_before && !tracker.reset(jni) {
                 return Err("the Tracker left by an earlier profile cannot be reset".into());
@@ -128,6 +130,16 @@ impl Tracker {
         // SAFETY: `reset` is Tracker.reset(), a static void method of the
         // Tracker class.
         unsafe { jni.call_static_void_method(self.class(), self.reset, &[]) };
+        !jvm::clear_exception(jni)
+    }
+
+    /// `prime()`, once engaged to count calls inlined: the fast path's ways
+    /// out all enter the count's profile (see Tracker.java). False if it
+    /// threw.
+    pub fn prime(&self, jni: &JniEnv) -> bool {
+        // SAFETY: `prime` is Tracker.prime(), a static void method of the
+        // Tracker class.
+        unsafe { jni.call_static_void_method(self.class(), self.prime, &[]) };
         !jvm::clear_exception(jni)
     }
 

@@ -110,7 +110,7 @@ fn method_times(
 impl Engine for MethodTimes {
     /// Every timed method is rewritten.
     fn stack_factor(&self) -> u32 {
-        thread_stacks::REWRITTEN_CODE_FACTOR
+        thread_stacks::TIMED_CODE_FACTOR
     }
 
     fn add_capabilities(

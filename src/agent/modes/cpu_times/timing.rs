@@ -57,6 +57,8 @@ pub struct MethodTiming {
     /// Frames per trace (2 for cpu=old).
     depth: u32,
     injection: Injection,
+    /// The injection calls `Tracker.CallCountInlined`: engaging primes it.
+    counts_inlined: bool,
     /// `include=` / `exclude=`: the classes to time.
     filter: ClassFilter,
     /// Classes the filter left as they were loaded.
@@ -83,6 +85,7 @@ impl MethodTiming {
         Self {
             depth: depth.max(1),
             injection: Injection::tracker(),
+            counts_inlined: false,
             filter,
             left_as_loaded: std::sync::atomic::AtomicU64::new(0),
             classes: Mutex::default(),
@@ -99,6 +102,7 @@ impl MethodTiming {
     /// `TIMES_CALL_COUNTS_ONLY` and `TIMES_CALL_COUNTS_INLINED` measuring
     /// bits).
     pub fn counting_calls_only(mut self, inlined: bool) -> Self {
+        self.counts_inlined = inlined;
         self.injection = if inlined {
             Injection::inlined_call_counts()
         } else {
@@ -111,10 +115,18 @@ impl MethodTiming {
     /// Tracker in the boot loader from the bytes embedded in the agent
     /// (JNI `DefineClass`; no file is written, so there is nothing another
     /// user could plant or swap), sets the trace depth and engages it.
+    /// Counting calls inlined, it then primes the count (`Tracker.prime()`:
+    /// every way out of its fast path enters its profile, so C2 compiles
+    /// them rather than deoptimizing the program's code the first time a
+    /// thread takes one). A priming that threw (an error of the VM's own)
+    /// costs only that: the counts stay exact.
     pub fn engage(&self, jni: &JniEnv) -> Result<(), String> {
         let tracker = Tracker::define(jni, self.depth)?;
         *self.tracker.lock() = Some(tracker);
         tracker.set_engaged(jni, 0xFFFF);
+        if self.counts_inlined {
+            let _ = tracker.prime(jni);
+        }
         Ok(())
     }
 
