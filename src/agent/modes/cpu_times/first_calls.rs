@@ -7,8 +7,16 @@
 //! thread's stack. One walk per method of the program, whatever the
 //! threads: the walks and the table below are bounded by the number of
 //! rewritten methods.
+//!
+//! Methods of the classes whose code runs while a carrier thread mounts or
+//! unmounts a virtual thread (JDK 21+) are never walked: JVMTI's
+//! GetStackTrace first waits for every such transition to end, its own
+//! thread's included, and waited for good (a recursion on a virtual thread
+//! under `-Xint` on JDK 21 hung at its first mount). Their rows keep a
+//! trace of their own frame.
 
 use crate::agent::jvm::{self, RawFrame, timing_tracker};
+use crate::agent::modes::cpu_times::timing::MethodTiming;
 use crate::agent::run::engine::Run;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
@@ -22,16 +30,17 @@ const TRACKER_FRAMES: usize = 4;
 /// The first-call traces of one profile.
 #[derive(Default)]
 pub struct FirstCallTraces {
-    run: OnceLock<&'static Run>,
+    run: OnceLock<(&'static Run, &'static MethodTiming)>,
     /// By method key: the trace serial of its first call's stack (on no
     /// thread: the frames are what is used).
     walked: Mutex<HashMap<u64, u32>>,
 }
 
 impl FirstCallTraces {
-    /// Reports start coming for `run` (the Tracker is told to send them).
-    pub fn start(&'static self, run: &'static Run) {
-        let _ = self.run.set(run);
+    /// Reports start coming for `run`, whose methods `timing` names (the
+    /// Tracker is told to send them).
+    pub fn start(&'static self, run: &'static Run, timing: &'static MethodTiming) {
+        let _ = self.run.set((run, timing));
     }
 
     /// The trace serial of each method's first call walked so far.
@@ -42,10 +51,16 @@ impl FirstCallTraces {
 
 impl timing_tracker::FirstCalls for FirstCallTraces {
     fn first_call(&self, key: u64) {
-        let Some(run) = self.run.get() else {
+        let Some(&(run, timing)) = self.run.get() else {
             return;
         };
         if !run.lifecycle.accepting_events() || self.walked.lock().contains_key(&key) {
+            return;
+        }
+        if timing
+            .method(key)
+            .is_none_or(|m| runs_in_mount_transitions(&m.class_name))
+        {
             return;
         }
         let env = run.jvmti.env();
@@ -66,4 +81,17 @@ fn calling_stack(env: &Jvmti, depth: usize) -> Vec<RawFrame> {
         TRACKER_FRAMES,
         timing_tracker::is_tracker_method,
     )
+}
+
+/// Whether code of `class` (an internal name) may run inside a virtual
+/// thread's mount or unmount: VirtualThread's own, Thread's (its interrupt
+/// state is carried over) and the continuations'.
+fn runs_in_mount_transitions(class: &str) -> bool {
+    [
+        "java/lang/VirtualThread",
+        "java/lang/Thread",
+        "jdk/internal/vm/",
+    ]
+    .iter()
+    .any(|prefix| class.starts_with(prefix))
 }

@@ -146,7 +146,7 @@ impl Engine for MethodTimes {
                 }
                 let env = run.jvmti.env();
                 if self.samples.is_some() {
-                    self.first_calls.start(run);
+                    self.first_calls.start(run, timing);
                     if let Err(why) = timing.report_first_calls(&env, jni, &self.first_calls) {
                         // (Methods no sample saw keep a trace of their own frame.)
                         eprintln!("HPROF ERROR: cpu=times: {why}");
