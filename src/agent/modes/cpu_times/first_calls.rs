@@ -6,7 +6,10 @@
 //! compare), and the first report of each method walks the calling
 //! thread's stack. One walk per method of the program, whatever the
 //! threads: the walks and the table below are bounded by the number of
-//! rewritten methods.
+//! rewritten methods. A walk keeps its raw frames; they are named (a trace
+//! of the model) only at a dump, and only for a method no sample saw:
+//! naming every walk as it came (JVMTI name and line lookups for each
+//! frame) cost the program's threads 6-9% under cpu=times (H2, log4j).
 //!
 //! Methods of the classes whose code runs while a carrier thread mounts or
 //! unmounts a virtual thread (JDK 21+) are never walked: JVMTI's
@@ -18,6 +21,7 @@
 use crate::agent::jvm::{self, RawFrame, timing_tracker};
 use crate::agent::modes::cpu_times::timing::MethodTiming;
 use crate::agent::run::engine::Run;
+use crate::model::Model;
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -31,9 +35,15 @@ const TRACKER_FRAMES: usize = 4;
 #[derive(Default)]
 pub struct FirstCallTraces {
     run: OnceLock<(&'static Run, &'static MethodTiming)>,
-    /// By method key: the trace serial of its first call's stack (on no
-    /// thread: the frames are what is used).
-    walked: Mutex<HashMap<u64, u32>>,
+    /// By method key: its first call's stack.
+    walked: Mutex<HashMap<u64, Walked>>,
+}
+
+/// A first call's stack, as walked or as a trace of the model (on no
+/// thread: the frames are what is used).
+enum Walked {
+    Frames(Vec<RawFrame>),
+    Trace(u32),
 }
 
 impl FirstCallTraces {
@@ -43,9 +53,17 @@ impl FirstCallTraces {
         let _ = self.run.set((run, timing));
     }
 
-    /// The trace serial of each method's first call walked so far.
-    pub fn traces(&self) -> HashMap<u64, u32> {
-        self.walked.lock().clone()
+    /// The trace serial of method `key`'s first call, made in `model` the
+    /// first time it is asked for; None when it was not walked.
+    pub fn trace_of(&self, model: &mut Model, key: u64) -> Option<u32> {
+        let (run, _) = self.run.get()?;
+        let mut walked = self.walked.lock();
+        let serial = match walked.get(&key)? {
+            Walked::Trace(serial) => return Some(*serial),
+            Walked::Frames(frames) => run.traces.intern(&run.jvmti.env(), model, frames, 0),
+        };
+        walked.insert(key, Walked::Trace(serial));
+        Some(serial)
     }
 }
 
@@ -65,10 +83,12 @@ impl timing_tracker::FirstCalls for FirstCallTraces {
         }
         let env = run.jvmti.env();
         let frames = calling_stack(&env, run.traces.depth as usize);
-        let serial = run.traces.intern(&env, &mut run.model.lock(), &frames, 0);
         // (Two threads may walk a method's first calls at once: the first
         // kept wins, either is a stack the method was called on.)
-        self.walked.lock().entry(key).or_insert(serial);
+        self.walked
+            .lock()
+            .entry(key)
+            .or_insert(Walked::Frames(frames));
     }
 }
 

@@ -36,8 +36,8 @@ type CountedTrace = (Option<u32>, Vec<u64>);
 type TracesByTop = HashMap<(Option<u32>, u64), Vec<(Vec<u64>, u64)>>;
 
 /// The rows of a dump: `samples` by trace serial, `calls` by (thread, method
-/// key) (thread `None` without `thread=y`), `first_calls` the trace serial
-/// of each method's first call, `key_of` telling a frame's (class
+/// key) (thread `None` without `thread=y`), `first_call` the trace serial
+/// of a method's first call (made in the model), `key_of` telling a frame's (class
 /// signature, method name, descriptor) counted method, `depth` frames per
 /// row's trace.
 #[allow(clippy::too_many_arguments)]
@@ -45,7 +45,7 @@ pub fn rows(
     model: &mut Model,
     samples: &HashMap<u32, u64>,
     calls: &HashMap<(Option<u32>, u64), u64>,
-    first_calls: &HashMap<u64, u32>,
+    mut first_call: impl FnMut(&mut Model, u64) -> Option<u32>,
     key_of: impl Fn(&str, &str, &str) -> Option<u64>,
     method: impl Fn(u64) -> Option<TimedMethod>,
     depth: usize,
@@ -70,9 +70,8 @@ pub fn rows(
         .collect();
     unsampled.sort_unstable();
     for (thread, key, count) in unsampled {
-        let keys = first_calls
-            .get(&key)
-            .map(|&serial| counted.keys(model, serial))
+        let keys = first_call(model, key)
+            .map(|serial| counted.keys(model, serial))
             .filter(|keys| keys.first() == Some(&key))
             .unwrap_or_else(|| vec![key]);
         let methods: Vec<_> = keys.iter().map(|&k| method(k)).collect();

@@ -249,7 +249,7 @@ impl MethodTimes {
                     model,
                     &samples,
                     &calls,
-                    &self.first_calls.traces(),
+                    |model, key| self.first_calls.trace_of(model, key),
                     key_of,
                     |k| timing.method(k),
                     run.options.prof_trace_depth as usize,
