@@ -113,3 +113,17 @@ pub const EARLY_CLASSES_BY_EVENTS: i64 = 0x400_0000;
 /// default before 2026-12-02): kept to measure the two
 /// designs against each other (docs/decisions.md).
 pub const EARLY_HOOK_KEPT: i64 = 0x800_0000;
+
+/// cpu=times' default leaves the Tracker's first-call reports off: a
+/// method no sample saw keeps a trace of its own frame (the default before
+/// 2026-12-07); kept to measure what the reports cost.
+pub const TIMES_NO_FIRST_CALLS: i64 = 0x2000_0000;
+
+/// cpu=times counting calls inlined does not prime the count at VM init
+/// (`Tracker.prime()`); kept to measure what priming costs and saves.
+pub const TIMES_UNPRIMED: i64 = 0x4000_0000;
+
+/// cpu=times leaves the stacks of the threads the program starts as they
+/// are asked for (no `thread_stacks::TIMED_CODE_FACTOR`); kept to measure
+/// what the larger stacks cost.
+pub const TIMES_STACKS_AS_ASKED: i64 = 0x8000_0000;

@@ -114,8 +114,9 @@ impl Engines {
             None
         };
         let method_times = options.cpu_times.then(|| {
-            let times = MethodTimes::new(options.prof_trace_depth, options.class_filter.clone());
             let bits = options.experiment;
+            let times = MethodTimes::new(options.prof_trace_depth, options.class_filter.clone())
+                .with_experiment(bits);
             if let Some(samples) = cpu_samples.as_ref().filter(|_| times_from_samples) {
                 times.timed_from_samples(SampleFeed {
                     counts: samples.shared_counts(),

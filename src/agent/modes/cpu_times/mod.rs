@@ -41,6 +41,8 @@ pub struct MethodTimes {
     samples: Option<SampleFeed>,
     /// With `samples`: the trace of each method's first call.
     first_calls: FirstCallTraces,
+    /// The hidden measuring bits (`options::experiment`).
+    experiment: i64,
 }
 
 impl MethodTimes {
@@ -53,7 +55,16 @@ impl MethodTimes {
             attached: false,
             samples: None,
             first_calls: FirstCallTraces::default(),
+            experiment: 0,
         }
+    }
+
+    /// The hidden measuring bits (`TIMES_NO_FIRST_CALLS`, `TIMES_UNPRIMED`,
+    /// `TIMES_STACKS_AS_ASKED`).
+    pub fn with_experiment(mut self, bits: i64) -> Self {
+        self.experiment = bits;
+        self.timing = self.timing.primed(bits & experiment::TIMES_UNPRIMED == 0);
+        self
     }
 
     /// `timing=samples`: the rewritten code counts calls on entry (inlined),
@@ -110,6 +121,9 @@ fn method_times(
 impl Engine for MethodTimes {
     /// Every timed method is rewritten.
     fn stack_factor(&self) -> u32 {
+        if self.experiment & experiment::TIMES_STACKS_AS_ASKED != 0 {
+            return 1;
+        }
         thread_stacks::TIMED_CODE_FACTOR
     }
 
@@ -145,7 +159,8 @@ impl Engine for MethodTimes {
                     timing.stop_timing_calls(jni);
                 }
                 let env = run.jvmti.env();
-                if self.samples.is_some() {
+                let no_first_calls = self.experiment & experiment::TIMES_NO_FIRST_CALLS != 0;
+                if self.samples.is_some() && !no_first_calls {
                     self.first_calls.start(run, timing);
                     if let Err(why) = timing.report_first_calls(&env, jni, &self.first_calls) {
                         // (Methods no sample saw keep a trace of their own frame.)

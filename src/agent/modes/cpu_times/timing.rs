@@ -59,6 +59,8 @@ pub struct MethodTiming {
     injection: Injection,
     /// The injection calls `Tracker.CallCountInlined`: engaging primes it.
     counts_inlined: bool,
+    /// Counting inlined without `Tracker.prime()` (measuring only).
+    unprimed: bool,
     /// `include=` / `exclude=`: the classes to time.
     filter: ClassFilter,
     /// Classes the filter left as they were loaded.
@@ -86,6 +88,7 @@ impl MethodTiming {
             depth: depth.max(1),
             injection: Injection::tracker(),
             counts_inlined: false,
+            unprimed: false,
             filter,
             left_as_loaded: std::sync::atomic::AtomicU64::new(0),
             classes: Mutex::default(),
@@ -96,6 +99,13 @@ impl MethodTiming {
             clock_thread: Mutex::new(None),
             passing_unchanged: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether `engage` primes an inlined count (the hidden `TIMES_UNPRIMED`
+    /// measuring bit says no).
+    pub fn primed(mut self, primed: bool) -> Self {
+        self.unprimed = !primed;
+        self
     }
 
     /// The rewritten code only counts calls on entry (the hidden
@@ -124,7 +134,7 @@ impl MethodTiming {
         let tracker = Tracker::define(jni, self.depth)?;
         *self.tracker.lock() = Some(tracker);
         tracker.set_engaged(jni, 0xFFFF);
-        if self.counts_inlined {
+        if self.counts_inlined && !self.unprimed {
             let _ = tracker.prime(jni);
         }
         Ok(())
