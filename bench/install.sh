@@ -12,19 +12,29 @@
 #          (libjs-jquery) and on generated input
 #   h2     the H2 database (libh2-java) under a multi-threaded JDBC load
 #   log4j  Log4j 1.2 (liblog4j1.2-java) logging from 4 threads into one file (lock-heavy)
+#   fop    Apache FOP (fop) rendering a generated document to PDF
+#   saxon  Saxon-HE (libsaxonhe-java) running an XSLT 2.0 report over generated orders
+#   clojure  Clojure (clojure) compiling generated functions, persistent collections
+#   lucene Lucene 4.10 (liblucene4.10-java) indexing and querying generated documents
 # Tools: hyperfine, GNU time (/usr/bin/time -v), unzip, python3.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="$ROOT/.cache/bench"
 JAVA_HOME="${BENCH_JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}"
-PACKAGES=(openjdk-17-jdk-headless openjdk-17-source rhino libh2-java liblog4j1.2-java node-esprima libjs-jquery
+PACKAGES=(openjdk-17-jdk-headless openjdk-17-source rhino libh2-java liblog4j1.2-java fop libsaxonhe-java
+    clojure liblucene4.10-java node-esprima libjs-jquery
     libjs-marked hyperfine time unzip python3 coreutils)
 SRC_ZIPS=(/usr/lib/jvm/openjdk-17/lib/src.zip "$JAVA_HOME/lib/src.zip")
 NEEDED_FILES=(/usr/share/java/rhino.jar /usr/share/java/h2.jar /usr/share/java/log4j-1.2.jar
     /usr/share/javascript/esprima/esprima.js /usr/share/javascript/marked/marked.umd.js
     /usr/share/javascript/jquery/jquery.js /usr/bin/time "$JAVA_HOME/bin/java"
-    "$JAVA_HOME/bin/javac" "$JAVA_HOME/bin/jcmd")
+    "$JAVA_HOME/bin/javac" "$JAVA_HOME/bin/jcmd" /usr/share/java/fop.jar /usr/share/java/Saxon-HE.jar
+    /usr/share/java/clojure-1.11.jar /usr/share/java/lucene-core-4.10.4.jar)
+# What the drivers are compiled against.
+DRIVER_CLASSPATH=/usr/share/java/log4j-1.2.jar:/usr/share/java/fop.jar:/usr/share/java/xmlgraphics-commons.jar
+DRIVER_CLASSPATH+=:/usr/share/java/Saxon-HE.jar:/usr/share/java/lucene-core-4.10.4.jar
+DRIVER_CLASSPATH+=:/usr/share/java/lucene-analyzers-common-4.10.4.jar
 
 say() { echo "bench/install: $*"; }
 die() {
@@ -88,7 +98,7 @@ compile_drivers() {
     say "compiling ${#sources[@]} workload drivers into $CACHE/classes"
     rm -rf "$CACHE/classes"
     mkdir -p "$CACHE/classes"
-    "$JAVA_HOME/bin/javac" --release 11 -nowarn -cp /usr/share/java/log4j-1.2.jar \
+    "$JAVA_HOME/bin/javac" --release 11 -nowarn -cp "$DRIVER_CLASSPATH" \
         -d "$CACHE/classes" "${sources[@]}"
     echo "$want" >"$stamp"
 }
