@@ -202,14 +202,15 @@ impl Sink {
     }
 
     /// The run ended before anything was written (the agent refused to
-    /// start): a file we created is removed again; anything that was at
-    /// the path before is left untouched.
+    /// start): a file we created is removed again, if it is still the one
+    /// at the path (walked as it was opened); anything that was at the
+    /// path before is left untouched.
     pub fn abandon(&mut self) {
         if let Sink::File(file) = self
             && file.created
             && !file.written
         {
-            let _ = std::fs::remove_file(&file.path);
+            let _ = private_files::remove_created(&file.path, file.out.get_ref());
         }
     }
 

@@ -113,6 +113,33 @@ pub fn open(path: &Path, nonblocking: bool) -> Result<Opened, Error> {
 /// Rounds of [`open`]: the links a path may go through, and a few looks again.
 const ROUNDS: u32 = walk::MAX_LINKS + 8;
 
+/// Removes the file [`open`] made at `path` (`file`, still open), the
+/// path walked the same way: what is there now is removed only if it is
+/// that very file, and never through a link of another user (one swapped
+/// in on the way since would send the removal elsewhere).
+pub fn remove_created(path: &Path, file: &File) -> Result<(), Error> {
+    let made = file.metadata()?;
+    let mut walk = Walk::new(path)?;
+    for _ in 0..ROUNDS {
+        let name = walk.walk_to_last()?;
+        let c = c_name(&name)?;
+        let found = sys::open_at(walk.dir(), &c, O_LOOK, 0)?;
+        let metadata = found.metadata()?;
+        if metadata.file_type().is_symlink() {
+            match walk.check_link(&found, &name)? {
+                Link::Queued => continue,
+                // A link of procfs names an open file, never one we made.
+                Link::Kernel => return Ok(()),
+            }
+        }
+        if (metadata.dev(), metadata.ino()) == (made.dev(), made.ino()) {
+            sys::unlink_at(walk.dir(), &c)?;
+        }
+        return Ok(());
+    }
+    Err(os_error(libc::ELOOP))
+}
+
 /// Opens `path` for writing (see [`open`]), emptied and private: created
 /// 0600, or, if it was ours, truncated and without others' rights.
 pub fn create(path: &Path) -> Result<File, Error> {

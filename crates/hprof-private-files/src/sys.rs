@@ -1,5 +1,6 @@
 //! The few system calls the walk needs that std does not offer on a
-//! directory descriptor: openat, readlinkat(fd, ""), fstatfs, geteuid.
+//! directory descriptor: openat, unlinkat, readlinkat(fd, ""), fstatfs,
+//! geteuid.
 //! Every `unsafe` of the crate is here.
 
 use std::ffi::CStr;
@@ -40,6 +41,15 @@ pub fn open_at(dir: &Dir, name: &CStr, flags: libc::c_int, mode: u32) -> io::Res
     }
     // SAFETY: `fd` was just returned by openat and nothing else owns it.
     Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// unlinkat(2) of the file `name` in `dir`.
+pub fn unlink_at(dir: &Dir, name: &CStr) -> io::Result<()> {
+    // SAFETY: as in `open_at`.
+    if unsafe { libc::unlinkat(dir.raw(), name.as_ptr(), 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// The target of the symbolic link `link` (opened `O_PATH|O_NOFOLLOW`):

@@ -264,3 +264,35 @@ fn a_fifo_no_one_reads_fails_at_once_when_non_blocking() {
     make_fifo(&fifo, 0o600);
     assert_eq!(errno(open(&fifo, true)), libc::ENXIO);
 }
+
+#[test]
+fn remove_created_removes_only_the_file_made_and_never_through_anothers_link() {
+    let scratch = Scratch::new("remove");
+    fs::create_dir(scratch.join("real")).unwrap();
+    symlink("real", scratch.join("dir")).unwrap();
+    let path = scratch.join("dir/out");
+    let opened = open(&path, false).unwrap();
+    remove_created(&path, &opened.file).unwrap();
+    assert!(!scratch.join("real/out").exists());
+
+    // Something else at the name since: left alone.
+    let opened = open(&path, false).unwrap();
+    fs::remove_file(&path).unwrap();
+    fs::write(&path, b"another file").unwrap();
+    remove_created(&path, &opened.file).unwrap();
+    assert_eq!(fs::read(&path).unwrap(), b"another file");
+
+    if !root("remove through another user's link") {
+        return;
+    }
+    let opened = open(&scratch.join("real/made"), false).unwrap();
+    let theirs = scratch.join("theirs");
+    symlink("real", &theirs).unwrap();
+    give_to_nobody(&theirs);
+    let through = theirs.join("made");
+    assert!(matches!(
+        remove_created(&through, &opened.file),
+        Err(Error::ForeignLink(link)) if link == theirs
+    ));
+    assert!(scratch.join("real/made").exists());
+}
