@@ -20,16 +20,16 @@
 mod common;
 
 use common::Spawned;
+use common::two_users::{self, NOBODY, TempDir, chown_nobody, mode_of, set_mode};
 use std::fs;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// Longest wait for a line or a process.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -48,84 +48,12 @@ const MAX_THREADS: u64 = (MAX_AGENTS + MAX_CONTROL_CONNECTIONS + 8) as u64;
 /// old front end reached 973 MB on an 800 MB line.
 const MAX_RSS_KB: u64 = 64 * 1024;
 
-const NOBODY: u32 = 65534;
-
 fn assert_root() {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let euid = unsafe { libc::geteuid() };
-    assert_eq!(
-        euid, 0,
-        "tests/listen_security.rs runs `send` as user nobody through setpriv: run it as root"
-    );
+    two_users::assert_root("tests/listen_security.rs");
 }
 
 fn hprof_rs() -> std::path::PathBuf {
     common::hprof_rs_bin()
-}
-
-// ---------------------------------------------------------------------------
-// Scratch directories under /tmp (reachable by nobody, unlike target/)
-// ---------------------------------------------------------------------------
-
-/// A fresh directory under /tmp with a random name, mode 0755; removed
-/// when dropped. Short paths: a socket's path has at most 107 bytes.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(what: &str) -> TempDir {
-        static COUNTER: AtomicU32 = AtomicU32::new(0);
-        loop {
-            let nanos = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap()
-                .subsec_nanos();
-            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let path = PathBuf::from(format!(
-                "/tmp/hprs-{what}-{}-{n}-{nanos:08x}",
-                std::process::id()
-            ));
-            match fs::create_dir(&path) {
-                Ok(()) => {
-                    set_mode(&path, 0o755);
-                    return TempDir(path);
-                }
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
-                Err(e) => panic!("cannot create {}: {e}", path.display()),
-            }
-        }
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-fn set_mode(path: &Path, mode: u32) {
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))
-        .unwrap_or_else(|e| panic!("chmod {mode:o} {}: {e}", path.display()));
-}
-
-fn mode_of(path: &Path) -> u32 {
-    fs::symlink_metadata(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .permissions()
-        .mode()
-        & 0o7777
-}
-
-fn chown_nobody(path: &Path) {
-    std::os::unix::fs::lchown(path, Some(NOBODY), Some(NOBODY))
-        .unwrap_or_else(|e| panic!("chown nobody {}: {e}", path.display()));
 }
 
 // ---------------------------------------------------------------------------
@@ -163,13 +91,9 @@ impl NobodysCopy {
 
     /// `program args...` run as nobody (group nogroup, no other groups).
     fn run_as_nobody(program: &Path, args: &[&str], tmp: &Path) -> Output {
-        let mut cmd = Command::new("setpriv");
-        cmd.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
-            .arg(program)
-            .args(args)
-            .stdin(Stdio::null());
-        in_tmp(&mut cmd, tmp);
-        common::run(&mut cmd)
+        two_users::as_nobody(program, args, |cmd| {
+            in_tmp(cmd, tmp);
+        })
     }
 
     /// `hprof-rs send --port PORT COMMAND` as nobody.
@@ -959,12 +883,12 @@ fn output_files_are_private_and_other_users_files_are_left_alone() {
 
     let refusals = [
         format!(
-            "hprof-rs: cannot create {0}: {0} is owned by uid {NOBODY}, not by uid 0; JVM 3 refused",
+            "hprof-rs: cannot create {}: refused: it belongs to another user; JVM 3 refused",
             numbered(2).display()
         ),
         format!(
-            "hprof-rs: cannot create {0}: {0} is a symbolic link of uid {NOBODY}, not of uid 0 \
-             nor of its directory's owner; JVM 4 refused",
+            "hprof-rs: cannot create {0}: refused: {0} is a symbolic link owned by another user; \
+             JVM 4 refused",
             numbered(3).display()
         ),
     ];

@@ -4,17 +4,19 @@
 //! write: an existing regular file is truncated (at the first write, so a
 //! run that never starts leaves it as it was), a device or a FIFO is
 //! written into as it is. Nothing at the path is ever removed or replaced.
-//! A new file is made 0600; a file, FIFO or symbolic link that another user
-//! (not root) owns is refused, so that no one can plant the path in a shared
-//! directory and read the profile.
+//! A new file is made 0600; a file or FIFO that another user (not root)
+//! owns, or a symbolic link of theirs anywhere on the path, is refused
+//! (crates/hprof-private-files), so that no one can plant the path in a
+//! shared directory and read the profile or send it over a file of ours.
 
 use crate::options::{Destination, Options};
+use hprof_private_files as private_files;
 use std::ffi::OsStr;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -77,18 +79,6 @@ impl std::fmt::Display for OpenError {
 /// Output buffer size, as in the original agent.
 const BUFFER_BYTES: usize = 64 * 1024;
 
-/// The mode of an output file the agent creates, and the most an existing
-/// one keeps once the agent writes it: readable by its owner only (a
-/// profile holds the program's class, method and thread names, a heap dump
-/// all its data), as `jcmd GC.heap_dump` makes its files.
-const OUTPUT_MODE: u32 = 0o600;
-
-/// Files owned by this user or by root may be written; another user's may
-/// not.
-fn trusted_owner(uid: u32) -> bool {
-    uid == 0 || uid == crate::sys::effective_uid()
-}
-
 impl Sink {
     /// Opens the destination the options name. `pid` is used for `force=n`;
     /// `raw_file_name` is the `file=` value as the command line's bytes
@@ -125,43 +115,24 @@ impl Sink {
         let label = path.to_string_lossy().into_owned();
         let cannot = |e: io::Error| OpenError(format!("can't create profile file: {label} ({e})"));
         let refuse = |why: &str| OpenError(format!("can't create profile file: {label} ({why})"));
-        let found = std::fs::symlink_metadata(path).ok();
-        // A link is followed only when its owner is trusted: one another
-        // user planted (in /tmp, say) would send the profile wherever they
-        // chose. Anything else is opened without following a link, so one
-        // put there after this look is refused by the kernel.
-        let follow = match &found {
-            Some(link) if link.file_type().is_symlink() => {
-                if !trusted_owner(link.uid()) {
-                    return Err(refuse("a symbolic link owned by another user"));
-                }
-                0
-            }
-            _ => libc::O_NOFOLLOW,
-        };
-        let existed = std::fs::metadata(path).is_ok();
         // Non-blocking, so that a FIFO nobody reads fails here (ENXIO)
-        // instead of holding the JVM's start-up until a reader comes.
-        // A profile holds the program's data: made 0600, like the JVM's
-        // own heap dumps.
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .mode(OUTPUT_MODE)
-            .custom_flags(libc::O_NONBLOCK | follow)
-            .open(path)
-            .map_err(cannot)?;
+        // instead of holding the JVM's start-up until a reader comes. A
+        // new file is made 0600, like the JVM's own heap dumps; a link or
+        // file another user put anywhere on the path is refused.
+        let opened = private_files::open(path, true).map_err(|e| match e {
+            private_files::Error::Io(e) => cannot(e),
+            private_files::Error::ForeignFile => refuse("it belongs to another user"),
+            private_files::Error::ForeignLink(link) if link == path => {
+                refuse("a symbolic link owned by another user")
+            }
+            private_files::Error::ForeignLink(link) => refuse(&format!(
+                "{} is a symbolic link owned by another user",
+                link.display()
+            )),
+        })?;
+        let (file, existed) = (opened.file, !opened.created);
         crate::sys::set_blocking(&file).map_err(cannot)?;
         let metadata = file.metadata().map_err(cannot)?;
-        if metadata.is_dir() {
-            return Err(cannot(io::Error::from_raw_os_error(libc::EISDIR)));
-        }
-        // A file or FIFO someone else made there (before us, or between the
-        // look above and the open) would let them read what we write.
-        let shared_kind = metadata.is_file() || metadata.file_type().is_fifo();
-        if shared_kind && !trusted_owner(metadata.uid()) {
-            return Err(refuse("it belongs to another user"));
-        }
         Ok(FileSink {
             path: path.to_owned(),
             label: label.clone(),
@@ -231,14 +202,15 @@ impl Sink {
     }
 
     /// The run ended before anything was written (the agent refused to
-    /// start): a file we created is removed again; anything that was at
-    /// the path before is left untouched.
+    /// start): a file we created is removed again, if it is still the one
+    /// at the path (walked as it was opened); anything that was at the
+    /// path before is left untouched.
     pub fn abandon(&mut self) {
         if let Sink::File(file) = self
             && file.created
             && !file.written
         {
-            let _ = std::fs::remove_file(&file.path);
+            let _ = private_files::remove_created(&file.path, file.out.get_ref());
         }
     }
 
@@ -312,10 +284,7 @@ impl FileSink {
                 file.set_len(0)?;
                 // An existing file of ours loses the read and write rights
                 // of others it had, as a new one never gets them.
-                let mode = file.metadata()?.permissions().mode();
-                if mode & 0o077 != 0 {
-                    file.set_permissions(std::fs::Permissions::from_mode(mode & !0o077))?;
-                }
+                private_files::make_private(file)?;
             }
             self.written = true;
         }

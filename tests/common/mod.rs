@@ -9,7 +9,8 @@
 //! - independent readers: [`slurp_binary`], [`stackcollapse_hprof`];
 //! - one parsed ASCII profile: [`AsciiProfile`] (in `profile.rs`);
 //! - a check on every JDK that reports each JDK's failure: [`on_each`];
-//! - VisualVM's heap library on a binary dump: [`visualvm::visualvm_check`].
+//! - VisualVM's heap library on a binary dump: [`visualvm::visualvm_check`];
+//! - two users, root and nobody: [`two_users`].
 //!
 //! When `HPROF_RS_REQUIRE_JDKS` is set (as `scripts/test.sh` does), anything
 //! missing from the matrix or from `.cache` is a failure, never a skip.
@@ -18,6 +19,7 @@
 pub mod class_names;
 pub mod jdk_compiler;
 pub mod profile;
+pub mod two_users;
 pub mod visualvm;
 #[allow(unused_imports)] // each test file uses its own part of the harness
 pub use jdk_compiler::{assert_same_files, jdk_compiler_sources};

@@ -2,6 +2,7 @@
 //! files, run the computation, print, and map every failure to one line on
 //! standard error and exit status 2 (1 is reserved for `diff`'s thresholds).
 
+use super::listen::output_file::create_buffered;
 use super::profile::{self, Profile, What};
 use super::{collapse, diff, flame, subject, threshold, top};
 use std::io::Write;
@@ -79,16 +80,10 @@ pub fn flame(
             unit: what.unit(),
             reverse,
         };
-        let out = create(output)?;
+        let out = create_buffered(output)?;
         flame::draw(&profile, what, &look, out)
     };
     run().map_or_else(fail, |()| 0)
-}
-
-fn create(path: &Path) -> Result<std::io::BufWriter<std::fs::File>, String> {
-    std::fs::File::create(path)
-        .map(std::io::BufWriter::new)
-        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// `hprof-rs top FILE [--what ...] [-n N] [--json]`
@@ -151,7 +146,7 @@ pub fn diff(args: DiffArgs) -> i32 {
                 unit: what.unit(),
                 reverse: false,
             };
-            flame::draw_diff(&base, &new, what, &look, create(path)?)?;
+            flame::draw_diff(&base, &new, what, &look, create_buffered(path)?)?;
         }
         let text = if args.json {
             json(&report)

@@ -67,9 +67,7 @@ fn folded(profile: &profile::Profile, samples: &Samples) -> String {
 /// Opens `-o OUT` (0600, never through another user's file) or standard output.
 fn open_output(output: Option<&Path>, binary: bool) -> Result<Box<dyn Write>, String> {
     match output {
-        Some(path) => output_file::create(path)
-            .map(|f| Box::new(std::io::BufWriter::new(f)) as Box<dyn Write>)
-            .map_err(|e| format!("{}: {e}", path.display())),
+        Some(path) => output_file::create_buffered(path).map(|f| Box::new(f) as Box<dyn Write>),
         None if binary && std::io::stdout().is_terminal() => {
             Err("a pprof file is binary: give -o FILE or redirect standard output".into())
         }

@@ -4,8 +4,8 @@
 //! Each JVM's output goes to a file of its own, as it comes (ASCII or
 //! binary): the first JVM's to `-o FILE`, the next ones' to `FILE.1`,
 //! `FILE.2`, ..., each created with mode 0600 (it holds the program's
-//! data); a file or symbolic link of another user at that name refuses the
-//! JVM instead (output_file.rs). Commands (the language of command_text.rs)
+//! data); a file of another user at that name, or a symbolic link of theirs
+//! anywhere on its path, refuses the JVM instead (output_file.rs). Commands (the language of command_text.rs)
 //! come one per line from standard input, and from `hprof-rs send` through
 //! the control socket (`--control-port N`), which answers each with one
 //! line (`ok: ...` or `error: ...`). A command goes to every JVM still

@@ -495,8 +495,7 @@ pub fn report(args: &ReportArgs) -> Result<(), String> {
         None => None,
     };
     let page = build(args, &profile, base.as_ref())?;
-    let mut out =
-        output_file::create(&args.output).map_err(|e| format!("{}: {e}", args.output.display()))?;
+    let mut out = output_file::create_buffered(&args.output)?;
     out.write_all(page.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|e| format!("{}: {e}", args.output.display()))
