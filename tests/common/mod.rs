@@ -17,6 +17,7 @@
 
 pub mod class_names;
 pub mod jdk_compiler;
+pub mod namespaces;
 pub mod profile;
 pub mod visualvm;
 #[allow(unused_imports)] // each test file uses its own part of the harness
