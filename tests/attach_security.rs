@@ -556,7 +556,7 @@ fn private_dirs(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn a_jvm_that_exits_during_an_attached_heap_dump_leaves_no_temporary_file() {
-    common::on_each(&common::jdks_of(&[11, 21]), |jdk| {
+    common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
         let what = format!("System.exit during an attached heap dump on {}", jdk.label);
         let dir = common::scratch_dir(&format!("attach-sec-exit-dump-{}", jdk.label));
         let mut cmd = common::java_command(jdk, &dir);
