@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{AsciiProfile, Jdk, Spawned};
+use common::{AsciiProfile, Jdk, Spawned, namespaces};
 use hprof_rs::format::ascii::{CpuTitle, Section};
 use std::collections::HashMap;
 use std::fs;
@@ -467,34 +467,13 @@ fn root_attaches_to_another_users_jvm_as_that_user() {
     assert_hot_first(&path, &what);
 }
 
-/// The host pid of the JVM `unshare --fork` started (its only child).
-fn forked_child(unshare: i32) -> i32 {
-    for _ in 0..200 {
-        let children = fs::read_to_string(format!("/proc/{unshare}/task/{unshare}/children"))
-            .unwrap_or_default();
-        if let Some(child) = children.split_whitespace().next() {
-            return child.parse().expect("a pid");
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    panic!("unshare {unshare} started no child");
-}
-
-/// Whether this test can make namespaces (util-linux's unshare, as root).
-fn can_unshare() -> bool {
-    Command::new("unshare")
-        .args(["--fork", "--pid", "--mount", "--mount-proc", "true"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 #[test]
 fn a_jvm_in_its_own_pid_and_mount_namespace_is_attached_by_its_host_pid() {
     if !is_root() {
         eprintln!("skipped: unshare --pid --mount needs root");
         return;
     }
-    if !can_unshare() {
+    if !namespaces::can_unshare() {
         assert!(
             !common::strict(),
             "unshare --pid --mount fails (util-linux?)"
@@ -508,7 +487,7 @@ fn a_jvm_in_its_own_pid_and_mount_namespace_is_attached_by_its_host_pid() {
         let alone = output_alone(jdk, &dir);
         // Its own /tmp: the attach socket is only in there.
         let java = common::java_command(jdk, &dir);
-        let mut script = own_tmp_keeping_the_checkout();
+        let mut script = namespaces::own_tmp_keeping_the_checkout();
         script.push_str(&format!(" && cd '{}' && exec", dir.display()));
         script.push_str(&format!(" '{}'", jdk.java.display()));
         for arg in java.get_args() {
@@ -530,7 +509,7 @@ fn a_jvm_in_its_own_pid_and_mount_namespace_is_attached_by_its_host_pid() {
         common::clean_java_env(&mut cmd);
         let mut target = Spawned::spawn(&mut cmd);
         target.wait_for_line("READY", READY_WAIT);
-        let pid = forked_child(target.pid());
+        let pid = namespaces::forked_child(target.pid());
         let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
         assert!(
             status
@@ -570,26 +549,6 @@ fn a_jvm_in_its_own_pid_and_mount_namespace_is_attached_by_its_host_pid() {
         assert_hot_first(&handed, &what);
         let _ = fs::remove_dir_all(&host_tmp);
     });
-}
-
-/// Shell commands, run in a new mount namespace, that give it a /tmp of its
-/// own while keeping this checkout where it is: a clone under /tmp (as CI may
-/// make it), with the JDKs and fixtures inside, is bound into the new /tmp
-/// from the old one, reached through /mnt before /tmp is covered.
-fn own_tmp_keeping_the_checkout() -> String {
-    let root = fs::canonicalize(env!("CARGO_MANIFEST_DIR")).expect("the checkout's path");
-    let top = root
-        .strip_prefix("/tmp")
-        .ok()
-        .and_then(|rest| rest.components().next())
-        .map(|first| first.as_os_str().to_string_lossy().into_owned());
-    match top {
-        None => "mount -t tmpfs tmpfs /tmp".into(),
-        Some(top) => format!(
-            "mkdir -p /mnt && mount --bind /tmp /mnt && mount -t tmpfs tmpfs /tmp \
-             && mkdir '/tmp/{top}' && mount --bind '/mnt/{top}' '/tmp/{top}' && umount /mnt"
-        ),
-    }
 }
 
 /// A fresh directory under the host's /tmp.

@@ -15,7 +15,7 @@
 
 use super::current;
 use super::run::engines::Engines;
-use super::run::profiler::{Phase, Profiler, setup_jvmti};
+use super::run::profiler::{Phase, Profiler, jvm_exited_during_end, setup_jvmti};
 use crate::agent::jvm::VmHandle;
 use crate::model::Model;
 use crate::options::{self, Options, Parsed};
@@ -34,6 +34,18 @@ pub const ATTACH_ALREADY_RUNNING: jni::jint = 3;
 pub const ATTACH_NOTHING_TO_STOP: jni::jint = 4;
 /// The output or JVMTI could not be set up (see the JVM's standard error).
 pub const ATTACH_FAILED: jni::jint = 5;
+/// The JVM exited while the profile was being written: the output is cut.
+pub const ATTACH_JVM_EXITED: jni::jint = 6;
+
+/// Attach-only option word: a stop (or a heap=dump attach, which ends at
+/// once) that succeeds returns `SIZE_BASE` plus the size of the output
+/// written, in KiB rounded up, instead of 0. `hprof-rs attach` asks for it
+/// when it copies the file out of a container: the file there belongs to
+/// the JVM's user, and the tool takes it only at the size the agent wrote.
+/// (A load's reply carries only this number back.)
+pub const REPLY_SIZE: &str = "reply=size";
+/// What a sized reply adds to the KiB: the codes below are the refusals.
+pub const SIZE_BASE: jni::jint = 16;
 
 /// The allocation sampling interval of heap=sites attached, when the
 /// options give none: the JVM's own default, a cost of 1.0-1.07x.
@@ -46,15 +58,53 @@ static ATTACHED: AtomicBool = AtomicBool::new(false);
 pub fn on_attach(context: &AgentLoadContext<'_>) -> jni::jint {
     let given = context.options_lossy();
     let given = given.as_deref().unwrap_or("").trim();
+    let sized = given.split(',').any(|o| o == REPLY_SIZE);
+    let given: Vec<&str> = given.split(',').filter(|o| *o != REPLY_SIZE).collect();
+    let given = given.join(",");
     let vm = VmHandle::new(context.vm().raw());
-    if given == STOP {
-        return stop(vm);
+    let ended = if given == STOP {
+        stop(vm)
+    } else {
+        start(context, vm, &given)
+    };
+    match ended {
+        Ended::Running => jni::JNI_OK,
+        Ended::Refused(code) => code,
+        // (The process is ending: the reply may never leave it.)
+        Ended::Written(_) if jvm_exited_during_end() => ATTACH_JVM_EXITED,
+        Ended::Written(bytes) if sized => sized_reply(bytes),
+        Ended::Written(_) => jni::JNI_OK,
     }
-    start(context, vm, given)
 }
 
-/// A new profile of this running JVM.
-fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str) -> jni::jint {
+/// How an attach ended.
+enum Ended {
+    /// The profile runs.
+    Running,
+    /// Refused, with this code.
+    Refused(jni::jint),
+    /// The profile was written to its end: this many bytes of file (None
+    /// when the output is no regular file).
+    Written(Option<u64>),
+}
+
+/// `SIZE_BASE` plus `bytes` in KiB rounded up (up to 2 TiB); 0 for an
+/// output that is no regular file (nothing to hand over).
+fn sized_reply(bytes: Option<u64>) -> jni::jint {
+    match bytes {
+        Some(bytes) => {
+            let kib = bytes.div_ceil(1024);
+            jni::jint::try_from(kib)
+                .ok()
+                .and_then(|k| k.checked_add(SIZE_BASE))
+                .unwrap_or(jni::jint::MAX)
+        }
+        None => jni::JNI_OK,
+    }
+}
+
+/// A new profile of this running JVM (written at once for heap=dump alone).
+fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str) -> Ended {
     if current::profiler().is_some() {
         let how = if ATTACHED.load(Ordering::Acquire) {
             "attached earlier; stop it first with: hprof-rs attach PID stop"
@@ -62,31 +112,31 @@ fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str) -> jni::jint
             "started with the JVM (-agentpath); it ends with the JVM"
         };
         eprintln!("HPROF ERROR: a profile is already running in this JVM ({how})");
-        return ATTACH_ALREADY_RUNNING;
+        return Ended::Refused(ATTACH_ALREADY_RUNNING);
     }
     let options = match options::parse(Some(given), None) {
         Ok(Parsed::Options(options)) => options,
         Ok(Parsed::Help) => {
             eprintln!("HPROF ERROR: help is not available attached; run: hprof-rs help");
-            return ATTACH_BAD_OPTIONS;
+            return Ended::Refused(ATTACH_BAD_OPTIONS);
         }
         Err(error) => {
             eprintln!("{}", error.message());
-            return ATTACH_BAD_OPTIONS;
+            return Ended::Refused(ATTACH_BAD_OPTIONS);
         }
     };
     let options = match for_live_phase(options) {
         Ok(options) => options,
         Err(why) => {
             eprintln!("HPROF ERROR: {why}");
-            return ATTACH_BAD_OPTIONS;
+            return Ended::Refused(ATTACH_BAD_OPTIONS);
         }
     };
     let jvmti = match context.vm().jvmti() {
         Ok(env) => env,
         Err(code) => {
             eprintln!("HPROF ERROR: Unable to access JVMTI (GetEnv returned {code})");
-            return ATTACH_FAILED;
+            return Ended::Refused(ATTACH_FAILED);
         }
     };
     let raw_file_name = context.option_bytes().and_then(options::raw_file_value);
@@ -98,7 +148,7 @@ fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str) -> jni::jint
             eprintln!("HPROF ERROR: {why}");
             // SAFETY: no event was enabled and nothing else holds it.
             let _ = unsafe { jvmti.dispose_environment() };
-            return ATTACH_FAILED;
+            return Ended::Refused(ATTACH_FAILED);
         }
     };
     let profiler = match current::make_current(profiler) {
@@ -106,7 +156,7 @@ fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str) -> jni::jint
         Err(lost) => {
             lost.abandon_output();
             eprintln!("HPROF ERROR: a profile is already running in this JVM");
-            return ATTACH_ALREADY_RUNNING;
+            return Ended::Refused(ATTACH_ALREADY_RUNNING);
         }
     };
     ATTACHED.store(true, Ordering::Release);
@@ -116,11 +166,11 @@ fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str) -> jni::jint
     // or monitor=y), the profile ends with it
     // (the stop's dump is that one); with other modes, the stop dumps again.
     if dump_only {
-        end(profiler, jni.as_ref());
+        return Ended::Written(end(profiler, jni.as_ref()));
     } else if profiler.engines.heap_dump.is_some() {
         profiler.dump(jni.as_ref());
     }
-    jni::JNI_OK
+    Ended::Running
 }
 
 /// The options as the live phase can have them: heap=sites samples
@@ -181,19 +231,19 @@ fn new_profiler(
 }
 
 /// `stop`: the attached profile writes its file and ends.
-fn stop(vm: VmHandle) -> jni::jint {
+fn stop(vm: VmHandle) -> Ended {
     let Some(profiler) = current::profiler().filter(|_| ATTACHED.load(Ordering::Acquire)) else {
         eprintln!("HPROF ERROR: no attached profile is running in this JVM: nothing to stop");
-        return ATTACH_NOTHING_TO_STOP;
+        return Ended::Refused(ATTACH_NOTHING_TO_STOP);
     };
     let jni = vm.current_env();
-    end(profiler, jni.as_ref());
-    jni::JNI_OK
+    Ended::Written(end(profiler, jni.as_ref()))
 }
 
-/// Writes the profile to the end and leaves the JVM as it was.
-fn end(profiler: &'static Profiler, jni: Option<&JniEnv>) {
-    profiler.stop_attached(jni);
+/// Writes the profile to the end and leaves the JVM as it was; the bytes
+/// written, when the output is a regular file.
+fn end(profiler: &'static Profiler, jni: Option<&JniEnv>) -> Option<u64> {
+    let written = profiler.stop_attached(jni);
     current::clear_current(profiler);
     ATTACHED.store(false, Ordering::Release);
     crate::agent::modes::heap_sites::site_cache::new_session();
@@ -206,4 +256,5 @@ fn end(profiler: &'static Profiler, jni: Option<&JniEnv>) {
     // a stopped profile keeps is then its fixed-size state, not what it saw.
     let wide = super::run::header::id_size(&profiler.run.options) == 8;
     *profiler.run.model.lock() = Model::new(wide);
+    written
 }

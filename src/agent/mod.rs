@@ -302,7 +302,7 @@ impl Agent for HprofAgent {
 
     fn vm_death(&self, context: CallbackContext<'_>) {
         if let Some(profiler) = profiler() {
-            profiler.vm_death(context.jni().map(|j| &**j));
+            profiler.vm_death_event(context.jni().map(|j| &**j));
         }
     }
 }

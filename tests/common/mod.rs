@@ -18,6 +18,7 @@
 
 pub mod class_names;
 pub mod jdk_compiler;
+pub mod namespaces;
 pub mod profile;
 pub mod two_users;
 pub mod visualvm;

@@ -248,13 +248,19 @@ impl Profiler {
     /// file is written to the end as at VM death, then the engines leave
     /// nothing running (the caller disposes of the JVMTI environment,
     /// which turns its events off and drops its tags).
-    pub fn stop_attached(&self, jni: Option<&JniEnv>) {
+    ///
+    /// VM death stays enabled while the file is written: a JVM that exits
+    /// meanwhile (System.exit during an attached heap dump) then finds the
+    /// end under way and removes its temporary files (see
+    /// [`Profiler::vm_death_event`]). Returns the bytes written, when the
+    /// output is a regular file.
+    pub fn stop_attached(&self, jni: Option<&JniEnv>) -> Option<u64> {
+        let written = self.vm_death(jni);
         let _ = self
             .run
             .jvmti
             .env()
             .disable_events_global(&[jvmti::JVMTI_EVENT_VM_DEATH]);
-        self.vm_death(jni);
         for engine in self.engines.all() {
             engine.detach(&self.run, jni);
         }
@@ -262,6 +268,7 @@ impl Profiler {
             thread_stacks::restore_new_threads(jni);
         }
         class_unloads::uninstall();
+        written
     }
 
     /// The engines start, then the `net=` listener.
@@ -448,13 +455,35 @@ impl Profiler {
         }
     }
 
-    /// VM death: the engines stop, the exit dump (`doe=y`) is written, then
-    /// everything is flushed and closed.
-    pub fn vm_death(&self, jni: Option<&JniEnv>) {
-        let run = &self.run;
-        if run.lifecycle.end() {
+    /// The VM death event. When another thread is already writing the
+    /// profile to its end (an attached stop, a heap=dump attach), the
+    /// process is about to end under it: what it would have removed at
+    /// the end, the heap dump's temporary file and private directory, goes
+    /// now, without waiting for it (the JVM's exit is not delayed).
+    pub fn vm_death_event(&self, jni: Option<&JniEnv>) {
+        if self.run.lifecycle.end() {
+            EXIT_DURING_END.store(true, Ordering::Release);
+            if let Some(dump) = &self.engines.heap_dump {
+                dump.remove_temporary();
+            }
             return;
         }
+        self.write_to_the_end(jni);
+    }
+
+    /// VM death: the engines stop, the exit dump (`doe=y`) is written, then
+    /// everything is flushed and closed. Returns the bytes written, when
+    /// the output is a regular file.
+    pub fn vm_death(&self, jni: Option<&JniEnv>) -> Option<u64> {
+        if self.run.lifecycle.end() {
+            return None;
+        }
+        self.write_to_the_end(jni)
+    }
+
+    /// What VM death does, once.
+    fn write_to_the_end(&self, jni: Option<&JniEnv>) -> Option<u64> {
+        let run = &self.run;
         self.listener.stop();
         for engine in self.engines.all() {
             engine.stop(run, jni);
@@ -468,7 +497,7 @@ impl Profiler {
         for engine in self.engines.all() {
             engine.finished();
         }
-        run.writer.close();
+        let written = run.writer.close().and_then(|sink| sink.position());
         let stall = run.writer.longest_stall();
         if run.options.verbose && stall >= SLOW_OUTPUT && !run.writer.has_failed() {
             eprintln!(
@@ -477,5 +506,16 @@ impl Profiler {
                 stall.as_secs_f64()
             );
         }
+        written
     }
+}
+
+/// Set when VM death came while another thread wrote a profile to its end:
+/// the process ends under that thread, and its output is cut.
+static EXIT_DURING_END: AtomicBool = AtomicBool::new(false);
+
+/// Whether the JVM began to exit while a profile was being written to its
+/// end (an attach that then still answers says so).
+pub fn jvm_exited_during_end() -> bool {
+    EXIT_DURING_END.load(Ordering::Acquire)
 }

@@ -11,10 +11,13 @@
 
 mod handover;
 mod protocol;
+mod root;
 mod target;
 
+use handover::{Handover, REPLY_SIZE, SIZE_BASE};
 use protocol::LoadReply;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use target::Target;
 
 /// The option that stops the running profile.
@@ -38,7 +41,15 @@ const REFUSALS: &[(i32, &str)] = &[
         5,
         "the agent could not start (the JVM's standard error says why)",
     ),
+    (
+        6,
+        "the JVM exited while the profile was being written: its output is incomplete",
+    ),
 ];
+
+/// How long a JVM whose attach connection closed without an answer is
+/// given to be seen gone.
+const EXIT_WAIT: Duration = Duration::from_secs(3);
 
 /// Exit status of every failure.
 const FAILED: i32 = 1;
@@ -70,39 +81,53 @@ fn attach_or_explain(pid: u32, options: &str, agent: Option<PathBuf>) -> Result<
     let stopping = options.trim() == STOP;
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
-    let (agent_options, output) = if stopping {
-        (STOP.to_owned(), None)
+    // A file the JVM writes inside its container, to bring out at the
+    // end: the agent is then asked for the size it wrote (`reply=size`).
+    let (agent_options, output, mut handover) = if stopping {
+        match Handover::recall(&target)? {
+            Some(pending) => (format!("{STOP},{REPLY_SIZE}"), None, Some(pending)),
+            None => (STOP.to_owned(), None, None),
+        }
     } else {
         let (with_file, output) = with_absolute_file(options, &cwd);
         match &output {
             Some(asked) if handover::needs_handover(&target, asked) => {
                 let inside = handover::inside_name(with_file_format(options));
-                handover::remember(&target, &inside, asked)?;
-                (replace_file(options, &inside), Some(asked.clone()))
+                let mut agent_options = replace_file(options, &inside);
+                if handover::is_finished(&agent_options) {
+                    agent_options = format!("{REPLY_SIZE},{agent_options}");
+                }
+                let pending = Handover::new(inside, asked.clone());
+                (agent_options, output, Some(pending))
             }
-            _ => (with_file, output),
+            _ => (with_file, output, None),
         }
     };
+    let finished = stopping || handover::is_finished(&agent_options);
     let library = handover::library_for(&target, &agent)?;
-    let reply = as_target_user(&target, || {
+    let reply = target.as_its_user(|| {
         let stream = protocol::connect(&target)?;
         protocol::load(stream, &library, &agent_options)
     });
+    if stopping {
+        // Whatever the stop's outcome, the JVM no longer writes that file.
+        handover::forget(&target);
+    }
     let code = match reply {
         Ok(LoadReply::Returned(code)) => code,
         Ok(LoadReply::Refused(why)) => {
-            handover::forget(&target);
             return Err(format!("the JVM {pid} refused to load the agent: {why}"));
         }
-        Err(why) => {
-            handover::forget(&target);
-            return Err(why);
-        }
+        Ok(LoadReply::Nothing) => return Err(no_answer(&target, finished, output.as_deref())),
+        Err(why) => return Err(why),
+    };
+    // With `reply=size`, success is the size written, in KiB, above SIZE_BASE.
+    let sized = agent_options.split(',').any(|o| o == REPLY_SIZE);
+    let (code, written_kib) = match code {
+        c if sized && c >= SIZE_BASE => (0, Some(u64::from((c - SIZE_BASE) as u32))),
+        c => (c, None),
     };
     if code != 0 {
-        if !stopping {
-            handover::forget(&target);
-        }
         let meaning = REFUSALS.iter().find(|(c, _)| *c == code).map_or(
             "the agent failed to start (the JVM's standard error says why)",
             |(_, m)| m,
@@ -112,12 +137,23 @@ fn attach_or_explain(pid: u32, options: &str, agent: Option<PathBuf>) -> Result<
             meaning.replace("PID", &pid.to_string())
         ));
     }
-    if stopping || handover::is_finished(&agent_options) {
-        let written = handover::bring_out(&target)?;
-        return Ok(match written {
-            Some(path) => format!("profile of JVM {pid} written to {}", path.display()),
-            None => format!("profile of JVM {pid} stopped and written"),
-        });
+    if let Some(pending) = &mut handover {
+        if finished {
+            pending.bring_out(&target, written_kib)?;
+            return Ok(format!(
+                "profile of JVM {pid} written to {}",
+                pending.asked.display()
+            ));
+        }
+        pending
+            .note_made(&target)
+            .and_then(|()| pending.remember(&target))
+            .map_err(|why| {
+                format!("the profile of JVM {pid} runs, but its file cannot be handed over: {why}")
+            })?;
+    }
+    if finished {
+        return Ok(format!("profile of JVM {pid} stopped and written"));
     }
     Ok(match output {
         Some(path) => format!(
@@ -126,6 +162,25 @@ fn attach_or_explain(pid: u32, options: &str, agent: Option<PathBuf>) -> Result<
         ),
         None => format!("profiling JVM {pid}; stop with: hprof-rs attach {pid} stop"),
     })
+}
+
+/// What to say when the JVM closed the attach connection without an
+/// answer: most likely it exited meanwhile (`System.exit` during a heap
+/// dump), which is said as such, with the state of the file it was
+/// writing (`output`, when it ends with this attach).
+fn no_answer(target: &Target, finished: bool, output: Option<&Path>) -> String {
+    let pid = target.pid;
+    if !target.exits_within(EXIT_WAIT) {
+        return format!("the JVM {pid} closed the attach connection without an answer");
+    }
+    match output {
+        Some(path) if finished && path.exists() => format!(
+            "the JVM {pid} exited during the attach, before the profile was written: \
+             {} is incomplete",
+            path.display()
+        ),
+        _ => protocol::exited(target),
+    }
 }
 
 /// A user other than root may attach only to its own JVMs (the JVM checks
@@ -140,40 +195,6 @@ fn check_user(target: &Target) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Runs `work` with the target's effective user and group when we are
-/// root (the files we make for it are then its own, as the JVM expects),
-/// and as ourselves otherwise.
-fn as_target_user<T>(
-    target: &Target,
-    work: impl FnOnce() -> Result<T, String>,
-) -> Result<T, String> {
-    // SAFETY: plain id calls; the ids are set back before returning.
-    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-    let switch = uid == 0 && target.uid != 0;
-    if switch {
-        // SAFETY: as root, setegid/seteuid to another id succeed or fail
-        // without other effect; this tool runs no other thread now.
-        let switched = unsafe { libc::setegid(target.gid) == 0 && libc::seteuid(target.uid) == 0 };
-        if !switched {
-            // SAFETY: back to root, as above.
-            unsafe {
-                libc::seteuid(uid);
-                libc::setegid(gid);
-            }
-            return Err(format!("cannot take the user of JVM {}", target.pid));
-        }
-    }
-    let result = work();
-    if switch {
-        // SAFETY: back to the saved root ids.
-        unsafe {
-            libc::seteuid(uid);
-            libc::setegid(gid);
-        }
-    }
-    result
 }
 
 /// The options' `file=` value, if given (the last one wins).

@@ -7,15 +7,20 @@
 //! first line, then what the command printed (for `load`, the value the
 //! agent's Agent_OnAttach returned: `return code: N` in the JDKs tested,
 //! the bare number in older updates). `<pid>` is the JVM's pid in its own
-//! namespace; the files
-//! are reached through `/proc/PID/root` (see target.rs).
+//! namespace; the files are reached inside its root (see root.rs).
+//!
+//! Both files are in places other users may write to: the socket and the
+//! trigger file are checked before anything is sent (see [`connect`] and
+//! [`Trigger`]), and the reply is shown escaped ([`shown`]).
 
+use super::root::Dir;
 use super::target::Target;
-use std::fs::OpenOptions;
+use std::fs::Metadata;
 use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// How long the JVM is given to start its attach listener after SIGQUIT.
@@ -25,28 +30,34 @@ const LISTENER_WAIT: Duration = Duration::from_secs(10);
 const REPLY_WAIT: Duration = Duration::from_secs(600);
 /// HotSpot reads each argument into a buffer of this many bytes.
 const MAX_ARG: usize = 1024;
-
-/// The JVM's attach socket, from here.
-fn socket_path(target: &Target) -> PathBuf {
-    target.path(&format!("/tmp/.java_pid{}", target.ns_pid))
-}
+/// The most of a reply read: a `load` answers with two short lines.
+const MAX_REPLY: u64 = 64 << 10;
+/// The most of a reply's text shown.
+const SHOWN_REPLY: usize = 300;
 
 /// Connects to the JVM's attach listener, starting it first when its
-/// socket is not there yet.
+/// socket is not there yet. The socket must be the JVM's: a socket file
+/// of the JVM's user, and at the other end of the connection the JVM
+/// itself (SO_PEERCRED gives the pid of the process that listens). A
+/// socket someone else put at that name is refused before a byte is sent.
 pub fn connect(target: &Target) -> Result<UnixStream, String> {
-    let socket = socket_path(target);
-    if let Ok(stream) = UnixStream::connect(&socket) {
+    if let Some(stream) = connect_checked(target)? {
         return Ok(stream);
     }
-    let trigger = make_trigger_file(target)?;
+    let trigger = Trigger::make(target)?;
     let signalled = send_quit(target.pid);
     let deadline = Instant::now() + LISTENER_WAIT;
     let connected = loop {
         if let Err(e) = &signalled {
             break Err(e.clone());
         }
-        if let Ok(stream) = UnixStream::connect(&socket) {
-            break Ok(stream);
+        match connect_checked(target) {
+            Ok(Some(stream)) => break Ok(stream),
+            Ok(None) => {}
+            Err(e) => break Err(e),
+        }
+        if !target.alive() {
+            break Err(exited(target));
         }
         if Instant::now() >= deadline {
             break Err(format!(
@@ -58,34 +69,157 @@ pub fn connect(target: &Target) -> Result<UnixStream, String> {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    if let Some(made) = trigger {
-        let _ = std::fs::remove_file(made);
-    }
+    trigger.remove();
     connected
 }
 
-/// The file that tells the JVM a SIGQUIT is an attach request: in its
-/// working directory, else in its /tmp. Returns the file made, to remove
-/// afterwards; None when one was there already (someone else's, left as
-/// it is: the JVM only looks whether it exists).
-fn make_trigger_file(target: &Target) -> Result<Option<PathBuf>, String> {
-    let name = format!(".attach_pid{}", target.ns_pid);
-    let in_cwd = Path::new(&format!("/proc/{}/cwd", target.pid)).join(&name);
-    let in_tmp = target.path("/tmp").join(&name);
-    let mut last_error = String::new();
-    for path in [in_cwd, in_tmp] {
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-        {
-            Ok(_) => return Ok(Some(path)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
-            Err(e) => last_error = format!("cannot create {}: {e}", path.display()),
+/// What the tool says of a JVM that ended while it was attached to.
+pub fn exited(target: &Target) -> String {
+    format!("the JVM {} exited during the attach", target.pid)
+}
+
+/// A connection to the socket at `/tmp/.java_pid<pid>` inside the JVM's
+/// root, after checking that it is the JVM's; None when no one listens
+/// there (no socket yet, or an old one of the JVM's).
+fn connect_checked(target: &Target) -> Result<Option<UnixStream>, String> {
+    let inside = format!("/tmp/.java_pid{}", target.ns_pid);
+    let socket = match target.root.open(&inside, libc::O_PATH | libc::O_NOFOLLOW) {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(format!(
+                "the JVM {}'s attach socket {inside}: {e}",
+                target.pid
+            ));
+        }
+    };
+    let found = socket
+        .metadata()
+        .map_err(|e| format!("the JVM {}'s attach socket {inside}: {e}", target.pid))?;
+    if !found.file_type().is_socket() || found.uid() != target.uid {
+        return Err(format!(
+            "{inside} is not the attach socket of the JVM {} ({}, of uid {}, not a socket of \
+             uid {}): refusing to talk to it",
+            target.pid,
+            kind(&found),
+            found.uid(),
+            target.uid
+        ));
+    }
+    // (Connecting through the descriptor reaches the very inode checked,
+    // resolved inside the JVM's root.)
+    let stream = match UnixStream::connect(format!("/proc/self/fd/{}", socket.as_raw_fd())) {
+        Ok(stream) => stream,
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Ok(None),
+        Err(e) => {
+            return Err(format!(
+                "the JVM {}'s attach socket {inside}: {e}",
+                target.pid
+            ));
+        }
+    };
+    let (pid, uid) = crate::listen::control::peer_credentials(&stream)
+        .map_err(|e| format!("the JVM {}'s attach socket {inside}: {e}", target.pid))?;
+    if pid != target.pid {
+        return Err(format!(
+            "{inside} is not the attach socket of the JVM {}: process {pid} (uid {uid}) \
+             listens there; refusing to talk to it",
+            target.pid
+        ));
+    }
+    Ok(Some(stream))
+}
+
+/// A file's kind, in words.
+fn kind(meta: &Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_file() {
+        "a file"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    }
+}
+
+/// The file `.attach_pid<pid>` that tells the JVM a SIGQUIT is an attach
+/// request: the JVM looks in its working directory, then in its /tmp,
+/// and takes the first it finds only if it belongs to its user or root
+/// (else the SIGQUIT prints a thread dump into the program's output).
+/// So the first place where one is decides: one already there must be a
+/// plain file of the JVM's user, root or us, and is left as it is; else
+/// we make one, and remove it whatever happens.
+struct Trigger {
+    made: Option<(Dir, String)>,
+}
+
+impl Trigger {
+    fn make(target: &Target) -> Result<Trigger, String> {
+        let name = format!(".attach_pid{}", target.ns_pid);
+        let places = [
+            (format!("/proc/{}/cwd", target.pid), "its working directory"),
+            ("/tmp".to_owned(), "its /tmp"),
+        ];
+        let mut last_error = String::new();
+        for (i, (path, said)) in places.iter().enumerate() {
+            let dir = if i == 0 {
+                Dir::at(Path::new(path))
+            } else {
+                target.root.dir(path)
+            };
+            let dir = match dir {
+                Ok(dir) => dir,
+                Err(e) => {
+                    last_error = format!("cannot open the JVM's {said}: {e}");
+                    continue;
+                }
+            };
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let me = unsafe { libc::geteuid() };
+            match dir.look(&name) {
+                Ok(Some(there))
+                    if there.is_file() && [target.uid, 0, me].contains(&there.uid()) =>
+                {
+                    return Ok(Trigger { made: None });
+                }
+                Ok(Some(there)) => {
+                    return Err(format!(
+                        "{name} in the JVM {}'s {said} is {} of uid {}, not a file of its user: \
+                         someone else put it there; remove it to attach",
+                        target.pid,
+                        kind(&there),
+                        there.uid()
+                    ));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    last_error = format!("cannot look at {name} in the JVM's {said}: {e}");
+                    continue;
+                }
+            }
+            match dir.open(&name, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, 0o600) {
+                Ok(_) => {
+                    return Ok(Trigger {
+                        made: Some((dir, name)),
+                    });
+                }
+                Err(e) => last_error = format!("cannot create {name} in the JVM's {said}: {e}"),
+            }
+        }
+        Err(last_error)
+    }
+
+    /// Removes the file made (through its directory's descriptor: still
+    /// there when the JVM has gone).
+    fn remove(self) {
+        if let Some((dir, name)) = self.made {
+            let _ = dir.remove(&name);
         }
     }
-    Err(last_error)
 }
 
 /// SIGQUIT to `pid` (only ever sent to a process found to be a JVM).
@@ -99,8 +233,10 @@ fn send_quit(pid: u32) -> Result<(), String> {
 pub enum LoadReply {
     /// Agent_OnAttach ran and returned this.
     Returned(i32),
-    /// The JVM refused the command: its status and message.
+    /// The JVM refused the command: its status and message (escaped).
     Refused(String),
+    /// The connection closed before a whole status line: the JVM went.
+    Nothing,
 }
 
 /// Asks the JVM to load the agent `library` (an absolute path as the JVM
@@ -121,19 +257,27 @@ pub fn load(mut stream: UnixStream, library: &str, options: &str) -> Result<Load
     let io = |e: std::io::Error| format!("attach socket: {e}");
     stream.set_read_timeout(Some(REPLY_WAIT)).map_err(io)?;
     stream.write_all(&request).map_err(io)?;
-    let mut reply = String::new();
-    stream.read_to_string(&mut reply).map_err(io)?;
-    Ok(parse_reply(&reply))
+    let mut reply = Vec::new();
+    match (&mut stream).take(MAX_REPLY).read_to_end(&mut reply) {
+        Ok(_) => {}
+        // A JVM that exits mid-reply may reset the connection.
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        Err(e) => return Err(io(e)),
+    }
+    Ok(parse_reply(&String::from_utf8_lossy(&reply)))
 }
 
 /// The reply of a `load`: status line, then the agent's return value.
 fn parse_reply(reply: &str) -> LoadReply {
+    if !reply.contains('\n') && reply.trim().is_empty() {
+        return LoadReply::Nothing;
+    }
     let mut lines = reply.lines();
     let status = lines.next().unwrap_or("").trim();
     let rest: Vec<&str> = lines.collect();
     if status != "0" {
         let message = rest.join(" ");
-        return LoadReply::Refused(format!("status {status}: {}", message.trim()));
+        return LoadReply::Refused(shown(&format!("status {status}: {}", message.trim())));
     }
     let returned = rest
         .iter()
@@ -143,9 +287,31 @@ fn parse_reply(reply: &str) -> LoadReply {
         Some(code) => LoadReply::Returned(code),
         // (JDK 21 and later with -XX:-EnableDynamicAgentLoading: status 0
         // and the reason.)
-        None if !rest.is_empty() => LoadReply::Refused(rest.join(" ").trim().to_owned()),
-        None => LoadReply::Refused(format!("unexpected reply: {}", reply.trim())),
+        None if !rest.is_empty() => LoadReply::Refused(shown(rest.join(" ").trim())),
+        None => LoadReply::Refused(shown(&format!("unexpected reply: {}", reply.trim()))),
     }
+}
+
+/// Text from the other end, fit for a terminal: control characters
+/// (escape sequences, carriage returns) and the marks that reorder text
+/// shown as `\xNN` or `\u{NNNN}`, and at most [`SHOWN_REPLY`] characters.
+pub fn shown(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == SHOWN_REPLY {
+            out.push_str("...");
+            break;
+        }
+        let reorders = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if c.is_control() && (c as u32) < 0x100 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else if c.is_control() || reorders {
+            out.push_str(&format!("\\u{{{:04x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -155,7 +321,7 @@ mod tests {
     fn returned(reply: &str) -> Option<i32> {
         match parse_reply(reply) {
             LoadReply::Returned(code) => Some(code),
-            LoadReply::Refused(_) => None,
+            LoadReply::Refused(_) | LoadReply::Nothing => None,
         }
     }
 
@@ -168,7 +334,20 @@ mod tests {
         assert_eq!(returned("0\n"), None);
         match parse_reply("0\nDynamic agent loading is not enabled.\n") {
             LoadReply::Refused(why) => assert_eq!(why, "Dynamic agent loading is not enabled."),
-            LoadReply::Returned(code) => panic!("returned {code}"),
+            _ => panic!("not refused"),
+        }
+        assert!(matches!(parse_reply(""), LoadReply::Nothing));
+    }
+
+    #[test]
+    fn reply_text_is_shown_escaped_and_bounded() {
+        assert_eq!(shown("ok: \x1b[31mred\x07\r"), "ok: \\x1b[31mred\\x07\\x0d");
+        assert_eq!(shown("a\u{202e}b\u{9b}"), "a\\u{202e}b\\x9b");
+        let long = shown(&"x".repeat(5000));
+        assert_eq!(long.len(), SHOWN_REPLY + 3);
+        match parse_reply("1\n\x1b]0;owned\x07\n") {
+            LoadReply::Refused(why) => assert_eq!(why, "status 1: \\x1b]0;owned\\x07"),
+            _ => panic!("not refused"),
         }
     }
 }

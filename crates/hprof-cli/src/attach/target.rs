@@ -4,8 +4,10 @@
 //! through `/proc/PID/root`, under the pid the JVM knows itself by
 //! (`NSpid` in `/proc/PID/status`). Everything here only reads `/proc`.
 
+use super::root::Root;
 use std::fs;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 /// A JVM to attach to.
 pub struct Target {
@@ -16,8 +18,12 @@ pub struct Target {
     /// Its effective user and group.
     pub uid: u32,
     pub gid: u32,
-    /// Its file system as it sees it: `/proc/PID/root`.
-    pub root: PathBuf,
+    /// Its file system as it sees it: `/proc/PID/root`, held open (the
+    /// paths inside are resolved there, see root.rs).
+    pub root: Root,
+    /// When it started (`/proc/PID/stat`), which tells it from a later
+    /// process given the same pid.
+    started: Option<u64>,
     /// Whether it sees another file system than ours (its own mount
     /// namespace): our paths mean nothing to it.
     pub own_mounts: bool,
@@ -66,15 +72,77 @@ impl Target {
             ns_pid,
             uid: uid.ok_or_else(|| format!("cannot read the user of process {pid}"))?,
             gid: gid.ok_or_else(|| format!("cannot read the group of process {pid}"))?,
-            root: proc.join("root"),
+            root: Root::of(pid)
+                .map_err(|e| format!("cannot open the root of process {pid}: {e}"))?,
+            started: start_time(pid),
             own_mounts,
         })
     }
 
-    /// Its path `inside` (absolute, as the JVM sees it), from here.
-    pub fn path(&self, inside: &str) -> PathBuf {
-        self.root.join(inside.trim_start_matches('/'))
+    /// Runs `work` with the target's effective user and group when we are
+    /// root (the files we make for it are then its own, as the JVM expects),
+    /// and as ourselves otherwise.
+    pub fn as_its_user<T>(&self, work: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+        // SAFETY: plain id calls; the ids are set back before returning.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let switch = uid == 0 && self.uid != 0;
+        if switch {
+            // SAFETY: as root, setegid/seteuid to another id succeed or fail
+            // without other effect; this tool runs no other thread now.
+            let switched = unsafe { libc::setegid(self.gid) == 0 && libc::seteuid(self.uid) == 0 };
+            if !switched {
+                // SAFETY: back to root, as above.
+                unsafe {
+                    libc::seteuid(uid);
+                    libc::setegid(gid);
+                }
+                return Err(format!("cannot take the user of JVM {}", self.pid));
+            }
+        }
+        let result = work();
+        if switch {
+            // SAFETY: back to the saved root ids.
+            unsafe {
+                libc::seteuid(uid);
+                libc::setegid(gid);
+            }
+        }
+        result
     }
+
+    /// Whether the JVM still runs: the same process, not ended (a zombie
+    /// has ended; its socket and files are closed).
+    pub fn alive(&self) -> bool {
+        let Ok(stat) = fs::read_to_string(format!("/proc/{}/stat", self.pid)) else {
+            return false;
+        };
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next());
+        !matches!(state, None | Some('Z' | 'X')) && start_time(self.pid) == self.started
+    }
+
+    /// Whether the JVM ends within `patience` (its attach connection
+    /// closes before the process is reaped: it is given time to go).
+    pub fn exits_within(&self, patience: Duration) -> bool {
+        let deadline = Instant::now() + patience;
+        while self.alive() {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    }
+}
+
+/// The start time of process `pid`, in clock ticks since boot (field 22
+/// of `/proc/PID/stat`, counted after the command name, which may hold
+/// spaces and parentheses).
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, after_name) = stat.rsplit_once(')')?;
+    after_name.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// The effective id of a `Uid:` or `Gid:` line (real, effective, saved, fs).

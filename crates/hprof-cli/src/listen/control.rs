@@ -185,6 +185,13 @@ fn remove_stale(path: &Path, port: u16) -> Result<(), String> {
 /// The user id of the process at the other end of `stream`, as the kernel
 /// recorded it when the connection was made.
 fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
+    peer_credentials(stream).map(|(_, uid)| uid)
+}
+
+/// The pid and user id of the process at the other end of `stream`, as
+/// the kernel recorded them when the connection was made (for a
+/// connecting client, those of the process that listens).
+pub fn peer_credentials(stream: &UnixStream) -> io::Result<(u32, u32)> {
     let mut credentials = libc::ucred {
         pid: 0,
         uid: 0,
@@ -205,7 +212,7 @@ fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(credentials.uid)
+    Ok((credentials.pid as u32, credentials.uid))
 }
 
 /// Why a new control connection is not served, if it is not: a peer that

@@ -55,6 +55,27 @@ impl HeapDump {
         }
     }
 
+    /// The JVM exits while another thread dumps (an attached heap=dump): the
+    /// temporary files and the private directory go now, since that thread
+    /// will not finish. A file still open (the JVM's dumper writing it, the
+    /// copy reading it) is freed when closed, at exit at the latest. The
+    /// directory is ours alone (mode 0700): whatever is in it is the
+    /// dumper's (JDK 21's parallel dump writes parts beside the file).
+    /// A file made between the listing and the removal is tried again.
+    pub fn remove_temporary(&self) {
+        for _ in 0..5 {
+            if let Ok(entries) = std::fs::read_dir(self.dir.path()) {
+                for entry in entries.flatten() {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+            match std::fs::remove_dir(self.dir.path()) {
+                Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => continue,
+                _ => return,
+            }
+        }
+    }
+
     /// The JVM dumps its heap to the temporary file, which is carried into
     /// the output and removed. On failure, what to tell the user.
     fn dump_heap(&self, run: &Run, jni: Option<&JniEnv>) -> Result<(), String> {
