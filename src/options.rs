@@ -174,15 +174,14 @@ impl Default for Options {
 
 impl Options {
     /// Whether heap=sites counted in the byte code gives what these options
-    /// ask: every allocation (no `alloc_interval`), traces of at most the
-    /// 4 frames a calling context holds, rows not split by thread; and
-    /// neither cpu=times|old (which rewrite the classes too) nor `net=`
-    /// (whose commands switch the allocation events on and off).
+    /// ask: every allocation (no `alloc_interval`); and neither
+    /// cpu=times|old (which rewrite the classes too) nor `net=` (whose
+    /// commands switch the allocation events on and off). Any `depth` and
+    /// `thread=y` are counted so: the default `alloc_count=sites` walks
+    /// `depth` frames of the stacks its rows come from, on their threads.
     pub(crate) fn bytecode_counts_what_was_asked(&self) -> bool {
         self.heap_sites
             && self.alloc_interval == 0
-            && self.depth <= 4
-            && !self.thread
             && !self.cpu_times
             && !self.cpu_old
             && !matches!(self.destination, Destination::Net { .. })

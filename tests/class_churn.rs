@@ -238,11 +238,12 @@ fn unloaded_classes_get_unload_class_records_and_leave_the_tables() {
         let mut keys = Vec::new();
         for copies in [200u64, 600] {
             let scratch = format!("churn-unload-{copies}-{}", jdk.label);
-            // Traces of 8 frames: each Piece's trace holds its copy's make().
+            // Traces of 8 frames, every object walked (alloc_count=events):
+            // each Piece's trace holds its copy's make().
             let (file, stderr) = unload_run(
                 jdk,
                 &scratch,
-                "heap=sites,depth=8,format=b,cutoff=0,X=0x200000",
+                "heap=sites,alloc_count=events,depth=8,format=b,cutoff=0,X=0x200000",
                 copies,
             );
             keys.push(frame_keys_held(&stderr));

@@ -579,7 +579,10 @@ fn assert_hot_loop_counted_under(test: &str, options: &str) {
 
 #[test]
 fn events_count_every_object_of_a_compiled_hot_loop_at_depth_8() {
-    assert_hot_loop_counted_under("hot-depth-8", "heap=sites,depth=8,cutoff=0");
+    assert_hot_loop_counted_under(
+        "hot-depth-8",
+        "heap=sites,alloc_count=events,depth=8,cutoff=0",
+    );
 }
 
 /// Boxes only unboxed and StringBuilder chains, compiled: C2 leaves the
@@ -591,7 +594,7 @@ fn events_count_every_object_of_a_compiled_hot_loop_at_depth_8() {
 fn events_count_compiled_boxes_and_string_builders() {
     const N: u64 = 500_000;
     common::on_each(&common::jdks(), |jdk| {
-        let options = "heap=sites,depth=8,cutoff=0";
+        let options = "heap=sites,alloc_count=events,depth=8,cutoff=0";
         let n = N.to_string();
         let sites = sites_of(jdk, "hot-more", options, "AllocHot", &[&n, "more"]);
         // (class, a frame of its making, the loop's method): the Strings
@@ -630,7 +633,10 @@ fn events_count_compiled_boxes_and_string_builders() {
 
 #[test]
 fn events_count_every_object_of_a_compiled_hot_loop_with_thread_y() {
-    assert_hot_loop_counted_under("hot-thread-y", "heap=sites,thread=y,cutoff=0");
+    assert_hot_loop_counted_under(
+        "hot-thread-y",
+        "heap=sites,alloc_count=events,thread=y,cutoff=0",
+    );
 }
 
 #[test]

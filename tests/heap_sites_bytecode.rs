@@ -769,3 +769,146 @@ fn classes_loaded_before_vm_init_are_counted_exactly_across_their_hand_over() {
         assert_eq!(more - fewer, 190_000, "{label}: {fewer} and {more} Strings");
     });
 }
+
+/// The default counting (`alloc_count=sites`, not asked for) under
+/// `options`: AllocDeep's profile, and whether the file's prelude says the
+/// counting is per site (not one event per object).
+fn alloc_deep_under(jdk: &Jdk, test: &str, options: &str, args: &[&str]) -> AsciiProfile {
+    let sites = profile_of(jdk, test, options, "AllocDeep", args);
+    let file = common::target_dir()
+        .join("test-scratch")
+        .join(format!("{test}-{}", jdk.label))
+        .join("java.hprof.txt");
+    let text = std::fs::read_to_string(&file).expect("the profile");
+    assert!(
+        text.contains("Counted in the byte code per site"),
+        "{}: {options} is counted per site in the byte code",
+        jdk.label
+    );
+    sites
+}
+
+/// The frames of AllocDeep's `Leaf` site (`leaf`, then its 10-deep chain,
+/// then `chain` and `main`).
+fn leaf_frames() -> Vec<String> {
+    let mut frames = vec!["AllocDeep.leaf".to_owned()];
+    frames.extend((1..=10).rev().map(|i| format!("AllocDeep.c{i}")));
+    frames.extend(["AllocDeep.chain".to_owned(), "AllocDeep.main".to_owned()]);
+    frames
+}
+
+/// Traces deeper than a calling context on the default counting: the live
+/// sample and the tracker walk `depth` frames, and the counts stay the
+/// counters' (AllocDeep: 20,000 `Leaf` 13 frames down, 5,000 `Bottom` 101
+/// frames down, every one live). Before, `depth` above 4 took
+/// `alloc_count=events`.
+#[test]
+fn deep_traces_on_the_counted_path_keep_exact_counts() {
+    common::on_each(&common::jdks(), |jdk| {
+        for depth in [16usize, 64] {
+            let options = format!("heap=sites,depth={depth},cutoff=0");
+            let test = format!("counted-depth-{depth}");
+            let sites = alloc_deep_under(jdk, &test, &options, &[]);
+            let what = format!("{}: {options}", jdk.label);
+            let leaves = sites.sites_of_class("AllocDeep$Leaf");
+            assert_eq!(leaves.len(), 1, "{what}: one Leaf row");
+            assert_eq!(
+                sites.frames(leaves[0].trace_serial),
+                leaf_frames(),
+                "{what}"
+            );
+            let counts = (leaves[0].allocated_objects, leaves[0].live_objects);
+            assert_eq!(counts, (20_000, 20_000), "{what}: Leaf");
+            let bottoms = sites.sites_of_class("AllocDeep$Bottom");
+            assert_eq!(bottoms.len(), 1, "{what}: one Bottom row");
+            let frames = sites.frames(bottoms[0].trace_serial);
+            assert_eq!(frames.len(), depth, "{what}: Bottom's trace");
+            assert_eq!(frames[0], "AllocDeep.bottom", "{what}");
+            assert!(
+                frames[1..].iter().all(|f| f == "AllocDeep.down"),
+                "{what}: {frames:?}"
+            );
+            let counts = (bottoms[0].allocated_objects, bottoms[0].live_objects);
+            assert_eq!(counts, (5_000, 5_000), "{what}: Bottom");
+            assert!(sites.traces().all(|t| t.frames.len() <= depth), "{what}");
+        }
+    });
+}
+
+/// AllocDeep's `Part` rows by thread name: (allocated, live) objects.
+fn parts_by_thread(
+    sites: &AsciiProfile,
+    what: &str,
+) -> std::collections::BTreeMap<String, (u64, u64)> {
+    let names = sites.threads();
+    let mut by_thread = std::collections::BTreeMap::new();
+    for row in sites.sites_of_class_via("AllocDeep$Part", "AllocDeep.part") {
+        let trace = sites.trace(row.trace_serial);
+        let serial = trace
+            .thread_serial
+            .unwrap_or_else(|| panic!("{what}: a row of no thread"));
+        assert_eq!(
+            sites.frames(row.trace_serial)[..3],
+            ["AllocDeep.part", "AllocDeep.fill", "AllocDeep$Maker.run"],
+            "{what}"
+        );
+        let name = names.get(&serial).cloned().unwrap_or_default();
+        let entry = by_thread.entry(name).or_insert((0, 0));
+        entry.0 += row.allocated_objects;
+        entry.1 += row.live_objects;
+    }
+    by_thread
+}
+
+/// `thread=y` on the default counting: a site's exact count split among
+/// the threads that made it as the live sample saw them, which is every
+/// object in a small program (threads "small" and "large" making 3,000 and
+/// 7,000 `Part` at once through the same frames), each row's trace naming
+/// its thread. Before, `thread=y` took `alloc_count=events`.
+#[test]
+fn thread_y_on_the_counted_path_splits_a_site_among_its_threads() {
+    common::on_each(&common::jdks(), |jdk| {
+        let options = "heap=sites,thread=y,cutoff=0";
+        let sites = alloc_deep_under(jdk, "counted-thread-y", options, &[]);
+        let what = format!("{}: {options}", jdk.label);
+        let by_thread = parts_by_thread(&sites, &what);
+        let expected = [
+            ("large".to_owned(), (7_000, 7_000)),
+            ("small".to_owned(), (3_000, 3_000)),
+        ];
+        assert_eq!(by_thread, expected.into_iter().collect(), "{what}");
+        let leaves = sites.sites_of_class("AllocDeep$Leaf");
+        assert_eq!(leaves.len(), 1, "{what}: one Leaf row");
+        let thread = sites.trace(leaves[0].trace_serial).thread_serial;
+        assert_eq!(
+            thread
+                .and_then(|t| sites.threads().get(&t).cloned())
+                .as_deref(),
+            Some("main")
+        );
+        assert_eq!(leaves[0].allocated_objects, 20_000, "{what}: Leaf");
+    });
+}
+
+/// `thread=y` past the live sample's exact start: 2,000,000 and 6,000,000
+/// `Part` made at once by threads "small" and "large" after 16 MiB of other
+/// objects. The site's total stays exact; its split among the threads is
+/// the tracker's walks' (about 2,000 of them), within 15%.
+#[test]
+fn thread_y_on_the_counted_path_estimates_threads_past_the_exact_start() {
+    common::on_each(&common::jdks(), |jdk| {
+        let options = "heap=sites,thread=y,cutoff=0";
+        let sites = alloc_deep_under(jdk, "counted-thread-y-estimated", options, &["estimated"]);
+        let what = format!("{}: {options}", jdk.label);
+        let by_thread = parts_by_thread(&sites, &what);
+        let total: u64 = by_thread.values().map(|&(allocated, _)| allocated).sum();
+        assert_eq!(total, 8_000_000, "{what}: the site's total: {by_thread:?}");
+        for (name, expected) in [("small", 2_000_000u64), ("large", 6_000_000)] {
+            let got = by_thread.get(name).map_or(0, |&(allocated, _)| allocated);
+            assert!(
+                got.abs_diff(expected) * 100 <= expected * 15,
+                "{what}: {name} made {got}, {expected} within 15%: {by_thread:?}"
+            );
+        }
+    });
+}

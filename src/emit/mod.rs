@@ -90,8 +90,9 @@ fn sites_paragraph(sites: SitesCounting) -> String {
 Counted in the byte code per site (the default):
 each site's allocated objects and bytes are exact.
 Past the first 8 MiB the program allocates, a
-site's split among its traces, and the live
-objects of a class made at several sites, are
+site's split among its traces (and threads, with
+thread=y), and the live objects of a class made
+at several sites, are
 estimates from a sample (one object per 256 KiB),
 never above what a row allocated.
 alloc_count=events makes every column exact, at a

@@ -442,9 +442,16 @@ fn heap_sites_counts_in_the_bytecode_unless_the_options_need_events() {
     assert!(ok("").alloc_count_bytecode, "heap=all");
     assert!(ok("heap=sites,depth=4,format=b").alloc_count_bytecode);
     assert!(!ok("heap=dump").alloc_count_bytecode, "no heap=sites");
-    for events in [
+    // Deep traces and rows per thread come from the counted path's walks.
+    for counted in [
         "heap=sites,thread=y",
         "heap=sites,depth=5",
+        "heap=sites,depth=64",
+    ] {
+        let options = ok(counted);
+        assert!(options.alloc_count_sites, "{counted}");
+    }
+    for events in [
         "heap=sites,alloc_interval=512k",
         "heap=sites,cpu=times",
         "heap=sites,cpu=old",
@@ -456,7 +463,6 @@ fn heap_sites_counts_in_the_bytecode_unless_the_options_need_events() {
     assert!(ok("heap=sites,thread=y,alloc_count=bytecode").alloc_count_bytecode);
     // Rows from the live sample by default; calling contexts when asked for.
     assert!(ok("heap=sites").alloc_count_sites);
-    assert!(!ok("heap=sites,thread=y").alloc_count_sites);
     let sites = ok("heap=sites,alloc_count=sites");
     assert!(sites.alloc_count_bytecode && sites.alloc_count_sites);
     let contexts = ok("heap=sites,alloc_count=bytecode");

@@ -88,6 +88,33 @@ fn counted_frames(options: &Options) -> usize {
     }
 }
 
+/// Frames a calling context of `alloc_count=bytecode` names: the site's
+/// and 3 callers'.
+const CONTEXT_FRAMES: u32 = 1 + crate::bci::WINDOW_CALL_SITES as u32;
+
+/// Says at start what `alloc_count=bytecode` (calling contexts kept in the
+/// code, asked for by name) cannot give of the options: traces deeper than
+/// a context, rows per thread. `alloc_count=sites` walks the stacks for
+/// both.
+fn say_what_contexts_leave_out(options: &Options) {
+    if !options.heap_sites || !options.alloc_count_bytecode || options.alloc_count_sites {
+        return;
+    }
+    if options.depth > CONTEXT_FRAMES {
+        eprintln!(
+            "HPROF: alloc_count=bytecode keeps calling contexts of {CONTEXT_FRAMES} frames: \
+             its traces stop there (depth={}); alloc_count=sites walks them",
+            options.depth
+        );
+    }
+    if options.thread {
+        eprintln!(
+            "HPROF: alloc_count=bytecode counts a site for all threads together: \
+             thread=y does not split its rows (alloc_count=sites does)"
+        );
+    }
+}
+
 impl Engines {
     /// At load time, the engines `options` select (`heap_dump_dir`: where
     /// the JVM writes a heap dump before it is carried into the output,
@@ -130,12 +157,7 @@ impl Engines {
                 times
             }
         });
-        if options.heap_sites && options.alloc_count_bytecode && options.thread {
-            eprintln!(
-                "HPROF: alloc_count=bytecode counts a site for all threads together: \
-                 thread=y does not split its rows"
-            );
-        }
+        say_what_contexts_leave_out(options);
         Self {
             monitors: options.monitor.then(Monitors::new),
             heap_dump: heap_dump_dir.map(HeapDump::new),

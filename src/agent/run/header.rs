@@ -190,7 +190,9 @@ mod tests {
             ("heap=sites", SitesCounting::PerSite),
             ("heap=sites,alloc_count=bytecode", SitesCounting::ByContext),
             ("heap=sites,alloc_count=events", SitesCounting::EveryObject),
-            ("heap=sites,depth=8", SitesCounting::EveryObject),
+            ("heap=sites,depth=8", SitesCounting::PerSite),
+            ("heap=sites,thread=y", SitesCounting::PerSite),
+            ("heap=sites,cpu=times", SitesCounting::EveryObject),
             (
                 "heap=sites,alloc_interval=512k",
                 SitesCounting::Sampled(512 * 1024),

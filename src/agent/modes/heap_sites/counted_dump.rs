@@ -23,7 +23,7 @@ use super::live_sharing::{
     Sample, Sharer, merged_by_key, scaled_to_what_was_allocated, shares_by_allocation,
     shares_by_sample, with_bytes,
 };
-use super::rows::{PrintedFrame, Rows, add_row, printed_frames};
+use super::rows::{PrintedTrace, Rows, add_row, printed_trace};
 use super::sample_rows::{WalkedTrace, Walks, split_by_sample};
 
 /// The bytecode counters as a dump's first step found them.
@@ -146,8 +146,8 @@ pub(super) fn counted_sites(
 ) -> Vec<SiteSnapshot> {
     let mut rows: Rows = HashMap::new();
     let mut sharers: HashMap<u32, Vec<Sharer>> = HashMap::new();
-    // Trace serials by what their frames print.
-    let mut printed: HashMap<Vec<PrintedFrame>, u32> = HashMap::new();
+    // Trace serials by what they print (thread and frames).
+    let mut printed: HashMap<PrintedTrace, u32> = HashMap::new();
     let mut live_of: HashMap<u32, (u64, u64)> = HashMap::new();
     for &(serial, live) in counted.classes.values() {
         live_of.insert(serial, live);
@@ -168,7 +168,7 @@ pub(super) fn counted_sites(
             })
         });
         let trace_serial = *printed
-            .entry(printed_frames(model, trace_serial))
+            .entry(printed_trace(model, trace_serial))
             .or_insert(trace_serial);
         let key = (class_serial, trace_serial);
         let site = rows.entry(key).or_insert_with(|| SiteSnapshot {
@@ -193,7 +193,7 @@ pub(super) fn counted_sites(
         // a calling context names (the first call through a class being
         // loaded is walked): one row for both.
         site.trace_serial = *printed
-            .entry(printed_frames(model, site.trace_serial))
+            .entry(printed_trace(model, site.trace_serial))
             .or_insert(site.trace_serial);
         let key = (site.class_serial, site.trace_serial);
         sharers.entry(site.class_serial).or_default().push(Sharer {
@@ -347,7 +347,7 @@ fn sampled_live(
     model: &Model,
     live: &LiveSamples,
     sample_tags: &FxHashMap<u64, u64>,
-    printed: &HashMap<Vec<PrintedFrame>, u32>,
+    printed: &HashMap<PrintedTrace, u32>,
 ) -> SampledLive {
     let mut by_site: HashMap<u32, (u64, u64)> = HashMap::new();
     for (&tag, &count) in sample_tags {
@@ -365,7 +365,7 @@ fn sampled_live(
     // as (None: no row).
     let row_of = |site: u32| {
         let key = model.sites.key(site)?;
-        let row = printed.get(&printed_frames(model, key.trace_serial));
+        let row = printed.get(&printed_trace(model, key.trace_serial));
         Some((key.class_serial, row.copied()))
     };
     for (site, (objects, bytes)) in live.seen_by_site() {

@@ -19,7 +19,6 @@ use crate::agent::jvm::{self, LocalClass, LocalObject, LocalThread};
 use crate::agent::run::classes::intern_class;
 use crate::agent::run::engine::Run;
 use crate::agent::run::threads;
-use crate::bci;
 use crate::model::traces::EMPTY_TRACE_SERIAL;
 use crate::model::{Model, SiteKey};
 use crate::options::experiment;
@@ -82,28 +81,15 @@ impl AllocationSites {
         } else {
             run.traces.depth as usize
         };
-        let mut inline = [jvmti::jvmtiFrameInfo::default(); INLINE_FRAMES];
-        let mut heap;
-        let buffer: &mut [jvmti::jvmtiFrameInfo] = if depth <= INLINE_FRAMES {
-            &mut inline[..depth]
-        } else {
-            heap = vec![jvmti::jvmtiFrameInfo::default(); depth];
-            &mut heap
-        };
-        let count = jvm::stack_frames_into(&env, thread, buffer);
-        let frames = &buffer[..count];
-        if run.options.experiment & experiment::ALLOC_STACK_ONLY != 0 {
-            return;
-        }
-
-        let class_tag = jvm::tag_of(&env, class);
-        let thread_serial = if run.traces.per_thread {
-            u64::from(threads::serial_of(&env, thread))
-        } else {
-            0
-        };
-        let Some(site) = site_of(run, &env, thread, class, [class_tag, thread_serial], frames)
-        else {
+        let found = with_top_frames(&env, thread, 0, depth, |frames| {
+            if run.options.experiment & experiment::ALLOC_STACK_ONLY != 0 {
+                return None;
+            }
+            let class_tag = jvm::tag_of(&env, class);
+            let head = [class_tag, thread_key(run, &env, thread)];
+            Some((site_of(run, &env, thread, class, &head, frames)?, class_tag))
+        });
+        let Some((site, class_tag)) = found else {
             return;
         };
 
@@ -185,15 +171,17 @@ impl AllocationSites {
             return; // class objects carry identifiers of their own
         }
         let site = if live.finds_sites {
+            // (`depth` frames under alloc_count=sites, whose rows are these
+            // traces; those of the counted rows under calling contexts.)
             let depth = match live.split_frames {
                 0 => self.bytecode.as_ref().map_or(1, |c| c.trace_frames()),
-                frames => frames.min(1 + bci::WINDOW_CALL_SITES),
+                frames => frames,
             };
-            let mut buffer = [jvmti::jvmtiFrameInfo::default(); 1 + bci::WINDOW_CALL_SITES];
-            let count = jvm::stack_frames_into(&env, thread, &mut buffer[..depth]);
-            let frames = &buffer[..count];
-            let head = [class_tag, LIVE_SAMPLE_KEY];
-            match site_of(run, &env, thread, class, head, frames) {
+            let head = [class_tag, LIVE_SAMPLE_KEY, thread_key(run, &env, thread)];
+            let found = with_top_frames(&env, thread, 0, depth, |frames| {
+                site_of(run, &env, thread, class, &head, frames)
+            });
+            match found {
                 Some(site) => site,
                 None => return,
             }
@@ -262,13 +250,13 @@ impl AllocationSites {
                 }
             }
         }
-        let depth = (run.traces.depth as usize).clamp(1, INLINE_FRAMES - 1) + skipped;
-        let mut buffer = [jvmti::jvmtiFrameInfo::default(); INLINE_FRAMES];
-        let count = jvm::stack_frames_into(env, thread, &mut buffer[..depth]);
-        let frames = &buffer[skipped.min(count)..count];
+        let depth = (run.traces.depth as usize).max(1);
         let class_tag = jvm::tag_of(env, class);
-        let head = [class_tag, EARLY_EVENT_KEY];
-        if let Some(site) = site_of(run, env, thread, class, head, frames) {
+        let head = [class_tag, EARLY_EVENT_KEY, thread_key(run, env, thread)];
+        let found = with_top_frames(env, thread, skipped, depth, |frames| {
+            site_of(run, env, thread, class, &head, frames)
+        });
+        if let Some(site) = found {
             self.counts.allocated(site, size.max(0) as u64);
         }
     }
@@ -333,18 +321,52 @@ fn early_frame(env: &Jvmti, counting: &BytecodeCounting, thread: LocalThread<'_>
         .flatten()
 }
 
+/// `depth` frames of `thread`'s stack below its top `skipped`, given to
+/// `use_them`: in a buffer on this thread's stack when they fit in
+/// [`INLINE_FRAMES`], else on the heap (a walk that deep costs more than
+/// the allocation).
+fn with_top_frames<R>(
+    env: &Jvmti,
+    thread: LocalThread<'_>,
+    skipped: usize,
+    depth: usize,
+    use_them: impl FnOnce(&[jvmti::jvmtiFrameInfo]) -> R,
+) -> R {
+    let wanted = skipped + depth;
+    let mut inline = [jvmti::jvmtiFrameInfo::default(); INLINE_FRAMES];
+    let mut heap;
+    let buffer: &mut [jvmti::jvmtiFrameInfo] = if wanted <= INLINE_FRAMES {
+        &mut inline[..wanted]
+    } else {
+        heap = vec![jvmti::jvmtiFrameInfo::default(); wanted];
+        &mut heap
+    };
+    let count = jvm::stack_frames_into(env, thread, buffer);
+    use_them(&buffer[skipped.min(count)..count])
+}
+
+/// The word of a site-cache key that names `thread` under `thread=y` (0
+/// without): the cache is per OS thread, and the virtual threads a carrier
+/// runs are threads of their own in a trace.
+fn thread_key(run: &Run, env: &Jvmti, thread: LocalThread<'_>) -> u64 {
+    match run.traces.per_thread {
+        true => u64::from(threads::serial_of(env, thread)),
+        false => 0,
+    }
+}
+
 /// The site of an allocation of `class` by `frames`, from this thread's
-/// cache under `head` (the class's tag, then a word that tells the kinds of
-/// key apart) and the frames, or interned.
+/// cache under `head` (the class's tag, then words that tell the kinds of
+/// key and, with `thread=y`, the threads apart) and the frames, or interned.
 fn site_of(
     run: &Run,
     env: &Jvmti,
     thread: LocalThread<'_>,
     class: LocalClass<'_>,
-    head: [u64; 2],
+    head: &[u64],
     frames: &[jvmti::jvmtiFrameInfo],
 ) -> Option<u32> {
-    let mut key = Vec::with_capacity(2 + 2 * frames.len());
+    let mut key = Vec::with_capacity(head.len() + 2 * frames.len());
     key.extend(head);
     for frame in frames {
         key.extend([frame.method as u64, frame.location as u64]);
@@ -400,6 +422,17 @@ fn intern_class_in(
         class,
         EMPTY_TRACE_SERIAL,
     )
+}
+
+/// The trace of this thread's allocating stack (below the tracker's
+/// frames, `depth` frames), on `thread` (this thread, or null for it) with
+/// `thread=y`.
+pub(super) fn walked_trace(run: &Run, env: &Jvmti, thread: LocalThread<'_>) -> u32 {
+    let raw = allocating_stack(env, run.traces.depth as usize);
+    let mut guard = run.model.lock();
+    let model = &mut *guard;
+    let thread_serial = threads::trace_thread_serial(run, env, model, thread);
+    run.traces.intern(env, model, &raw, thread_serial)
 }
 
 /// This thread's stack from the frame that called the allocation tracker
@@ -480,8 +513,7 @@ fn vm_made_site(
     };
     drop(guard);
     if site.is_some() && counting.walks_for_traces() {
-        let raw = allocating_stack(env, run.traces.depth as usize);
-        let trace_serial = run.traces.intern(env, &mut run.model.lock(), &raw, 0);
+        let trace_serial = walked_trace(run, env, thread);
         counting.count_vm_made_walk(known.serial, trace_serial, size.max(0) as u64);
     }
     site_cache::remember(

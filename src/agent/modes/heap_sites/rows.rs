@@ -1,6 +1,6 @@
 //! The SITES rows of the bytecode counting, keyed by (class serial, trace
-//! serial), and the frames a trace prints, by which rows of traces made
-//! apart (counted, walked, sampled) are merged.
+//! serial), and what a trace prints (its thread and frames), by which rows
+//! of traces made apart (counted, walked, sampled) are merged.
 
 use crate::emit::sites::SiteSnapshot;
 use crate::model::Model;
@@ -24,6 +24,16 @@ pub(super) fn printed_frames(model: &Model, serial: u32) -> Vec<PrintedFrame> {
             (class, method, f.method_signature.clone(), f.line)
         })
         .collect()
+}
+
+/// What a trace prints: its thread's serial (with `thread=y`) and its
+/// frames. Traces that print the same are one row's.
+pub(super) type PrintedTrace = (Option<u32>, Vec<PrintedFrame>);
+
+/// What trace `serial` prints (see [`PrintedTrace`]).
+pub(super) fn printed_trace(model: &Model, serial: u32) -> PrintedTrace {
+    let thread = model.traces.get(serial).and_then(|t| t.key.thread_serial);
+    (thread, printed_frames(model, serial))
 }
 
 /// Rows by (class serial, trace serial).

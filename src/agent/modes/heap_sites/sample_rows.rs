@@ -1,13 +1,15 @@
 //! `alloc_count=sites`: each allocation site's rows taken from the live
 //! sample. The counters count per site (one frame, exact); the sample walks
 //! `depth` frames of each object it reports, and at a dump each site's
-//! counts are shared among the traces it saw begin at the site. A site the
-//! sample saw nothing of is shared among the traces of its first
-//! allocations, which the tracker walked (`FIRST_WALKS_PER_STRIPE`).
+//! counts are shared among the traces it saw begin at the site (with
+//! `thread=y`, a trace per thread: a site's count is split among threads
+//! as the sample and the walks saw them). A site the sample saw nothing of
+//! is shared among the traces of its first allocations, which the tracker
+//! walked (`FIRST_WALKS_PER_STRIPE`).
 
 use super::live_samples::LiveSamples;
 use super::live_sharing::share_live_by;
-use super::rows::{PrintedFrame, Rows, add_row, printed_frames};
+use super::rows::{PrintedFrame, PrintedTrace, Rows, add_row, printed_frames, printed_trace};
 use crate::emit::sites::SiteSnapshot;
 use crate::model::{Model, SiteStats};
 use std::collections::HashMap;
@@ -40,15 +42,15 @@ pub(super) struct WalkedTrace {
 fn see(
     model: &Model,
     seen_from: &mut SeenFrom,
-    printed: &mut HashMap<Vec<PrintedFrame>, u32>,
+    printed: &mut HashMap<PrintedTrace, u32>,
     (class_serial, trace_serial): (u32, u32),
     (objects, bytes): (u64, u64),
 ) {
-    let frames = printed_frames(model, trace_serial);
-    let Some(first) = frames.first().cloned() else {
+    let printed_as = printed_trace(model, trace_serial);
+    let Some(first) = printed_as.1.first().cloned() else {
         return;
     };
-    let trace = *printed.entry(frames).or_insert(trace_serial);
+    let trace = *printed.entry(printed_as).or_insert(trace_serial);
     let seen = seen_from
         .entry((class_serial, first))
         .or_default()
@@ -63,7 +65,7 @@ fn see(
 fn seen_by_first_frame(
     model: &Model,
     seen_by_site: HashMap<u32, (u64, u64)>,
-    printed: &mut HashMap<Vec<PrintedFrame>, u32>,
+    printed: &mut HashMap<PrintedTrace, u32>,
 ) -> SeenFrom {
     let mut seen_from = SeenFrom::new();
     for (site, seen) in seen_by_site {
@@ -79,7 +81,7 @@ fn seen_by_first_frame(
 fn walked_by_first_frame(
     model: &Model,
     walked: &[WalkedTrace],
-    printed: &mut HashMap<Vec<PrintedFrame>, u32>,
+    printed: &mut HashMap<PrintedTrace, u32>,
 ) -> SeenFrom {
     let mut seen_from = SeenFrom::new();
     for w in walked {
@@ -89,16 +91,44 @@ fn walked_by_first_frame(
     seen_from
 }
 
-/// Whether a site was seen reached one way only: the sample saw one trace
-/// there, and its first walks no other. Its whole row is then that trace's,
-/// the objects the sample missed included (HotSpot's sampler on JDK 11
-/// leaves some objects of C1's code unreported while it should report
-/// every one).
-fn one_way(sampled: &[SeenTrace], walked: Option<&HashMap<u32, (u64, u64)>>) -> bool {
-    let [(trace, _, _)] = sampled else {
+/// Whether a site was seen reached one way only: every trace the sample
+/// saw there, and every one its first walks saw, has the same frames (one
+/// trace, or with `thread=y` one per thread). Its whole row is then shared
+/// among those traces by what the sample saw on each, the objects the
+/// sample missed included (HotSpot's sampler on JDK 11 leaves some objects
+/// of C1's code unreported while it should report every one): all of them
+/// to the one trace, or, among threads, each thread's exact count when the
+/// sample missed none, else the missed ones shared like the seen.
+fn one_way(
+    model: &Model,
+    sampled: &[SeenTrace],
+    walked: Option<&HashMap<u32, (u64, u64)>>,
+) -> bool {
+    let Some(&(first, _, _)) = sampled.first() else {
         return false;
     };
-    walked.is_none_or(|walked| walked.keys().all(|t| t == trace))
+    let frames = printed_frames(model, first);
+    let walked = walked.into_iter().flat_map(HashMap::keys);
+    sampled
+        .iter()
+        .map(|&(trace, _, _)| trace)
+        .chain(walked.copied())
+        .all(|trace| trace == first || printed_frames(model, trace) == frames)
+}
+
+/// The traces of `traces` on the thread of the row of `row_trace`: all of
+/// them for a counters' row (no thread: the counters count for all threads
+/// together), those of its thread for a row an event placed on one (with
+/// `thread=y`, an object the VM made, walked one frame deep).
+fn of_the_rows_thread(model: &Model, row_trace: u32, traces: Vec<SeenTrace>) -> Vec<SeenTrace> {
+    let thread_of = |serial| model.traces.get(serial).and_then(|t| t.key.thread_serial);
+    let Some(thread) = thread_of(row_trace) else {
+        return traces;
+    };
+    traces
+        .into_iter()
+        .filter(|&(trace, _, _)| thread_of(trace) == Some(thread))
+        .collect()
 }
 
 /// What `a` and `b` saw, trace by trace.
@@ -134,8 +164,8 @@ fn seen_traces(seen: &HashMap<u32, (u64, u64)>) -> Option<Vec<SeenTrace>> {
 /// While the sample still reports every object, each trace gets what the
 /// sample saw there, exactly, and what it did not see (made before it
 /// started, on the agent's threads, or missed by the JVM) stays in the
-/// one-frame row; a site seen reached one way only ([`one_way`]) gives that
-/// trace its whole row. Once it samples, the whole row is shared, objects by
+/// one-frame row; a site seen reached one way only ([`one_way`]) gives
+/// that trace (those of its threads) its whole row. Once it samples, the whole row is shared, objects by
 /// the objects seen on each trace, bytes by the bytes: what the sample saw
 /// while it reported every object and what the tracker's walks saw after
 /// (each weighed by what it stands for), or, for a site the tracker walked
@@ -147,7 +177,7 @@ pub(super) fn split_by_sample(
     live: &LiveSamples,
     walks: &Walks,
     rows: Rows,
-    printed: &mut HashMap<Vec<PrintedFrame>, u32>,
+    printed: &mut HashMap<PrintedTrace, u32>,
 ) -> Rows {
     let seen_from = seen_by_first_frame(model, live.seen_by_site(), printed);
     let seen_exactly_from = seen_by_first_frame(model, live.seen_exactly_by_site(), printed);
@@ -165,7 +195,7 @@ pub(super) fn split_by_sample(
         let vm_made = vm_made_from.get(&key);
         let chosen = match (live.estimated(), tracker_from.get(&key)) {
             (false, _) => sampled.map(|traces| {
-                let exact = !one_way(&traces, vm_made);
+                let exact = !one_way(model, &traces, vm_made);
                 (traces, exact)
             }),
             (true, Some(walked)) => {
@@ -179,9 +209,11 @@ pub(super) fn split_by_sample(
                 .or(sampled)
                 .map(|traces| (traces, false)),
         };
-        let Some((traces, exact)) =
-            chosen.or_else(|| vm_made.and_then(seen_traces).map(|t| (t, false)))
-        else {
+        let chosen = chosen.or_else(|| vm_made.and_then(seen_traces).map(|t| (t, false)));
+        let Some((traces, exact)) = chosen.and_then(|(traces, exact)| {
+            let traces = of_the_rows_thread(model, trace_serial, traces);
+            (!traces.is_empty()).then_some((traces, exact))
+        }) else {
             add_row(&mut split, row);
             continue;
         };

@@ -3,10 +3,10 @@
 //! trust of a site's calling context, walked sites).
 
 use super::counting::BytecodeCounting;
-use super::events::allocating_stack;
+use super::events::{allocating_stack, walked_trace};
 use super::state::AllocationSites;
 use crate::agent::jvm::alloc_tracker::AllocEvents;
-use crate::agent::jvm::{self, LocalObject};
+use crate::agent::jvm::{self, LocalObject, LocalThread};
 use crate::agent::run::classes::intern_class;
 use crate::model::traces::EMPTY_TRACE_SERIAL;
 use jvmti_bindings::prelude::*;
@@ -84,7 +84,7 @@ impl AllocEvents for AllocationSites {
         let env = run.jvmti.env();
         // (The callers a context can name: depth - 1, 3 at most.)
         let most = (run.traces.depth.saturating_sub(1) as usize).min(crate::bci::WINDOW_CALL_SITES);
-        let real: Vec<String> = allocating_stack(&env, run.traces.depth as usize)
+        let real: Vec<String> = allocating_stack(&env, 1 + most)
             .into_iter()
             .skip(1)
             .take(most.min(callers.len() + 1))
@@ -118,8 +118,9 @@ impl AllocEvents for AllocationSites {
 
 impl AllocationSites {
     /// The trace of this thread's allocating stack (below the tracker's
-    /// frames, `depth` frames), with the counting to give it to; None
-    /// before the agent takes events or without the bytecode counting.
+    /// frames, `depth` frames, on this thread with `thread=y`), with the
+    /// counting to give it to; None before the agent takes events or
+    /// without the bytecode counting.
     fn walk(&self) -> Option<(&BytecodeCounting, u32)> {
         let (Some(run), Some(counting)) = (self.run.get(), &self.bytecode) else {
             return None;
@@ -128,9 +129,7 @@ impl AllocationSites {
             return None;
         }
         let env = run.jvmti.env();
-        let raw = allocating_stack(&env, run.traces.depth as usize);
-        let mut guard = run.model.lock();
-        let trace_serial = run.traces.intern(&env, &mut guard, &raw, 0);
+        let trace_serial = walked_trace(run, &env, LocalThread::null());
         Some((counting, trace_serial))
     }
 }
