@@ -174,16 +174,16 @@ impl Default for Options {
 
 impl Options {
     /// Whether heap=sites counted in the byte code gives what these options
-    /// ask: every allocation (no `alloc_interval`); and neither
-    /// cpu=times|old (which rewrite the classes too) nor `net=` (whose
-    /// commands switch the allocation events on and off). Any `depth` and
-    /// `thread=y` are counted so: the default `alloc_count=sites` walks
-    /// `depth` frames of the stacks its rows come from, on their threads.
+    /// ask: every allocation (no `alloc_interval`), and not over `net=`
+    /// (whose commands switch the allocation events on and off, which the
+    /// counters in Java do not follow). Any `depth` and `thread=y` are
+    /// counted so: the default `alloc_count=sites` walks `depth` frames of
+    /// the stacks its rows come from, on their threads. cpu=times|old are
+    /// too: the class-file hook counts, then times, and the counting
+    /// leaves the agent's own classes (the timing's Tracker) alone.
     pub(crate) fn bytecode_counts_what_was_asked(&self) -> bool {
         self.heap_sites
             && self.alloc_interval == 0
-            && !self.cpu_times
-            && !self.cpu_old
             && !matches!(self.destination, Destination::Net { .. })
     }
 

@@ -641,7 +641,10 @@ fn events_count_every_object_of_a_compiled_hot_loop_with_thread_y() {
 
 #[test]
 fn events_count_every_object_of_a_compiled_hot_loop_beside_cpu_times() {
-    assert_hot_loop_counted_under("hot-cpu-times", "heap=sites,cpu=times,cutoff=0");
+    assert_hot_loop_counted_under(
+        "hot-cpu-times",
+        "heap=sites,alloc_count=events,cpu=times,cutoff=0",
+    );
 }
 
 #[test]

@@ -912,3 +912,100 @@ fn thread_y_on_the_counted_path_estimates_threads_past_the_exact_start() {
         }
     });
 }
+
+/// Completed calls per method in the CPU TIME (ms) block of `sites` (rows
+/// of every trace added up).
+fn timed_calls(sites: &AsciiProfile, label: &str) -> std::collections::HashMap<String, u64> {
+    let section = sites
+        .first_cpu(hprof_rs::format::ascii::CpuTitle::TimeMs)
+        .unwrap_or_else(|| panic!("{label}: no CPU TIME (ms) block"));
+    let mut calls = std::collections::HashMap::new();
+    for row in &section.rows {
+        *calls
+            .entry(row.method.clone().unwrap_or_default())
+            .or_default() += row.count;
+    }
+    calls
+}
+
+/// heap=sites beside cpu=times keeps the default counting (both rewrites
+/// chained at each class load): AllocSites' sites exact, none of a class
+/// of the agent's (cpu=times' Tracker tables were counted as the
+/// program's before the Tracker stopped growing them through
+/// java.util.Arrays), and cpu=times' call counts exact in the same run;
+/// TimedCalls' known call counts too.
+#[test]
+fn heap_sites_beside_cpu_times_counts_per_site_and_times_exactly() {
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        let options = "heap=sites,cpu=times,cutoff=0";
+        let test = "sites-cpu-times";
+        let sites = profile_of(jdk, test, options, "AllocSites", &[]);
+        let file = common::target_dir()
+            .join("test-scratch")
+            .join(format!("{test}-{label}"))
+            .join("java.hprof.txt");
+        let text = std::fs::read_to_string(&file).expect("the profile");
+        assert!(
+            text.contains("Counted in the byte code per site"),
+            "{label}: {options} is counted per site in the byte code"
+        );
+        for (class, frame, size) in [
+            ("AllocSites$Item", "AllocSites.makeItem", 24),
+            ("int[]", "AllocSites.makeArray", 80),
+        ] {
+            let rows = sites.sites_of_class_via(class, frame);
+            let (objects, _, bytes, _) = common::site_totals(&rows);
+            assert_eq!(
+                (objects, bytes),
+                (10_000, 10_000 * size),
+                "{label}: {class} at {frame}"
+            );
+        }
+        let (_, live, _, _) = common::site_totals(
+            &sites.sites_of_class_via("AllocSites$Item", "AllocSites.makeItem"),
+        );
+        assert_eq!(live, 4_000, "{label}: live Items");
+        let agents: Vec<&String> = sites
+            .site_rows()
+            .iter()
+            .map(|r| &r.class_name)
+            .filter(|class| class.starts_with("hprof_rs."))
+            .collect();
+        assert!(
+            agents.is_empty(),
+            "{label}: rows of the agent's classes: {agents:?}"
+        );
+        let calls = timed_calls(&sites, label);
+        for method in ["AllocSites.makeItem", "AllocSites.makeArray"] {
+            assert_eq!(
+                calls.get(method),
+                Some(&10_000),
+                "{label}: calls of {method}"
+            );
+        }
+
+        let options = "heap=sites,cpu=times,timing=calls,cutoff=0";
+        let timed = profile_of(jdk, "sites-cpu-times-calls", options, "TimedCalls", &[]);
+        let calls = timed_calls(&timed, label);
+        for (method, count) in [
+            ("TimedCalls.a", 12_345),
+            ("TimedCalls.b", 777),
+            ("TimedCalls.recurse", 345),
+            ("TimedCalls.nap", 4),
+        ] {
+            assert_eq!(
+                calls.get(method),
+                Some(&count),
+                "{label}: {method} under {options}"
+            );
+        }
+        assert!(
+            timed
+                .site_rows()
+                .iter()
+                .all(|r| !r.class_name.starts_with("hprof_rs.")),
+            "{label}: TimedCalls under {options}: a row of the agent's classes"
+        );
+    });
+}

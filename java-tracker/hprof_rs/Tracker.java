@@ -338,6 +338,32 @@ public final class Tracker {
         return t;
     }
 
+    // Arrays.copyOf, made here: heap=sites counts the allocations of the
+    // JDK's classes (java.util.Arrays among them) but not this class's, so
+    // the tables this class grows through its own `new` are not counted as
+    // the program's objects when cpu=times runs beside heap=sites.
+
+    /** The first {@code length} elements of {@code a}, padded with 0. */
+    private static long[] copyOf(long[] a, int length) {
+        long[] copy = new long[length];
+        System.arraycopy(a, 0, copy, 0, Math.min(a.length, length));
+        return copy;
+    }
+
+    /** The first {@code length} elements of {@code a}, padded with 0. */
+    private static int[] copyOf(int[] a, int length) {
+        int[] copy = new int[length];
+        System.arraycopy(a, 0, copy, 0, Math.min(a.length, length));
+        return copy;
+    }
+
+    /** The first {@code length} elements of {@code a}, padded with null. */
+    private static Tracker[] copyOf(Tracker[] a, int length) {
+        Tracker[] copy = new Tracker[length];
+        System.arraycopy(a, 0, copy, 0, Math.min(a.length, length));
+        return copy;
+    }
+
     /** Called on entry to method number {@code mnum} of class number {@code cnum}. */
     @jdk.internal.vm.annotation.DontInline
     public static void CallSite(int cnum, int mnum) {
@@ -502,7 +528,7 @@ public final class Tracker {
     private void countCall(int cnum, int mnum) {
         long[][] byClass = callCounts;
         if (cnum >= byClass.length) {
-            // (Not Arrays.copyOf: new rows are NO_COUNTS, never null.)
+            // (Not copyOf: new rows are NO_COUNTS, never null.)
             long[][] grown = new long[Math.max(2 * byClass.length, cnum + 1)][];
             System.arraycopy(byClass, 0, grown, 0, byClass.length);
             for (int c = byClass.length; c < grown.length; c++) {
@@ -517,7 +543,7 @@ public final class Tracker {
             methods = new long[mnum + 1];
             byClass[cnum] = methods;
         } else if (mnum >= methods.length) {
-            methods = java.util.Arrays.copyOf(methods, mnum + 1);
+            methods = copyOf(methods, mnum + 1);
             byClass[cnum] = methods;
         }
         if (methods[mnum]++ == 0 && reportsFirstCalls) {
@@ -668,10 +694,10 @@ public final class Tracker {
     /** Doubles the shadow stack: copies first, then switches in one go. */
     private void growStack() {
         int n = top * 2;
-        long[] method = java.util.Arrays.copyOf(stackMethod, n);
-        int[] trace = java.util.Arrays.copyOf(stackTrace, n);
-        long[] start = java.util.Arrays.copyOf(stackStart, n);
-        long[] callees = java.util.Arrays.copyOf(stackCallees, n);
+        long[] method = copyOf(stackMethod, n);
+        int[] trace = copyOf(stackTrace, n);
+        long[] start = copyOf(stackStart, n);
+        long[] callees = copyOf(stackCallees, n);
         stackTrace = trace;
         stackStart = start;
         stackCallees = callees;
@@ -801,9 +827,9 @@ public final class Tracker {
         int trace = traceCount;
         if (trace == localNode.length) {
             int n = trace * 2;
-            int[] newNode = java.util.Arrays.copyOf(localNode, n);
-            int[] newHash = java.util.Arrays.copyOf(localHash, n);
-            long[] newCounters = java.util.Arrays.copyOf(counters, 3 * n);
+            int[] newNode = copyOf(localNode, n);
+            int[] newHash = copyOf(localHash, n);
+            long[] newCounters = copyOf(counters, 3 * n);
             counters = newCounters;
             localHash = newHash;
             localNode = newNode;
@@ -870,10 +896,10 @@ public final class Tracker {
         int node = nodeCount;
         if (node == nodeMethod.length) {
             int n = node * 2;
-            long[] newMethod = java.util.Arrays.copyOf(nodeMethod, n);
-            int[] newCaller = java.util.Arrays.copyOf(nodeCaller, n);
-            int[] newLength = java.util.Arrays.copyOf(nodeLength, n);
-            int[] newHash = java.util.Arrays.copyOf(nodeHash, n);
+            long[] newMethod = copyOf(nodeMethod, n);
+            int[] newCaller = copyOf(nodeCaller, n);
+            int[] newLength = copyOf(nodeLength, n);
+            int[] newHash = copyOf(nodeHash, n);
             nodeCaller = newCaller;
             nodeLength = newLength;
             nodeHash = newHash;
@@ -908,7 +934,7 @@ public final class Tracker {
                 sweepAt = Math.max(16, 2 * allCount);
             }
             if (allCount == all.length) {
-                all = java.util.Arrays.copyOf(all, allCount * 2);
+                all = copyOf(all, allCount * 2);
             }
             t.slot = allCount;
             all[allCount++] = t;
@@ -1023,12 +1049,12 @@ public final class Tracker {
             e = foldCount + 1;
             if (foldCount == foldSerial.length) {
                 int n = foldCount * 2;
-                int[] newSerial = java.util.Arrays.copyOf(foldSerial, n);
-                int[] newNode = java.util.Arrays.copyOf(foldNode, n);
-                int[] newHash = java.util.Arrays.copyOf(foldHash, n);
-                long[] newCalls = java.util.Arrays.copyOf(foldCalls, n);
-                long[] newSelf = java.util.Arrays.copyOf(foldSelf, n);
-                long[] newTotal = java.util.Arrays.copyOf(foldTotal, n);
+                int[] newSerial = copyOf(foldSerial, n);
+                int[] newNode = copyOf(foldNode, n);
+                int[] newHash = copyOf(foldHash, n);
+                long[] newCalls = copyOf(foldCalls, n);
+                long[] newSelf = copyOf(foldSelf, n);
+                long[] newTotal = copyOf(foldTotal, n);
                 foldNode = newNode;
                 foldHash = newHash;
                 foldCalls = newCalls;
@@ -1058,7 +1084,7 @@ public final class Tracker {
 
     private static void emit(int owner, int node, long c, long s, long total) {
         if (outSize + 5 > out.length) {
-            out = java.util.Arrays.copyOf(out, out.length * 2);
+            out = copyOf(out, out.length * 2);
         }
         out[outSize] = owner;
         out[outSize + 1] = node;
@@ -1079,9 +1105,9 @@ public final class Tracker {
         int[] nodes = t.localNode;
         int count = Math.min(t.traceCount, Math.min(counters.length / 3, nodes.length));
         if (t.drainedCalls.length < count) {
-            long[] newCalls = java.util.Arrays.copyOf(t.drainedCalls, count);
-            long[] newSelf = java.util.Arrays.copyOf(t.drainedSelf, count);
-            long[] newTotal = java.util.Arrays.copyOf(t.drainedTotal, count);
+            long[] newCalls = copyOf(t.drainedCalls, count);
+            long[] newSelf = copyOf(t.drainedSelf, count);
+            long[] newTotal = copyOf(t.drainedTotal, count);
             t.drainedSelf = newSelf;
             t.drainedTotal = newTotal;
             t.drainedCalls = newCalls;
@@ -1131,7 +1157,7 @@ public final class Tracker {
             }
             long[] drained = drainedByClass[c];
             if (drained == null || drained.length < methods.length) {
-                drained = drained == null ? new long[methods.length] : java.util.Arrays.copyOf(drained, methods.length);
+                drained = drained == null ? new long[methods.length] : copyOf(drained, methods.length);
                 drainedByClass[c] = drained;
             }
             for (int m = 0; m < methods.length; m++) {
@@ -1178,7 +1204,7 @@ public final class Tracker {
                     nodes[at + 1] = nodeCaller[n];
                 }
                 Throwable first = failure;
-                Object[] result = {owners, nodes, java.util.Arrays.copyOf(out, outSize), first == null ? null : first.toString()};
+                Object[] result = {owners, nodes, copyOf(out, outSize), first == null ? null : first.toString()};
                 out = null;
                 clearFolded();
                 nodesDrained = nodeCount;

@@ -447,14 +447,14 @@ fn heap_sites_counts_in_the_bytecode_unless_the_options_need_events() {
         "heap=sites,thread=y",
         "heap=sites,depth=5",
         "heap=sites,depth=64",
+        "heap=sites,cpu=times",
+        "heap=sites,cpu=old",
     ] {
         let options = ok(counted);
         assert!(options.alloc_count_sites, "{counted}");
     }
     for events in [
         "heap=sites,alloc_interval=512k",
-        "heap=sites,cpu=times",
-        "heap=sites,cpu=old",
         "heap=sites,net=localhost:5000",
     ] {
         assert!(!ok(events).alloc_count_bytecode, "{events}");
