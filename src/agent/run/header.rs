@@ -192,7 +192,8 @@ mod tests {
             ("heap=sites,alloc_count=events", SitesCounting::EveryObject),
             ("heap=sites,depth=8", SitesCounting::PerSite),
             ("heap=sites,thread=y", SitesCounting::PerSite),
-            ("heap=sites,cpu=times", SitesCounting::EveryObject),
+            ("heap=sites,cpu=times", SitesCounting::PerSite),
+            ("heap=sites,net=localhost:9000", SitesCounting::EveryObject),
             (
                 "heap=sites,alloc_interval=512k",
                 SitesCounting::Sampled(512 * 1024),
