@@ -19,6 +19,14 @@
 mod sys;
 mod walk;
 
+/// The descriptor-relative calls the walk is made of (openat and unlinkat
+/// in the current directory or in one held open), for code that must reach
+/// names inside a directory it holds (attach, in a container's root), so
+/// that their `unsafe` stays in this crate.
+pub mod at {
+    pub use crate::sys::{Dir, open_at, unlink_at};
+}
+
 use std::ffi::OsStr;
 use std::fmt;
 use std::fs::{File, Permissions};

@@ -37,7 +37,7 @@ fn same_inside(target: &Target, ours: &Path) -> bool {
     let inside = target
         .root
         .open(&ours.to_string_lossy(), libc::O_PATH)
-        .and_then(|fd| File::from(fd).metadata());
+        .and_then(|file| file.metadata());
     match (fs::metadata(ours), inside) {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
         _ => false,

@@ -84,7 +84,7 @@ pub fn exited(target: &Target) -> String {
 fn connect_checked(target: &Target) -> Result<Option<UnixStream>, String> {
     let inside = format!("/tmp/.java_pid{}", target.ns_pid);
     let socket = match target.root.open(&inside, libc::O_PATH | libc::O_NOFOLLOW) {
-        Ok(fd) => std::fs::File::from(fd),
+        Ok(socket) => socket,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
             return Err(format!(

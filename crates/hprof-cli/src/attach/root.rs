@@ -13,31 +13,27 @@
 //! Names in a directory found that way are then reached with the `*at`
 //! calls, relative to its descriptor.
 
+use hprof_private_files::at::{self, open_at};
 use std::ffi::CString;
 use std::fs::{File, Metadata};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// The root directory of a process, held open.
-pub struct Root(OwnedFd);
+pub struct Root(File);
 
 impl Root {
     /// The root of process `pid` (`/proc/PID/root`), as an `O_PATH` descriptor.
     pub fn of(pid: u32) -> io::Result<Root> {
-        open_at(
-            libc::AT_FDCWD,
-            Path::new(&format!("/proc/{pid}/root")),
-            libc::O_PATH | libc::O_DIRECTORY,
-            0,
-        )
-        .map(Root)
+        let path = c_path(Path::new(&format!("/proc/{pid}/root")))?;
+        open_at(&at::Dir::Cwd, &path, libc::O_PATH | libc::O_DIRECTORY, 0).map(Root)
     }
 
     /// Opens `inside` (absolute, as the process sees it) with `flags`
     /// (`O_CLOEXEC` is added), resolved inside this root.
-    pub fn open(&self, inside: &str, flags: i32) -> io::Result<OwnedFd> {
+    pub fn open(&self, inside: &str, flags: i32) -> io::Result<File> {
         let relative = inside.trim_start_matches('/');
         let relative = if relative.is_empty() { "." } else { relative };
         match openat2_in_root(&self.0, relative, flags) {
@@ -48,30 +44,28 @@ impl Root {
 
     /// The directory `inside`, held open to reach names in it.
     pub fn dir(&self, inside: &str) -> io::Result<Dir> {
-        self.open(inside, libc::O_PATH | libc::O_DIRECTORY).map(Dir)
+        self.open(inside, libc::O_PATH | libc::O_DIRECTORY)
+            .map(|dir| Dir(at::Dir::Open(dir)))
     }
 }
 
 /// A directory held open (`O_PATH`): names in it are one component, and
 /// never followed when they are symbolic links.
-pub struct Dir(pub OwnedFd);
+pub struct Dir(at::Dir);
 
 impl Dir {
     /// A directory given by a path of ours (e.g. `/proc/PID/cwd`).
     pub fn at(path: &Path) -> io::Result<Dir> {
-        open_at(libc::AT_FDCWD, path, libc::O_PATH | libc::O_DIRECTORY, 0).map(Dir)
+        let flags = libc::O_PATH | libc::O_DIRECTORY;
+        let dir = open_at(&at::Dir::Cwd, &c_path(path)?, flags, 0)?;
+        Ok(Dir(at::Dir::Open(dir)))
     }
 
     /// Opens `name` in this directory with `flags` and `O_NOFOLLOW`
     /// (and `mode`, when `flags` create it).
     pub fn open(&self, name: &str, flags: i32, mode: u32) -> io::Result<File> {
-        let fd = open_at(
-            self.0.as_raw_fd(),
-            Path::new(one_component(name)?),
-            flags | libc::O_NOFOLLOW,
-            mode,
-        )?;
-        Ok(File::from(fd))
+        let name = c_path(Path::new(one_component(name)?))?;
+        open_at(&self.0, &name, flags | libc::O_NOFOLLOW, mode)
     }
 
     /// What `name` is (a symbolic link is not followed); None if nothing
@@ -86,15 +80,7 @@ impl Dir {
 
     /// Removes the file `name` from this directory.
     pub fn remove(&self, name: &str) -> io::Result<()> {
-        let name = c_path(Path::new(one_component(name)?))?;
-        // SAFETY: the descriptor is open for the call and the name a valid
-        // C string; unlinkat reads them only.
-        let done = unsafe { libc::unlinkat(self.0.as_raw_fd(), name.as_ptr(), 0) };
-        if done == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        at::unlink_at(&self.0, &c_path(Path::new(one_component(name)?))?)
     }
 }
 
@@ -114,19 +100,6 @@ fn c_path(path: &Path) -> io::Result<CString> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))
 }
 
-/// openat(2), with `O_CLOEXEC`.
-fn open_at(dir: i32, path: &Path, flags: i32, mode: u32) -> io::Result<OwnedFd> {
-    let path = c_path(path)?;
-    // SAFETY: `path` is a valid C string; `dir` is AT_FDCWD or a
-    // descriptor the caller holds open. The result is checked below.
-    let fd = unsafe { libc::openat(dir, path.as_ptr(), flags | libc::O_CLOEXEC, mode) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: openat returned a new descriptor, which nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
 /// The kernel's `struct open_how` (libc's cannot be built: it is marked
 /// non-exhaustive, the kernel may grow it; its first version is this).
 #[repr(C)]
@@ -137,7 +110,7 @@ struct OpenHow {
 }
 
 /// openat2(2) of `relative` under `root`, which it never leaves.
-fn openat2_in_root(root: &OwnedFd, relative: &str, flags: i32) -> io::Result<OwnedFd> {
+fn openat2_in_root(root: &File, relative: &str, flags: i32) -> io::Result<File> {
     let path = c_path(Path::new(relative))?;
     let how = OpenHow {
         flags: (flags | libc::O_CLOEXEC) as u64,
@@ -160,13 +133,13 @@ fn openat2_in_root(root: &OwnedFd, relative: &str, flags: i32) -> io::Result<Own
         return Err(io::Error::last_os_error());
     }
     // SAFETY: openat2 returned a new descriptor, which nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    Ok(unsafe { File::from_raw_fd(fd as i32) })
 }
 
 /// Without openat2: each component opened from the one before, with
 /// `O_NOFOLLOW` and no `..`, so that nothing leads out of `root` (and no
 /// symbolic link is followed, even one that would stay inside).
-fn walk(root: &OwnedFd, relative: &str, flags: i32) -> io::Result<OwnedFd> {
+fn walk(root: &File, relative: &str, flags: i32) -> io::Result<File> {
     let parts: Vec<&str> = relative
         .split('/')
         .filter(|p| !p.is_empty() && *p != ".")
@@ -177,24 +150,15 @@ fn walk(root: &OwnedFd, relative: &str, flags: i32) -> io::Result<OwnedFd> {
             format!("{relative}: `..` is not followed without openat2"),
         ));
     }
-    let mut dir = root.try_clone()?;
+    let mut dir = at::Dir::Open(root.try_clone()?);
     let Some((last, leading)) = parts.split_last() else {
-        return open_at(root.as_raw_fd(), Path::new("."), flags, 0);
+        return open_at(&dir, c".", flags, 0);
     };
     for part in leading {
-        dir = open_at(
-            dir.as_raw_fd(),
-            Path::new(part),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-            0,
-        )?;
+        let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        dir = at::Dir::Open(open_at(&dir, &c_path(Path::new(part))?, flags, 0)?);
     }
-    open_at(
-        dir.as_raw_fd(),
-        Path::new(last),
-        flags | libc::O_NOFOLLOW,
-        0,
-    )
+    open_at(&dir, &c_path(Path::new(last))?, flags | libc::O_NOFOLLOW, 0)
 }
 
 #[cfg(test)]
@@ -215,7 +179,7 @@ mod tests {
         // one to a directory of the root.
         std::os::unix::fs::symlink(&outside, root.join("escape")).unwrap();
         std::os::unix::fs::symlink("/real", root.join("tmp")).unwrap();
-        let root_fd = Root(open_at(libc::AT_FDCWD, &root, libc::O_PATH, 0).unwrap());
+        let root_fd = Root(File::open(&root).unwrap());
         let read = |inside: &str| {
             root_fd
                 .open(inside, libc::O_RDONLY)
