@@ -437,11 +437,7 @@ fn root_attaches_to_another_users_jvm_as_that_user() {
         eprintln!("skipped: needs setpriv");
         return;
     }
-    let jdk = common::jdks_of(&[21])
-        .into_iter()
-        .next()
-        .or_else(|| common::jdks().into_iter().next())
-        .expect("a JDK");
+    let jdk = common::jdk_preferring(21);
     let what = format!("root attaching to nobody's JVM on {}", jdk.label);
     let dir = common::scratch_dir("attach-other-user");
     // The JVM (nobody) writes the file into this directory.
@@ -561,11 +557,7 @@ fn tempdir_in_tmp(what: &str) -> PathBuf {
 
 #[test]
 fn refusals_exit_1_and_leave_the_target_running() {
-    let jdk = common::jdks_of(&[21])
-        .into_iter()
-        .next()
-        .or_else(|| common::jdks().into_iter().next())
-        .expect("a JDK");
+    let jdk = common::jdk_preferring(21);
     let what = format!("attach refusals on {}", jdk.label);
     let dir = common::scratch_dir("attach-refusals");
 

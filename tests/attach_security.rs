@@ -46,14 +46,6 @@ fn can_run(what: &str) -> bool {
     false
 }
 
-fn one_jdk() -> Jdk {
-    common::jdks_of(&[21])
-        .into_iter()
-        .next()
-        .or_else(|| common::jdks().into_iter().next())
-        .expect("a JDK")
-}
-
 /// `setpriv` running the rest as nobody.
 fn as_nobody(program: impl AsRef<std::ffi::OsStr>) -> Command {
     let mut cmd = Command::new("/usr/bin/setpriv");
@@ -147,7 +139,7 @@ fn an_attach_socket_another_process_made_is_refused_and_sent_nothing() {
     if !can_run("spoofed attach socket") {
         return;
     }
-    let jdk = one_jdk();
+    let jdk = common::jdk_preferring(21);
     let what = format!("spoofed attach socket on {}", jdk.label);
     let dir = common::scratch_dir("attach-sec-socket");
     world_writable(&dir, false);
@@ -189,7 +181,7 @@ fn a_trigger_file_another_user_planted_is_refused_and_no_thread_dump_printed() {
     if !can_run("planted trigger file") {
         return;
     }
-    let jdk = one_jdk();
+    let jdk = common::jdk_preferring(21);
     let what = format!("planted trigger file on {}", jdk.label);
     let dir = common::scratch_dir("attach-sec-trigger");
     world_writable(&dir, true);
@@ -237,7 +229,7 @@ fn a_jvm_that_exits_during_the_attach_is_said_gone_and_its_trigger_file_removed(
     if !can_run("exiting target") {
         return;
     }
-    let jdk = one_jdk();
+    let jdk = common::jdk_preferring(21);
     let what = format!("a JVM exiting during the attach on {}", jdk.label);
     let dir = common::scratch_dir("attach-sec-exiting");
     // Its /tmp is read-only: its attach listener cannot make its socket,
@@ -323,7 +315,7 @@ fn a_handed_over_file_swapped_or_grown_in_the_container_is_refused_in_bounded_me
     if !can_run("container handover") {
         return;
     }
-    let jdk = one_jdk();
+    let jdk = common::jdk_preferring(21);
     let what = format!("container handover on {}", jdk.label);
     let dir = common::scratch_dir("attach-sec-handover");
     world_writable(&dir, false);
@@ -427,7 +419,7 @@ fn a_container_whose_tmp_is_an_absolute_link_gets_nothing_written_on_the_host() 
     if !can_run("container /tmp link") {
         return;
     }
-    let jdk = one_jdk();
+    let jdk = common::jdk_preferring(21);
     let what = format!("a container's /tmp link on {}", jdk.label);
     let tops = [
         top_of(Path::new(env!("CARGO_MANIFEST_DIR"))),

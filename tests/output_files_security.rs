@@ -156,15 +156,6 @@ fn profile(jdk: &Jdk, dir: &Path) -> PathBuf {
     file
 }
 
-/// The one JDK the tool's tests profile with.
-fn some_jdk() -> Jdk {
-    common::jdks_of(&[21])
-        .into_iter()
-        .next()
-        .or_else(|| common::jdks().into_iter().next())
-        .expect("a JDK")
-}
-
 /// The tool exited 2 with one line, `hprof-rs: <file>: refused: <why>`.
 fn assert_tool_refused(out: &Output, file: &Path, why: &str, what: &str) {
     common::assert_exit_code(out, 2, what);
@@ -258,7 +249,7 @@ fn the_tools_writers_refuse_a_planted_directory_link() {
     two_users::assert_root("planted directory link, tool");
     let planted = Planted::new();
     let dir = common::scratch_dir("output-files-tool-link");
-    let profile = profile(&some_jdk(), &dir);
+    let profile = profile(&common::jdk_preferring(21), &dir);
     let profile = path(&profile);
     let outputs = ["report.html", "f.svg", "out.pb.gz", "d.svg"].map(|n| planted.through(n));
     let [report, flame, pprof, diff] = outputs.each_ref().map(|p| path(p));
@@ -282,7 +273,7 @@ fn the_tools_writers_refuse_a_planted_directory_link() {
 fn flame_refuses_another_users_file_and_link() {
     two_users::assert_root("flame -o into another user's file");
     let dir = common::scratch_dir("output-files-flame-theirs");
-    let profile = profile(&some_jdk(), &dir);
+    let profile = profile(&common::jdk_preferring(21), &dir);
     let shared = TempDir::new("flame");
     set_mode(shared.path(), 0o1777);
     let theirs = shared.join("theirs.svg");
@@ -317,7 +308,7 @@ fn flame_refuses_another_users_file_and_link() {
 #[test]
 fn every_output_is_0600_under_umask_022() {
     let dir = common::scratch_dir("output-files-modes");
-    let profile = profile(&some_jdk(), &dir);
+    let profile = profile(&common::jdk_preferring(21), &dir);
     let profile = path(&profile);
     let outputs = [
         "report.html",

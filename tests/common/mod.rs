@@ -894,6 +894,16 @@ pub fn jdks_of(majors: &[u32]) -> Vec<Jdk> {
     chosen
 }
 
+/// One JDK for a check that runs once: JDK `major` if the matrix has it,
+/// else the matrix's first.
+pub fn jdk_preferring(major: u32) -> Jdk {
+    jdks_of(&[major])
+        .into_iter()
+        .next()
+        .or_else(|| jdks().into_iter().next())
+        .expect("a JDK")
+}
+
 /// Polls `done` every 20 ms until it holds, for what another process makes
 /// true (a file written, a line printed); panics with `what()` once
 /// `patience` has passed without it.
