@@ -174,17 +174,15 @@ impl Default for Options {
 
 impl Options {
     /// Whether heap=sites counted in the byte code gives what these options
-    /// ask: every allocation (no `alloc_interval`), and not over `net=`
-    /// (whose commands switch the allocation events on and off, which the
-    /// counters in Java do not follow). Any `depth` and `thread=y` are
+    /// ask: every allocation (no `alloc_interval`). Over `net=` too: what
+    /// its commands switch off or clear is left out of the counters' counts
+    /// at each dump (`heap_sites/counted_window.rs`). Any `depth` and `thread=y` are
     /// counted so: the default `alloc_count=sites` walks `depth` frames of
     /// the stacks its rows come from, on their threads. cpu=times|old are
     /// too: the class-file hook counts, then times, and the counting
     /// leaves the agent's own classes (the timing's Tracker) alone.
     pub(crate) fn bytecode_counts_what_was_asked(&self) -> bool {
-        self.heap_sites
-            && self.alloc_interval == 0
-            && !matches!(self.destination, Destination::Net { .. })
+        self.heap_sites && self.alloc_interval == 0
     }
 
     /// `java.hprof.txt` for ascii, `java.hprof` for binary.

@@ -648,7 +648,7 @@ fn events_count_every_object_of_a_compiled_hot_loop_beside_cpu_times() {
 }
 
 #[test]
-fn events_count_every_object_of_a_compiled_hot_loop_sent_over_net() {
+fn every_object_of_a_compiled_hot_loop_sent_over_net_is_counted() {
     common::on_each(&common::jdks(), |jdk| {
         let peer = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
         let port = peer.local_addr().unwrap().port();

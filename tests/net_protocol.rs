@@ -552,6 +552,80 @@ fn control_commands_change_what_is_counted() {
     });
 }
 
+/// The default counting (in the bytecode) under `net=` commands, exact:
+/// `NetPhases` allocates 100 A, 200 B, 300 C, then 400 D and 50 C, each
+/// phase waiting for a file, while the front end switches allocation
+/// tracking off before B and on after it, and clears the sites after the
+/// first 300 C. Each request waits for the previous section in the file,
+/// so the commands are taken with the program standing still. Live counts
+/// past the clear are estimates (a row's live objects at most what it
+/// allocated since); all of D's are made after it and stay exact.
+#[test]
+fn control_commands_leave_exact_counts_under_the_default_counting() {
+    common::on_each(&common::jdks_of(&MATRIX), |jdk| {
+        let dir = common::scratch_dir(&format!("net-window-{}", jdk.label));
+        let what = format!("{} NetPhases over net=", jdk.label);
+        let mut front = Front::start(&dir);
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg(common::agentpath_arg(&format!(
+            "heap=sites,cutoff=0,net=127.0.0.1:{}",
+            front.port
+        )))
+        .arg("NetPhases");
+        let mut jvm = Spawned::spawn(&mut cmd);
+        front.wait_connected();
+        let mut blocks = 0;
+        let mut sites_now = |front: &Front| {
+            front.send("sites --cutoff 0");
+            blocks += 1;
+            wait_for_blocks(&front.file, "SITES BEGIN", blocks, &what);
+        };
+        let go = |phase: u32| fs::write(dir.join(format!("go{phase}")), b"").expect("go file");
+        jvm.wait_for_line("PHASE 1", PATIENCE);
+        front.send("control alloc off");
+        sites_now(&front); // 0: A
+        go(1);
+        jvm.wait_for_line("PHASE 2", PATIENCE);
+        sites_now(&front); // 1: B made while off
+        front.send("control alloc on");
+        sites_now(&front); // 2: as 1
+        go(2);
+        jvm.wait_for_line("PHASE 3", PATIENCE);
+        sites_now(&front); // 3: C
+        front.send("control clear-sites");
+        sites_now(&front); // 4: nothing since the clear
+        go(3);
+        common::assert_success(&jvm.wait_timeout(PATIENCE), &what);
+        let file = front.finish();
+        let profile = AsciiProfile::read_whole_file(&file);
+        let sites: Vec<&SitesSection> = profile.sites_blocks().collect();
+        assert_eq!(sites.len(), 6, "{what}: 5 requested + the exit dump's");
+        let counts: Vec<[u64; 4]> = sites
+            .iter()
+            .map(|block| ["A", "B", "C", "D"].map(|c| allocated(block, &format!("NetPhases${c}"))))
+            .collect();
+        assert_eq!(
+            counts,
+            vec![
+                [100, 0, 0, 0],
+                [100, 0, 0, 0],
+                [100, 0, 0, 0],
+                [100, 0, 300, 0],
+                [0, 0, 0, 0],
+                [0, 0, 50, 400],
+            ],
+            "{what}: allocated objects of A, B, C, D in each SITES"
+        );
+        let live_d: u64 = sites[5]
+            .rows
+            .iter()
+            .filter(|r| r.class_name == "NetPhases$D")
+            .map(|r| r.live_objects)
+            .sum();
+        assert_eq!(live_d, 400, "{what}: D's live objects at exit");
+    });
+}
+
 #[test]
 fn each_jvm_gets_a_file_of_its_own() {
     common::on_each(&common::jdks_of(&MATRIX), |jdk| {

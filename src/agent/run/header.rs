@@ -193,7 +193,7 @@ mod tests {
             ("heap=sites,depth=8", SitesCounting::PerSite),
             ("heap=sites,thread=y", SitesCounting::PerSite),
             ("heap=sites,cpu=times", SitesCounting::PerSite),
-            ("heap=sites,net=localhost:9000", SitesCounting::EveryObject),
+            ("heap=sites,net=localhost:9000", SitesCounting::PerSite),
             (
                 "heap=sites,alloc_interval=512k",
                 SitesCounting::Sampled(512 * 1024),

@@ -121,7 +121,7 @@ impl Session {
             Control::AllocationsOn | Control::AllocationsOff => match &engines.allocation_sites {
                 Some(sites) => {
                     let on = control == Control::AllocationsOn;
-                    if let Err(message) = sites.set_counting(run, on) {
+                    if let Err(message) = sites.set_counting(run, jni, on) {
                         eprintln!("HPROF ERROR: {message}");
                     }
                 }
@@ -154,7 +154,7 @@ impl Session {
             }
             Control::ClearSites => {
                 if let Some(sites) = &engines.allocation_sites {
-                    sites.clear();
+                    sites.clear(run, jni);
                 }
             }
             Control::SetDepth(depth) => traces::limit_depth(u32::from(depth)),

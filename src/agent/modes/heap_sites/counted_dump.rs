@@ -4,6 +4,7 @@
 //! as the live sample says.
 
 use super::counted_traces::intern_counted;
+use super::counted_window::CountedWindow;
 use super::counting::{BytecodeCounting, CountedRow};
 use super::live_samples::LiveSamples;
 use crate::agent::jvm::LocalClass;
@@ -40,14 +41,32 @@ pub(super) struct CountedDump {
     frame_classes: HashMap<String, u32>,
 }
 
-/// The bytecode counters read, the classes they name found and tagged,
-/// and the live objects of those classes counted by a walk of the heap.
-pub(super) fn read_counted(run: &Run, counting: &BytecodeCounting, jni: &JniEnv) -> CountedDump {
+/// Every count of the bytecode counters as it stands: the sites' and
+/// those of the objects VM makers made.
+pub(super) fn counters_now(
+    run: &Run,
+    counting: &BytecodeCounting,
+    jni: &JniEnv,
+) -> Vec<CountedRow> {
+    let mut rows = counting.counted_rows(&run.jvmti.env(), jni);
+    let model = run.model.lock();
+    rows.extend(counting.made_rows(|tag| model.classes.get(tag).map(|c| c.signature.clone())));
+    rows
+}
+
+/// The bytecode counters read (narrowed to `window`), the classes they
+/// name found and tagged, and the live objects of those classes counted by
+/// a walk of the heap.
+pub(super) fn read_counted(
+    run: &Run,
+    counting: &BytecodeCounting,
+    window: &CountedWindow,
+    jni: &JniEnv,
+) -> CountedDump {
     let env = run.jvmti.env();
-    let mut rows = counting.counted_rows(&env, jni);
-    {
-        let model = run.model.lock();
-        rows.extend(counting.made_rows(|tag| model.classes.get(tag).map(|c| c.signature.clone())));
+    let mut rows = counters_now(run, counting, jni);
+    if !window.is_whole() {
+        rows = window.narrow(rows);
     }
     let trace_walks = counting.trace_walk_rows();
     let allocated = BytecodeCounting::allocated_signatures(&rows);

@@ -204,6 +204,29 @@ impl CountedRow {
         self.callers = callers;
         self
     }
+
+    /// A row of class `class_name`'s first site (method 0, bci 0)
+    /// allocating `Object`s, with `count`.
+    #[cfg(test)]
+    pub(super) fn for_test(class_name: &str, count: SiteCount) -> Self {
+        Self {
+            identity: SiteIdentity {
+                class_name: class_name.to_owned(),
+                method_index: 0,
+                bci: 0,
+                allocated: "Ljava/lang/Object;".to_owned(),
+                callers: vec![],
+                walked: None,
+            },
+            method_name: Arc::from("m"),
+            method_descriptor: Arc::from("()V"),
+            source_file: None,
+            line: None,
+            instance: true,
+            count,
+            callers: vec![],
+        }
+    }
 }
 
 impl SiteRegistry {

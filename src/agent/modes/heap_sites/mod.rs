@@ -7,6 +7,7 @@
 pub mod alloc;
 mod counted_dump;
 mod counted_traces;
+mod counted_window;
 pub mod counting;
 mod early_escape_analysis;
 mod early_hand_over;
@@ -206,7 +207,7 @@ impl Engine for AllocationSites {
         self.deliver_pending_frees(run);
         self.census_large_arrays(run, jni);
         if let (Some(counting), Some(jni)) = (&self.bytecode, jni) {
-            *self.counted.lock() = Some(read_counted(run, counting, jni));
+            *self.counted.lock() = Some(read_counted(run, counting, &self.window, jni));
         }
         // The agent's own notes, not HPROF's progress line: with debug=y.
         if let (Some(live), true) = (&self.live, run.options.debug) {

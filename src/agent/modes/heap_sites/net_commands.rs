@@ -1,7 +1,7 @@
 //! What a `net=` front end can ask of heap=sites: the sites section on
 //! request, counting on and off, counts cleared.
 
-use super::counted_dump::counted_sites;
+use super::counted_dump::{counted_sites, counters_now};
 use super::state::AllocationSites;
 use crate::agent::run::engine::{Engine, Run};
 use crate::emit::clock::ctime_now;
@@ -49,28 +49,56 @@ impl AllocationSites {
         let sites = self.site_snapshot(model);
         match (&self.bytecode, self.counted.lock().take()) {
             (Some(counting), Some(counted)) => {
-                counted_sites(run, model, counting, counted, sites, self.live.as_ref())
+                let mut sites =
+                    counted_sites(run, model, counting, counted, sites, self.live.as_ref());
+                if !self.window.is_whole() {
+                    // The heap walk finds a class's live objects whenever
+                    // they were made: those made outside the window are
+                    // shared among its rows too. A row's live objects are
+                    // at most the objects it allocated (an estimate).
+                    for site in &mut sites {
+                        let stats = &mut site.stats;
+                        stats.live_objects = stats.live_objects.min(stats.allocated_objects);
+                        stats.live_bytes = stats.live_bytes.min(stats.allocated_bytes);
+                    }
+                }
+                sites
             }
             _ => sites,
         }
     }
 
     /// New allocations are counted, or no longer (frees of objects counted
-    /// before still are, so live counts stay right).
-    pub fn set_counting(&self, run: &Run, on: bool) -> Result<(), String> {
+    /// before still are, so live counts stay right). The bytecode counters
+    /// run on: what they count while off is left out of every dump.
+    pub fn set_counting(&self, run: &Run, jni: &JniEnv, on: bool) -> Result<(), String> {
         let env = run.jvmti.env();
-        let events = [jvmti::JVMTI_EVENT_SAMPLED_OBJECT_ALLOC];
-        let result = if on {
-            env.enable_events_global(&events)
+        let switched: &[jvmti::jvmtiEvent] = if self.bytecode.is_some() {
+            // (The objects the VM makes are counted from their events.)
+            &[
+                jvmti::JVMTI_EVENT_SAMPLED_OBJECT_ALLOC,
+                jvmti::JVMTI_EVENT_VM_OBJECT_ALLOC,
+            ]
         } else {
-            env.disable_events_global(&events)
+            &[jvmti::JVMTI_EVENT_SAMPLED_OBJECT_ALLOC]
         };
+        let result = if on {
+            env.enable_events_global(switched)
+        } else {
+            env.disable_events_global(switched)
+        };
+        if let Some(counting) = &self.bytecode {
+            self.window.switch(on, &counters_now(run, counting, jni));
+        }
         result.map_err(|e| format!("cannot switch allocation events ({e:?})"))
     }
 
     /// Every count starts over from zero.
-    pub fn clear(&self) {
+    pub fn clear(&self, run: &Run, jni: &JniEnv) {
         self.counts.clear();
+        if let Some(counting) = &self.bytecode {
+            self.window.clear(&counters_now(run, counting, jni));
+        }
         self.last_written.lock().clear();
     }
 

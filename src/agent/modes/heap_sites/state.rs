@@ -3,6 +3,7 @@
 
 use super::alloc::AllocationCounts;
 use super::counted_dump::CountedDump;
+use super::counted_window::CountedWindow;
 use super::counting::BytecodeCounting;
 use super::live_samples::LiveSamples;
 use crate::agent::jvm::{self, LocalClass, LocalObject, LocalThread};
@@ -109,6 +110,8 @@ pub struct AllocationSites {
     pub(super) live: Option<LiveSamples>,
     /// What the dump's first step read of the counters, for its section.
     pub(super) counted: Mutex<Option<CountedDump>>,
+    /// The counters' counts a `net=` front end switched off or cleared.
+    pub(super) window: CountedWindow,
     /// The run, for the bytecode tracker's natives (set when it starts).
     pub(super) run: std::sync::OnceLock<&'static Run>,
 }
@@ -139,6 +142,7 @@ impl AllocationSites {
             }),
             live: bytecode.then_some(live),
             counted: Mutex::default(),
+            window: CountedWindow::default(),
             run: std::sync::OnceLock::new(),
         }
     }
