@@ -541,8 +541,9 @@ struct EarlyClasses {
     /// The VM makers that post no VMObjectAlloc on this JVM.
     makers: Vec<bci::CallRule>,
     /// What each method looked at so far is (bounded by the methods of
-    /// those classes).
-    methods: Mutex<HashMap<u64, EarlyMethod>>,
+    /// those classes). Looked up for every object while the live sample
+    /// reports them all: Fx, not SipHash.
+    methods: Mutex<FxHashMap<u64, EarlyMethod>>,
 }
 
 /// Where the classes loaded before VM init stand: counted from events, being

@@ -149,14 +149,6 @@ impl AllocationSites {
             return;
         }
         let env = run.jvmti.env();
-        if let Some(counting) = self
-            .bytecode
-            .as_ref()
-            .filter(|c| c.counts_early_by_events())
-            && !live.is_sampling()
-        {
-            self.count_early_by_event(run, &env, counting, thread, class, size);
-        }
         if live.is_sampling() && large_primitive_array(&env, class, size.max(0) as u64).is_some() {
             // Left out of the sample once it samples: a tag on a dead
             // humongous array keeps G1 from freeing it at the next young GC
@@ -166,27 +158,48 @@ impl AllocationSites {
             // to the class's rows without samples, by allocation.
             return;
         }
-        let class_tag = jvm::tag_of(&env, class);
-        if class_tag != 0 && class_tag == self.class_class_tag.load(Ordering::Relaxed) {
-            return; // class objects carry identifiers of their own
-        }
-        let site = if live.finds_sites {
-            // (`depth` frames under alloc_count=sites, whose rows are these
-            // traces; those of the counted rows under calling contexts.)
-            let depth = match live.split_frames {
-                0 => self.bytecode.as_ref().map_or(1, |c| c.trace_frames()),
-                frames => frames,
-            };
-            let head = [class_tag, LIVE_SAMPLE_KEY, thread_key(run, &env, thread)];
-            let found = with_top_frames(&env, thread, 0, depth, |frames| {
-                site_of(run, &env, thread, class, &head, frames)
-            });
-            match found {
-                Some(site) => site,
-                None => return,
+        // While every object is reported, those the classes loaded before
+        // VM init make are counted from their events.
+        let counting_early = self
+            .bytecode
+            .as_ref()
+            .filter(|c| c.counts_early_by_events() && !live.is_sampling());
+        // (`depth` frames under alloc_count=sites, whose rows are these
+        // traces; those of the counted rows under calling contexts.)
+        let live_depth = match (live.finds_sites, live.split_frames) {
+            (false, _) => 0,
+            (true, 0) => self.bytecode.as_ref().map_or(1, |c| c.trace_frames()),
+            (true, frames) => frames,
+        };
+        // One walk serves both: the early count's frames start at most one
+        // below the top (below a VM maker's native frame).
+        let early_depth = counting_early.map_or(0, |_| 1 + (run.traces.depth as usize).max(1));
+        let mut class_tag = jvm::tag_of(&env, class);
+        let found = with_top_frames(&env, thread, 0, live_depth.max(early_depth), |frames| {
+            if let Some(counting) = counting_early {
+                let early = EarlyEvent {
+                    thread,
+                    class,
+                    class_tag,
+                    size,
+                };
+                self.count_early_by_event(run, &env, counting, &early, frames);
+                if class_tag == 0 {
+                    class_tag = jvm::tag_of(&env, class); // (tagged by its count)
+                }
             }
-        } else {
-            NO_SITE
+            if class_tag != 0 && class_tag == self.class_class_tag.load(Ordering::Relaxed) {
+                return None; // class objects carry identifiers of their own
+            }
+            if !live.finds_sites {
+                return Some(NO_SITE);
+            }
+            let head = [class_tag, LIVE_SAMPLE_KEY, thread_key(run, &env, thread)];
+            let frames = &frames[..live_depth.min(frames.len())];
+            site_of(run, &env, thread, class, &head, frames)
+        });
+        let Some(site) = found else {
+            return;
         };
         let (tag, spent) = live.tag(site, size.max(0) as u64);
         let _ = jvm::set_tag(&env, object, tag);
@@ -220,15 +233,25 @@ impl AllocationSites {
         run: &Run,
         env: &Jvmti,
         counting: &BytecodeCounting,
-        thread: LocalThread<'_>,
-        class: LocalClass<'_>,
-        size: i64,
+        early: &EarlyEvent<'_>,
+        frames: &[jvmti::jvmtiFrameInfo],
     ) {
-        let Some(mut skipped) = early_frame(env, counting, thread) else {
+        let Some(skipped) = early_frame_of(env, counting, frames) else {
             return;
         };
-        match counting.early_phase() {
-            None | Some(EarlyPhase::ByEvents) => {}
+        let thread = early.thread;
+        let depth = (run.traces.depth as usize).max(1);
+        let head = [
+            early.class_tag,
+            EARLY_EVENT_KEY,
+            thread_key(run, env, thread),
+        ];
+        let found = match counting.early_phase() {
+            None | Some(EarlyPhase::ByEvents) => {
+                let end = (skipped + depth).min(frames.len());
+                let frames = &frames[skipped.min(end)..end];
+                site_of(run, env, thread, early.class, &head, frames)
+            }
             Some(phase) => {
                 if phase == EarlyPhase::HandingOver && !counting.wait_for_hand_over() {
                     if !HAND_OVER_LATE.swap(true, Ordering::Relaxed) {
@@ -236,28 +259,29 @@ impl AllocationSites {
                             "HPROF ERROR: heap=sites: the retransformation of the classes loaded before VM init outlasted an allocation's wait; such allocations may be counted twice"
                         );
                     }
+                    let end = (skipped + depth).min(frames.len());
+                    let frames = &frames[skipped.min(end)..end];
+                    site_of(run, env, thread, early.class, &head, frames)
                 } else {
-                    // Counted here only when its frame runs the old code.
+                    // Counted here only when its frame runs the old code
+                    // (the stack is walked again: the wait may have ended
+                    // with new code under it).
                     let Some(now) = early_frame(env, counting, thread) else {
                         return;
                     };
-                    let mut frames = [jvmti::jvmtiFrameInfo::default(); 2];
-                    let count = jvm::stack_frames_into(env, thread, &mut frames);
-                    if now >= count || !jvm::is_method_obsolete(env, frames[now].method as u64) {
+                    let mut top = [jvmti::jvmtiFrameInfo::default(); 2];
+                    let count = jvm::stack_frames_into(env, thread, &mut top);
+                    if now >= count || !jvm::is_method_obsolete(env, top[now].method as u64) {
                         return;
                     }
-                    skipped = now;
+                    with_top_frames(env, thread, now, depth, |frames| {
+                        site_of(run, env, thread, early.class, &head, frames)
+                    })
                 }
             }
-        }
-        let depth = (run.traces.depth as usize).max(1);
-        let class_tag = jvm::tag_of(env, class);
-        let head = [class_tag, EARLY_EVENT_KEY, thread_key(run, env, thread)];
-        let found = with_top_frames(env, thread, skipped, depth, |frames| {
-            site_of(run, env, thread, class, &head, frames)
-        });
+        };
         if let Some(site) = found {
-            self.counts.allocated(site, size.max(0) as u64);
+            self.counts.allocated(site, early.size.max(0) as u64);
         }
     }
 
@@ -315,10 +339,28 @@ static HAND_OVER_LATE: AtomicBool = AtomicBool::new(false);
 fn early_frame(env: &Jvmti, counting: &BytecodeCounting, thread: LocalThread<'_>) -> Option<usize> {
     let mut top = [jvmti::jvmtiFrameInfo::default(); 2];
     let count = jvm::stack_frames_into(env, thread, &mut top);
-    let caller = (count == 2).then(|| top[1].method as u64);
-    (count > 0)
-        .then(|| counting.counts_by_event(env, top[0].method as u64, caller))
-        .flatten()
+    early_frame_of(env, counting, &top[..count])
+}
+
+/// As [`early_frame`], from the top `frames` of the stack already walked.
+fn early_frame_of(
+    env: &Jvmti,
+    counting: &BytecodeCounting,
+    frames: &[jvmti::jvmtiFrameInfo],
+) -> Option<usize> {
+    let top = frames.first()?;
+    let caller = frames.get(1).map(|f| f.method as u64);
+    counting.counts_by_event(env, top.method as u64, caller)
+}
+
+/// An object reported while the classes loaded before VM init are counted
+/// from events: who made it, of which class (and its tag, 0 if none yet),
+/// and its size.
+struct EarlyEvent<'a> {
+    thread: LocalThread<'a>,
+    class: LocalClass<'a>,
+    class_tag: u64,
+    size: i64,
 }
 
 /// `depth` frames of `thread`'s stack below its top `skipped`, given to

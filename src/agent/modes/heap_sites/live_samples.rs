@@ -12,7 +12,7 @@
 
 use crate::agent::modes::heap_sites::alloc::{sample_tag, sample_weight};
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Bytes allocated while every object is tagged.
@@ -54,9 +54,10 @@ pub struct LiveSamples {
     /// code it tells how much of a site the sample missed (JDK 11 posts no
     /// SampledObjectAlloc for some allocations, even at interval 0). One
     /// entry per site that had a sample, so bounded by the sites.
-    seen: Mutex<HashMap<u32, (u64, u64)>>,
+    /// (Fx: noted for every object while every object is reported.)
+    seen: Mutex<FxHashMap<u32, (u64, u64)>>,
     /// The part of `seen` from while every object was reported.
-    seen_exact: Mutex<HashMap<u32, (u64, u64)>>,
+    seen_exact: Mutex<FxHashMap<u32, (u64, u64)>>,
 }
 
 impl LiveSamples {
@@ -165,12 +166,12 @@ impl LiveSamples {
     }
 
     /// What the sample saw while it reported every object, per site.
-    pub fn seen_exactly_by_site(&self) -> HashMap<u32, (u64, u64)> {
+    pub fn seen_exactly_by_site(&self) -> FxHashMap<u32, (u64, u64)> {
         self.seen_exact.lock().clone()
     }
 
     /// What the sample saw allocated, (objects, bytes) per site.
-    pub fn seen_by_site(&self) -> HashMap<u32, (u64, u64)> {
+    pub fn seen_by_site(&self) -> FxHashMap<u32, (u64, u64)> {
         self.seen.lock().clone()
     }
 

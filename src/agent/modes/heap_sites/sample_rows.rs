@@ -64,7 +64,7 @@ fn see(
 /// per trace (its serial as `printed` knows it), the objects and bytes.
 fn seen_by_first_frame(
     model: &Model,
-    seen_by_site: HashMap<u32, (u64, u64)>,
+    seen_by_site: rustc_hash::FxHashMap<u32, (u64, u64)>,
     printed: &mut HashMap<PrintedTrace, u32>,
 ) -> SeenFrom {
     let mut seen_from = SeenFrom::new();
