@@ -1011,3 +1011,69 @@ fn heap_sites_beside_cpu_times_counts_per_site_and_times_exactly() {
         );
     });
 }
+
+/// Every kind of `clone()` in a loop the JIT compiles, under the default
+/// options: C2 copies objects for `Object.clone` without telling the VM,
+/// so the rewritten code counts each copy after its call; an override's
+/// `super.clone()` is the call that copies, once.
+#[test]
+fn every_clone_is_counted_once_at_the_call_that_copies() {
+    check_on_each_jdk(
+        "bytecode-clones",
+        "heap=sites,cutoff=0",
+        "CloneKinds",
+        assert_clone_kinds,
+    );
+}
+
+/// CloneKinds' counts: N copies of each kind, at the frame whose call
+/// reached `Object.clone`, with their sizes.
+fn assert_clone_kinds(sites: &AsciiProfile, label: &str) {
+    const N: u64 = 200_000;
+    // (class, the copying frame, objects there, bytes of one): main's
+    // int[] is made there too.
+    let copies = [
+        ("CloneKinds$Plain", "CloneKinds$Plain.copy", N, 16),
+        ("CloneKinds$Base", "CloneKinds$Base.clone", N, 16),
+        ("CloneKinds$Derived", "CloneKinds$Base.clone", N, 24),
+        ("int[]", "CloneKinds.main", N + 1, 16 + 8 * 4),
+        ("CloneKinds$Suit[]", "CloneKinds$Suit.values", N, 16 + 4 * 4),
+    ];
+    for (class, frame, count, size) in copies {
+        let at_copy: Vec<&SiteRow> = sites
+            .sites_of_class(class)
+            .into_iter()
+            .filter(|row| sites.frames(row.trace_serial).first().map(String::as_str) == Some(frame))
+            .collect();
+        let (objects, _, bytes, _) = common::site_totals(&at_copy);
+        assert_eq!(objects, count, "{label}: {class} copied at {frame}");
+        assert_eq!(bytes, count * size, "{label}: {class}'s bytes at {frame}");
+    }
+    // Everything else of those classes: the originals, and $VALUES (one
+    // array, or the whole of the int[]s made elsewhere in the JVM).
+    for class in ["CloneKinds$Plain", "CloneKinds$Base", "CloneKinds$Derived"] {
+        let (objects, ..) = common::site_totals(&sites.sites_of_class(class));
+        assert_eq!(objects, N + 1, "{label}: {class} in all (and the original)");
+    }
+    let (suits, ..) = common::site_totals(&sites.sites_of_class("CloneKinds$Suit[]"));
+    assert_eq!(suits, N + 1, "{label}: Suit[] (and $VALUES)");
+    // Derived's override did not count a copy of its own.
+    assert!(
+        sites
+            .sites_of_class("CloneKinds$Derived")
+            .iter()
+            .all(
+                |row| sites.frames(row.trace_serial).first().map(String::as_str)
+                    != Some("CloneKinds$Derived.clone")
+            ),
+        "{label}: a Derived counted at its override"
+    );
+    // ArrayList, a JDK class loaded before VM init, is counted from the
+    // live sample until its hand-over (past the exact start, estimated).
+    let lists = sites.sites_of_class_via("java.util.ArrayList", "java.util.ArrayList.clone");
+    let (lists, ..) = common::site_totals(&lists);
+    assert!(
+        lists.abs_diff(N) <= N / 50,
+        "{label}: ArrayList copies {lists}, expected {N} within 2%"
+    );
+}

@@ -164,7 +164,7 @@ public final class AllocTracker {
     public static void made(Object object, int site, long context) {
         int counted = countedSite(object, site);
         if (counted >= 0) {
-            bumpIn(counted, context, 0);
+            bumpIn(counted, context, arrayBytes(object));
         } else if (counted == UNCACHED) {
             madeSlow(object, site, context);
         }
@@ -222,15 +222,40 @@ public final class AllocTracker {
      * it at `site` under its class (the same call makes objects of many
      * classes: method-handle constructors, capturing lambdas). Each
      * (site, class) gets a site number of its own from the agent, once,
-     * and is counted there like any `new`: no call into the agent per object.
+     * and is counted there like any `new` (an array with its bytes): no call
+     * into the agent per object. After a `clone()` call too, where the agent
+     * answers per (site, class) whether the call reached Object.clone, the
+     * VM's copy (an override that calls super.clone() is counted there).
      */
     public static void made(Object object, int site) {
         int counted = countedSite(object, site);
         if (counted >= 0) {
-            bump(counted, 0);
+            bump(counted, arrayBytes(object));
         } else if (counted == UNCACHED) {
             madeSlow(object, site);
         }
+    }
+
+    /** The bytes of `object` when it is an array (0 for an instance: the
+     * agent sizes those by their class). */
+    private static long arrayBytes(Object object) {
+        Class<?> component = object.getClass().getComponentType();
+        if (component == null) {
+            return 0;
+        }
+        int element;
+        if (!component.isPrimitive()) {
+            element = 4;
+        } else if (component == long.class || component == double.class) {
+            element = 3;
+        } else if (component == int.class || component == float.class) {
+            element = 2;
+        } else if (component == char.class || component == short.class) {
+            element = 1;
+        } else {
+            element = 0;
+        }
+        return size(element, java.lang.reflect.Array.getLength(object));
     }
 
     /** As made(Object, int), the object counted by the agent itself. */
@@ -238,7 +263,8 @@ public final class AllocTracker {
 
     /** countedSite's answer when the agent gave no site number. */
     private static final int UNCACHED = -1;
-    /** countedSite's answer when there is nothing to count. */
+    /** countedSite's answer when there is nothing to count (the agent's
+     * too, for a `clone()` call that did not reach Object.clone). */
     private static final int NOTHING = -2;
 
     /**
@@ -259,10 +285,10 @@ public final class AllocTracker {
         }
         try {
             int counted = madeSite(object, site);
-            if (counted >= 0) {
+            if (counted >= 0 || counted == NOTHING) {
                 table[slot] = new MadeAt(made, site, counted);
             }
-            return counted < 0 ? UNCACHED : counted;
+            return counted < 0 && counted != NOTHING ? UNCACHED : counted;
         } catch (Throwable t) {
             if (failure == null) {
                 failure = t;
@@ -271,8 +297,9 @@ public final class AllocTracker {
         }
     }
 
-    /** The site number of objects of `object`'s class made at `site`, or
-     * -1 when the agent keeps none. */
+    /** The site number of objects of `object`'s class made at `site`; -1
+     * when the agent keeps none (it counts each itself), -2 when there is
+     * nothing to count. */
     private static native int madeSite(Object object, int site);
 
     /** One entry of MADE_AT: the objects of a class made at a site. */

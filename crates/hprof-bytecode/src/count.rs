@@ -172,7 +172,7 @@ impl CallRule {
     /// Whether a call of `owner.name descriptor` matches.
     pub(crate) fn matches(&self, owner: &[u8], name: &[u8], descriptor: &[u8]) -> bool {
         // The owner first: it rules out almost every call at once.
-        if owner != self.owner.as_bytes() {
+        if owner != self.owner.as_bytes() && self.owner != "*" {
             return false;
         }
         let name_matches = match self.name.strip_suffix('*') {
@@ -200,7 +200,36 @@ pub enum Allocated {
     /// Whatever the call at this site returns, an object the VM made
     /// ([`CallAction::Made`]): its class is known when it is made.
     Made,
+    /// What a `clone()` call returns when it reaches `Object.clone`, the
+    /// VM's copy (counted as [`Allocated::Made`]; whether a call reaches it
+    /// is known only at run time, from [`CloneCall`]).
+    Cloned(CloneCall),
 }
+
+/// A call of `clone()Ljava/lang/Object;`, as the instruction names it: the
+/// VM copies the object when the method it selects is `Object.clone`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CloneCall {
+    /// The class the instruction names (internal name, or an array's
+    /// descriptor: `[I`).
+    pub owner: String,
+    /// `invokespecial` (a `super.clone()`): the method is looked up from
+    /// `owner`; otherwise from the receiver's class.
+    pub special: bool,
+    /// The call's number in the calling contexts' numbering, when it has
+    /// one (the thread's field names it while the call runs).
+    pub call_site: Option<u32>,
+}
+
+/// The rule that counts what `clone()` calls make after they return
+/// (listed among a rewrite's `makers` when the intrinsic that copies
+/// without a VMObjectAlloc event is left on): any owner.
+pub const CLONE_RULE: CallRule = CallRule {
+    owner: "*",
+    name: "clone",
+    descriptor: "()Ljava/lang/Object;",
+    action: CallAction::Made,
+};
 
 /// One allocation site the rewrite numbered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -704,6 +733,19 @@ fn call_rule(
         .map(|rule| rule.action)
 }
 
+/// The owner a `clone()Ljava/lang/Object;` call names and whether it is an
+/// `invokespecial`; None for any other instruction.
+fn clone_call(pool: &ConstantPool<'_>, code: &[u8], insn: &Insn) -> Option<(String, bool)> {
+    const INVOKESPECIAL: u8 = 183;
+    if !matches!(insn.opcode, 182 | INVOKESPECIAL | 185) {
+        return None;
+    }
+    let (owner, name, descriptor) = called_method(pool, code, insn)?;
+    let rule = CLONE_RULE;
+    (name == rule.name.as_bytes() && descriptor == rule.descriptor.as_bytes())
+        .then(|| (decode_modified_utf8(owner), insn.opcode == INVOKESPECIAL))
+}
+
 /// A site found in one method: number, bci, line, what it allocates.
 type FoundSite = (u32, u32, Option<u16>, Allocated);
 
@@ -943,6 +985,8 @@ fn count_in_method(
     };
     let mut found = Vec::with_capacity(allocations);
     let mut calls_found = Vec::new();
+    // The context number of each numbered call, by instruction.
+    let mut call_numbers: FxHashMap<usize, u32> = FxHashMap::default();
     if let Some(refs) = numbering.contexts {
         // (Every method that counts under a context takes its window, calls
         // or none.)
@@ -969,6 +1013,7 @@ fn count_in_method(
             let line = lines.as_ref().and_then(|table| table.line_of(insn.offset));
             let target = call_target(pool, code.code, insn, targets);
             calls_found.push((number, insn.offset, line, target));
+            call_numbers.insert(k, number);
         }
     }
     for (k, insn) in insns.iter().enumerate() {
@@ -982,9 +1027,19 @@ fn count_in_method(
             .ok_or("no site numbers left")?;
         let line = lines.as_ref().and_then(|table| table.line_of(insn.offset));
         if let Some(action) = rules[k] {
-            injected.after[k] = calls.after_call(pool, action, (site, push), context)?;
+            // (After a maker call's own code, which clears the field.)
+            let counting = calls.after_call(pool, action, (site, push), context)?;
+            injected.after[k].extend(counting);
             if action == CallAction::Made {
-                found.push((site, insn.offset, line, Allocated::Made));
+                let allocated = match clone_call(pool, code.code, insn) {
+                    Some((owner, special)) => Allocated::Cloned(CloneCall {
+                        owner,
+                        special,
+                        call_site: call_numbers.get(&k).copied(),
+                    }),
+                    None => Allocated::Made,
+                };
+                found.push((site, insn.offset, line, allocated));
             }
             continue;
         }

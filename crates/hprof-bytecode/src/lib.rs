@@ -113,9 +113,9 @@ pub use count::{
     ALLOC_TRACKER_CLASS, ALLOC_TRACKER_CLASS_FILE, ALLOC_TRACKER_FAILURE_FIELD,
     ALLOC_TRACKER_MADE_AT_CLASS, ALLOC_TRACKER_MADE_AT_CLASS_FILE, ALLOC_TRACKER_PAGES_FIELD,
     ALLOC_TRACKER_SITES_PER_PAGE, ALLOC_TRACKER_STRIPES, Allocated, AllocationSite, CALL_RULES,
-    CallAction, CallRule, CallSite, CountingOutcome, MAX_SITE, REFERENCE_ELEMENT, VM_MAKER_RULES,
-    rewrite_counting_allocations, rewrite_counting_allocations_through_gate,
-    rewrite_counting_allocations_with,
+    CLONE_RULE, CallAction, CallRule, CallSite, CloneCall, CountingOutcome, MAX_SITE,
+    REFERENCE_ELEMENT, VM_MAKER_RULES, rewrite_counting_allocations,
+    rewrite_counting_allocations_through_gate, rewrite_counting_allocations_with,
 };
 pub use early_gate::{EARLY_GATE_CLASS, EARLY_GATE_SWITCH, early_gate_class_file};
 pub use generators::{generates_classes, is_generator_owner};

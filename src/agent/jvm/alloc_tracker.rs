@@ -19,15 +19,37 @@ use std::sync::atomic::{AtomicI32, Ordering};
 /// What the AllocTracker's native methods hand to the agent. Called on a
 /// Java thread from Java code: never panics across (the natives catch),
 /// never throws.
+/// Where the tracker counts the objects of one class made at one call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MadeSite {
+    /// Under this site number, in Java.
+    Counted(u32),
+    /// Each by [`AllocEvents::made`].
+    EachByTheAgent,
+    /// Nowhere: the call made none (a `clone()` that ran an override,
+    /// whose own `super.clone()` is counted).
+    NotHere,
+}
+
+impl MadeSite {
+    /// The tracker's `madeSite` answer: the number, -1 or -2.
+    fn as_jint(self) -> jni::jint {
+        match self {
+            MadeSite::Counted(n) => jni::jint::try_from(n).unwrap_or(-1),
+            MadeSite::EachByTheAgent => -1,
+            MadeSite::NotHere => -2,
+        }
+    }
+}
+
 pub trait AllocEvents: Send + Sync {
     /// `object` was made by the VM without a VMObjectAlloc event, by the
     /// call at `site` in calling context `context` (0 without contexts; the
     /// tracker's `made`): count it there.
     fn made(&self, jni: &JniEnv, object: LocalObject<'_>, site: u32, context: u64);
-    /// The site number the tracker counts objects of `object`'s class made
-    /// at `site` under (the tracker's `madeSite`, once per site and class),
-    /// or None to have each counted by [`AllocEvents::made`].
-    fn made_site(&self, jni: &JniEnv, object: LocalObject<'_>, site: u32) -> Option<u32>;
+    /// Where the tracker counts objects of `object`'s class made at `site`
+    /// (the tracker's `madeSite`, once per site and class).
+    fn made_site(&self, jni: &JniEnv, object: LocalObject<'_>, site: u32) -> MadeSite;
     /// A class file generated at run time, with its allocations counted,
     /// or None to leave it as it is.
     fn generated(&self, class_file: &[u8]) -> Option<Vec<u8>>;
@@ -180,7 +202,8 @@ fn unsafe_layout(jni: &JniEnv, method: jni::jstring, array_class: jni::jclass) -
     value
 }
 
-/// `AllocTracker.madeSite(Object, int)`: a site number, or -1.
+/// `AllocTracker.madeSite(Object, int)`: a site number, -1 (each counted by
+/// `madeSlow`) or -2 (nothing to count).
 extern "system" fn made_site_native(
     env: *mut jni::JNIEnv,
     _tracker: jni::jclass,
@@ -196,8 +219,7 @@ extern "system" fn made_site_native(
         // SAFETY: the Object argument of a native call, a local reference
         // live until the call returns, on this thread.
         let object: LocalObject<'_> = unsafe { Local::new(object) };
-        let counted = EVENTS.get()?.made_site(&jni, object, site as u32)?;
-        jni::jint::try_from(counted).ok()
+        Some(EVENTS.get()?.made_site(&jni, object, site as u32).as_jint())
     }))
     .ok()
     .flatten()

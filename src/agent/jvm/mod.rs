@@ -19,6 +19,7 @@
 
 pub mod alloc_tracker;
 pub mod class_unloads;
+pub mod clone_target;
 pub mod collector;
 pub mod exit_collection;
 pub mod jmm;

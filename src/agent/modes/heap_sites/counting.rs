@@ -17,6 +17,7 @@
 //! a class allocated at one site only (the common case) gets its exact
 //! live count.
 
+use super::counted_clones::CountedClones;
 use crate::agent::jvm;
 use crate::agent::jvm::alloc_tracker::{self, AllocTracker, SiteCount};
 use crate::agent::jvm::shared_archive;
@@ -170,7 +171,7 @@ fn allocated_signature(allocated: &Allocated) -> (String, bool) {
         Allocated::Instance(name) => (format!("L{name};"), true),
         Allocated::Array(descriptor) => (descriptor.clone(), false),
         // Known per object: counted apart, with its bytes.
-        Allocated::Made => (String::new(), false),
+        Allocated::Made | Allocated::Cloned(_) => (String::new(), false),
     }
 }
 
@@ -249,7 +250,8 @@ impl SiteRegistry {
         self.sites.push(CountedSite {
             place,
             allocated: allocated.clone(),
-            instance: true,
+            // (An array, a clone's copy, is counted with its bytes.)
+            instance: !signature.starts_with('['),
         });
         self.made_sites.insert((site, allocated), number);
         Some(number)
@@ -457,6 +459,11 @@ pub struct BytecodeCounting {
     /// The calls that make objects in the VM without a VMObjectAlloc
     /// event on this JVM, counted after them (found at start).
     unreported_makers: OnceLock<Vec<bci::CallRule>>,
+    /// The calls counted after them in rewritten code: those, and every
+    /// `clone()` call (found at start).
+    rewrite_makers: OnceLock<Vec<bci::CallRule>>,
+    /// The `clone()` calls of the rewritten classes.
+    pub clones: CountedClones,
     /// What those calls made, by (site, calling context, tag of the
     /// object's class).
     made: Mutex<HashMap<(u32, u64, u64), SiteCount>>,
@@ -748,6 +755,8 @@ impl BytecodeCounting {
             exhausted: AtomicBool::new(false),
             method_keys: Mutex::default(),
             unreported_makers: OnceLock::new(),
+            rewrite_makers: OnceLock::new(),
+            clones: CountedClones::default(),
             made: Mutex::default(),
             walked: Mutex::default(),
             first_walks: 0,
@@ -908,6 +917,14 @@ impl BytecodeCounting {
                 "HPROF ERROR: heap=sites could not count the allocations of some classes loaded before VM init in their code ({error:?}); counted from events until the sample thins out"
             );
         }
+    }
+
+    /// Whether the rewritten code counts the copies of its `clone()` calls
+    /// after them (known from VM init on).
+    pub fn counts_clones_after_calls(&self) -> bool {
+        self.rewrite_makers
+            .get()
+            .is_some_and(|makers| makers.iter().any(|m| m.owner == bci::CLONE_RULE.owner))
     }
 
     /// Whether any allocation is counted from its event by
@@ -1137,7 +1154,15 @@ impl BytecodeCounting {
             0
         };
         let tracker = AllocTracker::define(env, jni, events, key_slots, self.first_walks)?;
-        let _ = self.unreported_makers.set(unreported_makers(jni));
+        let unreported = unreported_makers(jni);
+        let mut rewrite_makers = unreported.clone();
+        if self.writes_field() {
+            // (The field tells the VM's event for a copy the call counts:
+            // without it the VM's events count clones, as before.)
+            rewrite_makers.push(bci::CLONE_RULE);
+        }
+        let _ = self.rewrite_makers.set(rewrite_makers);
+        let _ = self.unreported_makers.set(unreported);
         let _ = self.tracker.set(tracker);
         Ok(())
     }
@@ -1212,7 +1237,7 @@ impl BytecodeCounting {
         // Before VM init this JVM's unreported makers are not known yet:
         // every maker call is counted, and the classes that have one are
         // rewritten again at VM init if the JVM reports some itself.
-        let makers = match self.unreported_makers.get() {
+        let makers = match self.rewrite_makers.get() {
             Some(makers) => makers.as_slice(),
             None if through_gate => bci::VM_MAKER_RULES,
             None => &[],
@@ -1285,6 +1310,7 @@ impl BytecodeCounting {
             registry.early_makers.insert(name.clone());
         }
         registry.add(&name, &outcome);
+        self.clones.note(&outcome.sites);
         Some(outcome.bytes)
     }
 

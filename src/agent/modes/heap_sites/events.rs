@@ -61,6 +61,11 @@ impl AllocationSites {
         }
         let env = run.jvmti.env();
         if let (Some(counting), Some(jni)) = (&self.bytecode, jni)
+            && counted_after_its_call(&env, counting, jni, thread, class)
+        {
+            return; // the code after the clone() call counts it
+        }
+        if let (Some(counting), Some(jni)) = (&self.bytecode, jni)
             && let Some(site) = vm_made_site(run, &env, counting, jni, (thread, class), size)
         {
             self.counts.allocated(site, size.max(0) as u64);
@@ -504,6 +509,26 @@ const EARLY_EVENT_KEY: u64 = u64::MAX - 2;
 /// Cached for a (class, context) whose objects are walked one by one.
 const WALK_EACH: u32 = u32::MAX;
 
+/// Whether the object the VM just made is the copy of a `clone()` call of
+/// rewritten code that ran Object.clone (the thread's field names the
+/// call): the code after the call counts it (`counted_clones.rs`).
+fn counted_after_its_call(
+    env: &Jvmti,
+    counting: &BytecodeCounting,
+    jni: &JniEnv,
+    thread: LocalThread<'_>,
+    class: LocalClass<'_>,
+) -> bool {
+    let Some(context) = counting.thread_context(env, jni, thread) else {
+        return false;
+    };
+    let call_site = crate::bci::window_call_sites(context)[0];
+    counting
+        .clones
+        .at_call_site(call_site)
+        .is_some_and(|call| counting.clones.counted_after(jni, env, &call, class))
+}
+
 /// The site of an object the VM made, from the thread's calling context
 /// (the native that made it was called from a rewritten method, whose call
 /// set the context): no stack walk but the first time a thread sees a
@@ -571,16 +596,25 @@ fn vm_made_site(
 /// `Unsafe.allocateInstance` and `allocateUninitializedArray`,
 /// `StringUTF16.toBytes`. Without them each allocation runs the byte code
 /// (counted there) or a VM entry that posts VMObjectAlloc.
-const ALLOCATING_INTRINSICS: &str = "_clone,_copyOf,_copyOfRange,_newArray,_allocateInstance,\
+const ALLOCATING_INTRINSICS: &str = "_copyOf,_copyOfRange,_newArray,_allocateInstance,\
      _allocateUninitializedArray,_toBytesStringU";
+
+/// `Object.clone`'s intrinsic, among [`ALLOCATING_INTRINSICS`] for good
+/// unless it is held off until the hand-over (`early_escape_analysis.rs`).
+const CLONE_INTRINSIC: &str = "_clone";
 
 /// At load time, before the JIT compilers start: the intrinsics that
 /// would allocate unseen are turned off (`-XX:DisableIntrinsic`), and so is
 /// C2's rewriting of StringBuilder chains, which makes a chain's String
 /// without running `toString()` (`-XX:-OptimizeStringConcat`). Said once
 /// when the flags cannot be found (counts may then miss those objects).
-pub(super) fn keep_allocations_in_sight() {
-    let intrinsics = libjvm::append_to_string_flag(c"DisableIntrinsic", ALLOCATING_INTRINSICS);
+pub(super) fn keep_allocations_in_sight(clone_held_until_hand_over: bool) {
+    let list = if clone_held_until_hand_over {
+        ALLOCATING_INTRINSICS.to_owned()
+    } else {
+        format!("{CLONE_INTRINSIC},{ALLOCATING_INTRINSICS}")
+    };
+    let intrinsics = libjvm::append_to_string_flag(c"DisableIntrinsic", &list);
     let concat = turn_off_c2_flag(c"OptimizeStringConcat");
     if !(intrinsics && concat) {
         eprintln!(

@@ -5,6 +5,7 @@
 //! section.
 
 pub mod alloc;
+pub mod counted_clones;
 mod counted_dump;
 mod counted_traces;
 mod counted_window;
@@ -87,7 +88,11 @@ impl Engine for AllocationSites {
     /// allocation; the JVMTI call takes an int.
     fn on_load(&self, jvmti: &Jvmti) -> Result<(), String> {
         if let Some(counting) = &self.bytecode {
-            keep_allocations_in_sight();
+            // (Copies are counted after their clone() calls from VM init
+            // on, when the rewrite can: counted_clones.rs.)
+            let clone_held =
+                counting.counts_early_by_events() && counted_clones::hold_off_object_copy();
+            keep_allocations_in_sight(clone_held);
             if counting.counts_early_by_events() {
                 // (Until the hand-over: objects C2 would leave out of the
                 // early classes' code are reported by no event.)
@@ -172,6 +177,13 @@ impl Engine for AllocationSites {
             && let Err(why) = counting.define_tracker(&run.jvmti.env(), jni, self)
         {
             eprintln!("HPROF ERROR: alloc_count=bytecode cannot run: {why}");
+        }
+        if self
+            .bytecode
+            .as_ref()
+            .is_some_and(|c| c.counts_clones_after_calls())
+        {
+            counted_clones::give_back_object_copy();
         }
         match &self.bytecode {
             Some(counting) if counting.ready() => {
