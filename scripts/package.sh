@@ -5,7 +5,8 @@
 #     hprof-rs-<version>/bin/hprof-rs           the tool
 #     hprof-rs-<version>/lib/libhprof_rs.so     the agent
 #     hprof-rs-<version>/lib/libhprof.so        a copy, for -agentlib:hprof / -Xrunhprof
-#     hprof-rs-<version>/README.md, LICENSE, LICENSE-APACHE, LICENSE-MIT
+#     hprof-rs-<version>/README.md, BENCHMARKS.md, LICENSE, LICENSE-APACHE, LICENSE-MIT
+#     hprof-rs-<version>/docs/*.md              the reference pages README.md links to
 #
 # Both binaries are linked against glibc 2.17's symbols (RHEL 7 and anything
 # newer) by cargo-zigbuild and Zig, installed into .cache/zigbuild by
@@ -44,9 +45,13 @@ flock 9
 # --- build --------------------------------------------------------------------
 # The `.2.17` suffix is cargo-zigbuild's: Zig links against glibc 2.17's
 # symbol versions. No debug info in the archive (the profile's `debug = 1`
-# is for developers): about 2 MB per binary instead of 17 MB.
+# is for developers): about 2 MB per binary instead of 17 MB. The C files
+# of build.rs are compiled through scripts/package-cc.sh, which keeps the
+# cc crate's `--version` question from printing an error about the suffix.
 log "cargo zigbuild --release --locked --target $TRIPLE.$GLIBC_FLOOR (version $VERSION)"
 PATH="$TOOLS/bin:$TOOLS/ziglang:$PATH" \
+    CC_x86_64_unknown_linux_gnu="$ROOT/scripts/package-cc.sh" \
+    PACKAGE_ZIG_TARGET="x86_64-linux-gnu.$GLIBC_FLOOR" \
     ZIG_GLOBAL_CACHE_DIR="$ROOT/.cache/zigbuild-cache/zig" \
     XDG_CACHE_HOME="$ROOT/.cache/zigbuild-cache" \
     CARGO_PROFILE_RELEASE_DEBUG=0 \
@@ -84,12 +89,14 @@ objdump -T "$OUT/libhprof_rs.so" | grep -qw Agent_OnLoad ||
 stage="$DIST/.stage-$$"
 trap 'rm -rf "$stage" "$ARCHIVE.tmp-$$"' EXIT
 rm -rf "$stage"
-mkdir -p "$stage/$NAME/bin" "$stage/$NAME/lib"
+mkdir -p "$stage/$NAME/bin" "$stage/$NAME/lib" "$stage/$NAME/docs"
 install -m 0755 "$OUT/hprof-rs" "$stage/$NAME/bin/hprof-rs"
 install -m 0755 "$OUT/libhprof_rs.so" "$stage/$NAME/lib/libhprof_rs.so"
 # A copy, not a link: it survives any unpacker and `cp` of the one file.
 install -m 0755 "$OUT/libhprof_rs.so" "$stage/$NAME/lib/libhprof.so"
-install -m 0644 README.md LICENSE LICENSE-APACHE LICENSE-MIT "$stage/$NAME/"
+install -m 0644 README.md BENCHMARKS.md LICENSE LICENSE-APACHE LICENSE-MIT "$stage/$NAME/"
+# The pages README.md links to, so that its links work in the unpacked folder.
+install -m 0644 docs/*.md "$stage/$NAME/docs/"
 
 # Same inputs, same archive: fixed order, owner and time (the last commit's).
 epoch="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}"

@@ -146,6 +146,108 @@ fn run_passes_stop_signals_on_to_the_jvm_and_exits_with_its_status() {
 }
 
 #[test]
+fn run_without_the_command_after_dashes_says_where_it_goes() {
+    let hint = "tip: put the command after --, e.g. hprof-rs run cpu=samples -- java -jar app.jar";
+    for args in [
+        &["run", "cpu=samples", "java", "-jar", "app.jar"][..],
+        &["run", "cpu=samples"],
+        &["run"],
+    ] {
+        let out = common::run(hprof_rs().args(args));
+        common::assert_exit_code(&out, 2, &format!("hprof-rs {args:?}"));
+        let stderr = common::stderr_text(&out);
+        assert!(stderr.contains(hint), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("Usage: hprof-rs run ")
+                && stderr.contains("AGENT_OPTIONS")
+                && stderr.contains(" -- <COMMAND>..."),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("[OPTIONS] [OPTIONS]"),
+            "{args:?}: {stderr}"
+        );
+    }
+    // Help is not a mistake: no tip, exit 0.
+    let out = common::run(hprof_rs().args(["run", "--help"]));
+    common::assert_success(&out, "hprof-rs run --help");
+    assert!(!common::stdout_text(&out).contains("tip:"));
+    assert!(common::stdout_text(&out).contains("[AGENT_OPTIONS]"));
+}
+
+/// The allocated int[64] of AllocGrowth in a profile: 20000 x (100 + its
+/// argument) / 100.
+fn grown_arrays(path: &Path) -> u64 {
+    let profile = AsciiProfile::read_whole_file(path);
+    profile
+        .sites_of_class_via("int[]", "AllocGrowth.makeArray")
+        .iter()
+        .map(|row| row.allocated_objects)
+        .sum()
+}
+
+#[test]
+fn several_jvms_under_one_run_write_a_file_each_and_say_so() {
+    let jdk = common::jdk_preferring(21);
+    let dir = common::scratch_dir("cli-run-several-jvms");
+    // The last run's file: overwritten by the first JVM, as with force=y.
+    let stale = dir.join("java.hprof.txt");
+    fs::write(&stale, "the last run's profile\n").unwrap();
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    fs::File::options()
+        .write(true)
+        .open(&stale)
+        .and_then(|f| f.set_modified(an_hour_ago))
+        .unwrap();
+    // A launcher that starts two JVMs one after the other, each of them
+    // with the run's options and so the same file name.
+    let java = |argument: &str| {
+        format!(
+            "'{}' -Xshare:auto -cp '{}' AllocGrowth {argument}",
+            jdk.java.display(),
+            common::fixtures_classpath().display()
+        )
+    };
+    let mut cmd = hprof_rs();
+    common::clean_java_env(&mut cmd);
+    cmd.current_dir(&dir).args([
+        "run",
+        "heap=sites,cutoff=0",
+        "--",
+        "sh",
+        "-c",
+        &format!("{} && {}", java("0"), java("30")),
+    ]);
+    let out = common::run(&mut cmd);
+    common::assert_success(&out, "hprof-rs run of two JVMs");
+    let stderr = common::stderr_text(&out);
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("HPROF: another JVM of this hprof-rs run writes java.hprof.txt"))
+        .collect();
+    assert_eq!(said.len(), 1, "the second JVM says so once:\n{stderr}");
+    let pid: u32 = said[0]
+        .split("(pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {:?}", said[0]));
+    let own = format!("java.hprof.{pid}.txt");
+    assert!(
+        said[0].ends_with(&format!("this one (pid {pid}) writes {own}")),
+        "{}",
+        said[0]
+    );
+    // Each JVM's whole profile in its own file: 20,000 arrays, then 26,000.
+    assert_eq!(grown_arrays(&stale), 20_000, "the first JVM's file");
+    assert_eq!(
+        grown_arrays(&dir.join(&own)),
+        26_000,
+        "the second JVM's file"
+    );
+}
+
+#[test]
 fn run_leaves_a_signal_ignored_at_its_start_ignored_for_the_command() {
     // Started with SIGHUP ignored, as under nohup; the command is a plain
     // `sleep` (no JVM needed).

@@ -161,10 +161,11 @@ fn pprof_reads_cpu_samples_with_the_files_totals_threads_and_hot_method() {
             "{label}: no file and line: {raw}"
         );
 
+        // Sampled every 7 ms: the file says so, and pprof's nanoseconds follow.
         let binary = profile(
             jdk,
             &dir,
-            "cpu=samples,thread=y,format=b",
+            "cpu=samples,thread=y,format=b,interval=7",
             "cpu.hprof",
             &["CpuHot", "4"],
         );
@@ -180,6 +181,12 @@ fn pprof_reads_cpu_samples_with_the_files_totals_threads_and_hot_method() {
             .expect("a CPU SAMPLES record");
         let samples = pprof_top(&to_pprof(&binary, "cpu"), "samples", None);
         assert_eq!(samples.total, total, "{label}: binary samples");
+        let ns = pprof_top(&to_pprof(&binary, "cpu"), "cpu", Some("ns"));
+        assert_eq!(
+            ns.total,
+            total * 7 * NS_PER_MS,
+            "{label}: cpu ns at the file's 7 ms"
+        );
         assert_eq!(
             samples.names[0], "CpuHot.hotA",
             "{label}: binary hot method"

@@ -728,3 +728,41 @@ fn cpu_under_cpu_times_writes_cpu_time_on_request() {
         );
     });
 }
+
+#[test]
+fn listen_on_port_0_prints_the_port_the_system_picked_and_a_jvm_connects_there() {
+    let jdk = common::jdk_preferring(21);
+    let dir = common::scratch_dir("net-port-0");
+    let file = dir.join("received.txt");
+    let mut cmd = hprof_rs();
+    cmd.args(["listen", "--once", "--port", "0", "-o"])
+        .arg(&file)
+        .stdin(Stdio::null());
+    let mut front = Spawned::spawn(&mut cmd);
+    let line = front.wait_for_line_starting("hprof-rs: listening on 127.0.0.1:", PATIENCE);
+    let port: u16 = line
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {line:?}"));
+    assert_ne!(port, 0, "{line}");
+    // The port printed is the one bound: a JVM's agent connects and sends
+    // its whole profile there.
+    let mut java = common::java_command(&jdk, &dir);
+    java.arg(common::agentpath_arg(&format!(
+        "heap=sites,net=127.0.0.1:{port}"
+    )))
+    .arg("Hello");
+    common::assert_success(
+        &common::run(&mut java),
+        "Hello with net= to the printed port",
+    );
+    let out = front.wait_timeout(PATIENCE);
+    common::assert_success(&out, "hprof-rs listen --once --port 0");
+    let received = AsciiProfile::read_whole_file(&file);
+    assert_eq!(
+        received.count(|s| matches!(s, hprof_rs::format::ascii::Section::Sites(_))),
+        1,
+        "the exit dump's SITES"
+    );
+}

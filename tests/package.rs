@@ -37,6 +37,13 @@ fn archive() -> PathBuf {
                 .env("CARGO_TARGET_DIR", common::target_dir());
             let out = common::run_timeout(&mut cmd, PACKAGE_TIMEOUT);
             common::assert_success(&out, "bash scripts/package.sh");
+            // A clean build: no compiler error printed, even one cargo
+            // shows as a warning and the build survives.
+            let stderr = common::stderr_text(&out);
+            assert!(
+                !stderr.contains("error:") && !stderr.contains("warning:"),
+                "bash scripts/package.sh printed errors or warnings:\n{stderr}"
+            );
             let printed = PathBuf::from(common::stdout_text(&out).trim());
             let expected = root.join(format!("dist/{FOLDER}-linux-x86_64.tar.gz"));
             assert_eq!(printed, expected, "the archive's path, as printed");
@@ -66,8 +73,26 @@ fn unpacked(test: &str) -> PathBuf {
     dir.join(FOLDER)
 }
 
+/// The reference pages of docs/, as the archive names them.
+fn docs_pages() -> Vec<String> {
+    let docs = common::repo_root().join("docs");
+    let mut pages: Vec<String> = fs::read_dir(&docs)
+        .expect("docs/")
+        .map(|e| {
+            e.expect("a docs/ entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| name.ends_with(".md"))
+        .map(|name| format!("/docs/{name}"))
+        .collect();
+    pages.push("/docs".to_owned());
+    pages
+}
+
 #[test]
-fn the_archive_holds_one_folder_with_the_tool_the_agent_and_the_licences() {
+fn the_archive_holds_one_folder_with_the_tool_the_agent_the_docs_and_the_licences() {
     let out = common::run(Command::new("tar").arg("-tzf").arg(archive()));
     common::assert_success(&out, "tar -tzf");
     let mut entries: Vec<String> = common::stdout_text(&out)
@@ -77,6 +102,7 @@ fn the_archive_holds_one_folder_with_the_tool_the_agent_and_the_licences() {
     entries.sort();
     let mut expected: Vec<String> = [
         "",
+        "/BENCHMARKS.md",
         "/LICENSE",
         "/LICENSE-APACHE",
         "/LICENSE-MIT",
@@ -88,6 +114,8 @@ fn the_archive_holds_one_folder_with_the_tool_the_agent_and_the_licences() {
         "/lib/libhprof_rs.so",
     ]
     .iter()
+    .map(|rest| (*rest).to_owned())
+    .chain(docs_pages())
     .map(|rest| format!("{FOLDER}{rest}"))
     .collect();
     expected.sort();
@@ -101,6 +129,74 @@ fn the_archive_holds_one_folder_with_the_tool_the_agent_and_the_licences() {
         fs::read(folder.join("LICENSE-MIT")).expect("LICENSE-MIT"),
         fs::read(common::repo_root().join("LICENSE-MIT")).expect("the repo's LICENSE-MIT")
     );
+}
+
+/// The targets of a Markdown text's inline links (`[text](target)`) that
+/// are paths, not addresses or anchors, without their `#anchor`; code
+/// blocks and code spans are left out (they show link syntax, not links).
+fn relative_links(markdown: &str) -> Vec<String> {
+    let mut links = Vec::new();
+    let mut in_code_block = false;
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code_block = !in_code_block;
+            continue;
+        }
+        if in_code_block {
+            continue;
+        }
+        // Every other piece between backticks is a code span.
+        let prose: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+        let mut rest = prose.as_str();
+        while let Some(at) = rest.find("](") {
+            rest = &rest[at + 2..];
+            let Some(end) = rest.find(')') else { break };
+            let target = &rest[..end];
+            let is_address = target.contains("://") || target.starts_with("mailto:");
+            if !is_address && !target.starts_with('#') {
+                let path = target.split('#').next().unwrap_or_default();
+                links.push(path.to_owned());
+            }
+            rest = &rest[end..];
+        }
+    }
+    links
+}
+
+#[test]
+fn every_relative_link_of_the_archives_markdown_resolves_inside_it() {
+    assert_eq!(
+        relative_links(
+            "See [a](docs/a.md#x), [b](https://x.org/b), [c](#here).\n\
+             `[d](nowhere.md)` is code\n```\n[e](nor-here.md)\n```\n[f](../g.md)"
+        ),
+        ["docs/a.md", "../g.md"]
+    );
+    let folder = unpacked("package-links")
+        .canonicalize()
+        .expect("the archive's folder");
+    let mut pages = vec![folder.join("README.md"), folder.join("BENCHMARKS.md")];
+    for entry in fs::read_dir(folder.join("docs")).expect("docs/ in the archive") {
+        pages.push(entry.expect("a docs/ entry").path());
+    }
+    let mut checked = 0;
+    let mut broken = Vec::new();
+    for page in &pages {
+        let text = fs::read_to_string(page).expect("a Markdown page");
+        let base = page.parent().expect("the page's folder");
+        for link in relative_links(&text) {
+            checked += 1;
+            // Inside the folder, and naming a file that is there.
+            let resolved = base.join(&link).canonicalize();
+            match resolved {
+                Ok(target) if target.starts_with(&folder) && target.is_file() => {}
+                _ => broken.push(format!("{}: {link}", page.display())),
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links that do not resolve: {broken:#?}");
+    // README.md alone links to the docs 29 times and more.
+    assert!(checked > 100, "only {checked} links found");
 }
 
 /// `GLIBC_2.2.5` → [2, 2, 5].

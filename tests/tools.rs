@@ -7,7 +7,7 @@ mod common;
 use common::AsciiProfile;
 
 use common::profile_to_file as profile;
-use hprof_cli::profile::stable_class_name;
+use hprof_cli::profile::{TRUNCATED, stable_class_name};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -469,9 +469,22 @@ fn our_collapse_agrees_with_hprof2flamegraph_on_the_same_ascii_file() {
                 *all.entry(stack).or_default() += n;
                 all
             });
+        // And ours puts the stacks cut at the depth (4 frames) under a
+        // `[truncated]` root; hprof2flamegraph cannot know they were cut.
+        let truncated = format!("{TRUNCATED};");
         let ours = folded(&common::stdout_text(&tool(&["collapse"], &[&text])));
-        assert_eq!(ours, their_stacks, "{}", jdk.label);
+        let ours_unmarked = ours.iter().fold(BTreeMap::new(), |mut all, (stack, n)| {
+            let unmarked = stack.strip_prefix(&truncated).unwrap_or(stack);
+            *all.entry(unmarked.to_owned()).or_default() += n;
+            all
+        });
+        assert_eq!(ours_unmarked, their_stacks, "{}", jdk.label);
         assert!(ours.values().sum::<u64>() > 0);
+        for stack in ours.keys() {
+            let frames = stack.split(';').count();
+            let marked = stack.starts_with(&truncated);
+            assert_eq!(marked, frames == 5, "{}: {stack}", jdk.label);
+        }
     });
 }
 
@@ -783,5 +796,139 @@ fn fail_if_signs_mean_what_they_say_and_a_threshold_matching_nothing_is_unusable
                 jdk.label
             );
         }
+    });
+}
+
+/// `hprof-rs run OPTIONS -- java -cp <fixtures> ARGS` in `dir`, as the
+/// README's CI recipe runs a build; checks that it succeeded.
+fn run_under_tool(jdk: &common::Jdk, dir: &Path, options: &str, args: &[&str]) -> Output {
+    let mut cmd = hprof_rs();
+    common::clean_java_env(&mut cmd);
+    cmd.current_dir(dir)
+        .env("HPROF_RS_AGENT", common::agent_lib())
+        .args(["run", options, "--"])
+        .arg(&jdk.java)
+        .args(["-Xshare:auto", "-cp"])
+        .arg(common::fixtures_classpath())
+        .args(args);
+    let out = common::run(&mut cmd);
+    common::assert_success(&out, &format!("{}: hprof-rs run {options}", jdk.label));
+    out
+}
+
+/// One line of a G line: a StringBuilder and a String (24 bytes each) and
+/// two byte[width] (16 + width bytes each); 10,000 lines.
+fn g_line_bytes(width: u64) -> u64 {
+    10_000 * (2 * 24 + 2 * (16 + width))
+}
+
+#[test]
+fn the_ci_gate_on_a_method_deep_in_the_stack_fails_when_it_allocates_more() {
+    common::on_each(&common::jdks(), |jdk| {
+        let dir = common::scratch_dir(&format!("tools-gate-deep-{}", jdk.label));
+        // The README's recipe: the base build, the changed build, the gate.
+        run_under_tool(jdk, &dir, "heap=sites,cutoff=0,file=base.txt", &["G"]);
+        run_under_tool(
+            jdk,
+            &dir,
+            "heap=sites,cutoff=0,file=new.txt",
+            &["G", "changed"],
+        );
+        let (base, new) = (dir.join("base.txt"), dir.join("new.txt"));
+        // `run` gave the agent its depth of 16: line() is 10 frames deep.
+        let prelude = fs::read_to_string(&base).unwrap();
+        assert!(
+            prelude.contains("\nhprof-rs settings: depth=16 interval=10\n"),
+            "{}: the file's settings line:\n{prelude}",
+            jdk.label
+        );
+        let gate = "method G.line total > +10%";
+        let out = tool(&["diff", "--json", "--fail-if", gate], &[&base, &new]);
+        common::assert_exit_code(&out, 1, &format!("{}: {gate}", jdk.label));
+        let report: serde_json::Value = serde_json::from_str(&common::stdout_text(&out)).unwrap();
+        let line = &report["thresholds"][0];
+        assert_eq!(line["failed"], true, "{}: {report}", jdk.label);
+        // Lines of 48 characters instead of 32: two arrays 16 bytes larger
+        // each, 10,000 times (exact counts: the program stays within the
+        // first 8 MiB). The JVM's own few objects made while line() first
+        // runs (its classes loaded) are the same in both builds.
+        assert_eq!(line["change"], 320_000, "{}: {line}", jdk.label);
+        let extra = line["base"].as_u64().unwrap() - g_line_bytes(32);
+        assert!(extra < 2_000, "{}: {line}", jdk.label);
+        assert_eq!(line["new"], g_line_bytes(48) + extra, "{}", jdk.label);
+    });
+}
+
+#[test]
+fn stacks_cut_at_the_depth_stand_under_one_truncated_root_and_the_file_says_its_interval() {
+    common::on_each(&common::jdks(), |jdk| {
+        let dir = common::scratch_dir(&format!("tools-cut-{}", jdk.label));
+        let options = "heap=sites,cpu=samples,interval=7,depth=8,format=b,cutoff=0";
+        let file = profile(jdk, &dir, options, "g.hprof", &["G"]);
+        let out = tool(&["collapse", "--what", "alloc"], &[&file]);
+        common::assert_success(&out, "collapse --what alloc");
+        let stacks = folded(&common::stdout_text(&out));
+        // Below main, line() is 9 frames down: every stack through it was
+        // cut at 8 and stands under the one root; main's own site is whole.
+        let truncated = format!("{TRUNCATED};");
+        let through_line: Vec<(&String, &u64)> = stacks
+            .iter()
+            .filter(|(stack, _)| stack.contains("G.line;"))
+            .collect();
+        assert!(!through_line.is_empty(), "{}: {stacks:?}", jdk.label);
+        for (stack, _) in &through_line {
+            assert!(stack.starts_with(&truncated), "{}: {stack}", jdk.label);
+            assert_eq!(
+                stack.split(';').count(),
+                1 + 8 + 1,
+                "{}: {stack}",
+                jdk.label
+            );
+        }
+        let line_bytes: u64 = through_line.iter().map(|(_, n)| **n).sum();
+        assert!(
+            (g_line_bytes(32)..g_line_bytes(32) + 2_000).contains(&line_bytes),
+            "{}: {line_bytes}",
+            jdk.label
+        );
+        assert_eq!(
+            stacks.get("G.main;G.shallow;int[]"),
+            Some(&(5_000 * 48)),
+            "{}: {stacks:?}",
+            jdk.label
+        );
+        assert!(
+            !stacks
+                .keys()
+                .any(|s| s.contains(TRUNCATED) && !s.starts_with(&truncated)),
+            "{}: the mark is only ever the root",
+            jdk.label
+        );
+
+        // The interval and the start, read back from the file by `report`.
+        let page = dir.join("g.html");
+        let out = tool(&["report", "-o", page.to_str().unwrap()], &[&file]);
+        common::assert_success(&out, "report");
+        let html = fs::read_to_string(&page).unwrap();
+        assert!(
+            html.contains("depth=8, interval=7") && html.contains("one per 7 ms of a thread's CPU"),
+            "{}: no interval of 7 ms in the report",
+            jdk.label
+        );
+        let bytes = fs::read(&file).unwrap();
+        let header = hprof_rs::format::binary::reader::parse(&bytes)
+            .unwrap()
+            .header;
+        let mut date = Command::new("date");
+        date.arg("-u")
+            .arg(format!("-d@{}", header.timestamp_ms / 1000))
+            .arg("+%Y-%m-%dT%H:%M:%S");
+        let utc = common::stdout_text(&common::run(&mut date));
+        let started = format!("started {}.{:03}Z", utc.trim(), header.timestamp_ms % 1000);
+        assert!(
+            html.contains(&started),
+            "{}: no {started:?} in the report's header",
+            jdk.label
+        );
     });
 }

@@ -20,6 +20,7 @@ pub mod written;
 use crate::format::ascii::{self, LineInfo, Section, TraceFrame, TraceSection};
 use crate::format::binary::{self, FileHeader, Record, RecordBody, Version};
 use crate::format::names::signature_to_name;
+use crate::format::settings::RunSettings;
 use crate::model::{LINE_UNKNOWN, Model, TraceEntry};
 use crate::options::Format;
 use parking_lot::Mutex;
@@ -55,6 +56,10 @@ pub struct HeaderFacts {
     /// ASCII: paragraphs that follow the prelude's guide, about this run
     /// (each ending in a line end).
     pub notes: Vec<String>,
+    /// The depth and interval, for the tools that read the file: the last
+    /// lines of the ASCII prelude, a binary UTF8 record after CONTROL
+    /// SETTINGS.
+    pub settings: RunSettings,
 }
 
 /// How heap=sites counts, for the prelude's word on which SITES columns
@@ -130,6 +135,15 @@ every column is an estimate.",
         out.push('\n');
     }
     out
+}
+
+/// The prelude's last paragraph: the settings line, and what it is for.
+fn settings_paragraph(settings: &RunSettings) -> String {
+    format!(
+        "For hprof-rs's tool: the depth traces were cut at (a TRACE of that many\n\
+         frames may have been cut) and the CPU sampling interval in ms.\n{}\n",
+        settings.line()
+    )
 }
 
 const PRELUDE_BEFORE_SITES: &str = "\
@@ -212,8 +226,9 @@ impl Emitter {
         id
     }
 
-    /// The file header (and, in binary, the CONTROL SETTINGS record).
-    pub fn file_header(&self, facts: &HeaderFacts) -> Vec<u8> {
+    /// The file header (and, in binary, the CONTROL SETTINGS record and
+    /// the UTF8 record of the settings line).
+    pub fn file_header(&self, facts: &HeaderFacts, model: &mut Model) -> Vec<u8> {
         let mut out = Vec::new();
         match self.format {
             Format::Ascii => ascii::writer::write_section(
@@ -222,6 +237,7 @@ impl Emitter {
                     created: facts.created.clone(),
                     prelude: std::iter::once(ascii_prelude(facts.sites_counting))
                         .chain(facts.notes.iter().cloned())
+                        .chain(std::iter::once(settings_paragraph(&facts.settings)))
                         .collect::<Vec<_>>()
                         .join("\n"),
                 },
@@ -239,6 +255,8 @@ impl Emitter {
                     depth: facts.depth,
                 };
                 self.record(body, &mut out);
+                // A string no record names: readers keep it or pass over it.
+                self.name(model, &facts.settings.line(), &mut out);
             }
         }
         out

@@ -1,9 +1,35 @@
 //! Output file naming for `force=n`: when the file exists, HPROF wrote to
-//! a name with the process id in it instead.
+//! a name with the process id in it instead. Under `hprof-rs run` the same
+//! name is taken when another JVM of the run writes the file.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+/// Set by `hprof-rs run` (crates/hprof-cli/src/run.rs) for the command it
+/// starts: when the run started, in nanoseconds since 1970.
+pub const RUN_STARTED: &str = "HPROF_RS_RUN_STARTED";
+
+/// Whether `path` is the file of another JVM of the same `hprof-rs run`: a
+/// regular file modified since the run started. Every JVM a launcher forks
+/// (`mvn test`, `gradle`) gets the run's options, and so the same file
+/// name; without this each would overwrite the one before. A file older
+/// than the run is the last run's, overwritten as HPROF's `force=y` does.
+pub fn written_during_this_run(path: &Path) -> bool {
+    let started = std::env::var(RUN_STARTED)
+        .ok()
+        .and_then(|text| text.parse::<u128>().ok());
+    let Some(started) = started else {
+        return false;
+    };
+    let modified = std::fs::metadata(path)
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .and_then(|m| m.modified().ok())
+        .and_then(|time| time.duration_since(UNIX_EPOCH).ok());
+    modified.is_some_and(|since_1970| since_1970.as_nanos() >= started)
+}
 
 /// The name HPROF picks when `force=n` and `name` already exists:
 /// `<prefix>.<pid><suffix>`. Binary files get the pid appended

@@ -9,6 +9,7 @@
 //! (crates/hprof-private-files), so that no one can plant the path in a
 //! shared directory and read the profile or send it over a file of ours.
 
+use super::naming;
 use crate::options::{Destination, Options};
 use hprof_private_files as private_files;
 use std::ffi::OsStr;
@@ -98,7 +99,15 @@ impl Sink {
                 };
                 let binary = options.format == crate::options::Format::Binary;
                 let path = if !options.force && requested.exists() {
-                    super::naming::unique_file_name(requested.as_os_str(), binary, pid)
+                    naming::unique_file_name(requested.as_os_str(), binary, pid)
+                } else if naming::written_during_this_run(&requested) {
+                    let own = naming::unique_file_name(requested.as_os_str(), binary, pid);
+                    eprintln!(
+                        "HPROF: another JVM of this hprof-rs run writes {}; this one (pid {pid}) writes {}",
+                        requested.display(),
+                        own.display()
+                    );
+                    own
                 } else {
                     requested
                 };

@@ -33,10 +33,10 @@ pub struct ConvertArgs {
     /// monitor, lock).
     #[arg(long, value_enum)]
     pub what: Option<Table>,
-    /// The agent's cpu=samples interval in ms, which neither file format
-    /// records: pprof's cpu/nanoseconds are samples x interval.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
-    pub interval: u64,
+    /// The cpu=samples interval in ms: pprof's cpu/nanoseconds are samples
+    /// x interval (default: the one the file says, else HPROF's 10).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub interval: Option<u64>,
 }
 
 /// Folded stacks of `samples`: the table's own unit for CPU, CPU TIME (ms)
@@ -105,7 +105,8 @@ pub fn to_bytes(
 pub fn convert(args: &ConvertArgs) -> Result<(), String> {
     let profile = profile::read_file(&args.file).map_err(|e| e.0)?;
     let name = args.file.display().to_string();
-    let bytes = to_bytes(&profile, args.to, args.what, args.interval, &name)?;
+    let interval = args.interval.unwrap_or_else(|| profile.interval_ms());
+    let bytes = to_bytes(&profile, args.to, args.what, interval, &name)?;
     let mut out = open_output(args.output.as_deref(), args.to == Target::Pprof)?;
     match out.write_all(&bytes).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {

@@ -45,13 +45,15 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run any JVM-based command (java, javac, mvn, gradle...) with the agent,
-    /// passed through JAVA_TOOL_OPTIONS. SIGTERM, SIGINT, SIGHUP and SIGQUIT
-    /// are passed on to it; exits with its exit code, or 128 + the signal
-    /// that killed it. Example:
-    /// `hprof-rs run cpu=samples,depth=8 -- java -cp app.jar Main`
+    /// passed through JAVA_TOOL_OPTIONS, traces of 16 frames unless the
+    /// options give a depth. A JVM that finds its file written by another
+    /// JVM of the run writes FILE.PID.txt (binary: FILE.PID) instead, and
+    /// says so. SIGTERM, SIGINT, SIGHUP and SIGQUIT are passed on to the
+    /// command; exits with its exit code, or 128 + the signal that killed
+    /// it. Example: `hprof-rs run cpu=samples,depth=8 -- java -cp app.jar Main`
     Run {
         /// Agent options, as after `-agentlib:hprof=` (empty for the defaults).
-        #[arg(default_value = "")]
+        #[arg(default_value = "", value_name = "AGENT_OPTIONS")]
         options: String,
         /// The agent library to use (default: the HPROF_RS_AGENT environment
         /// variable, else the one `hprof-rs agent-path` prints).
@@ -168,9 +170,38 @@ enum Command {
     },
 }
 
+/// What a mistake on `run`'s command line most likely is.
+const RUN_HINT: &str =
+    "put the command after --, e.g. hprof-rs run cpu=samples -- java -jar app.jar";
+
+/// Prints clap's error (with [`RUN_HINT`] for `run`, whose command must
+/// follow `--`); returns clap's exit code (0 for --help and --version).
+fn usage_error(mut error: clap::Error) -> i32 {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let under_run = std::env::args().nth(1).as_deref() == Some("run");
+    let help = matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    );
+    if under_run && !help {
+        let mut tips = match error.get(ContextKind::Suggested) {
+            Some(ContextValue::StyledStrs(tips)) => tips.clone(),
+            _ => Vec::new(),
+        };
+        tips.push(RUN_HINT.into());
+        error.insert(ContextKind::Suggested, ContextValue::StyledStrs(tips));
+    }
+    // A closed standard error leaves nothing to tell.
+    let _ = error.print();
+    error.exit_code()
+}
+
 /// Runs the tool with the process arguments; returns the exit code.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(error),
+    };
     match cli.command {
         Command::Run {
             options,

@@ -15,9 +15,17 @@ use hprof_format::ascii::{self, CpuTitle, LineInfo, MonitorTimeRow, Section, Tra
 use hprof_format::binary::reader::{RecordStream, parse_body};
 use hprof_format::binary::{BasicType, FileHeader, RecordBody};
 use hprof_format::names::signature_to_name;
+use hprof_format::settings::{self, RunSettings};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::Path;
+
+/// The root frame put under a stack the agent cut at its depth, so that
+/// cut stacks stand together instead of each making a root of its own.
+pub const TRUNCATED: &str = "[truncated]";
+
+/// HPROF's default `interval=` in milliseconds, for a file that does not say.
+pub const DEFAULT_INTERVAL_MS: u64 = 10;
 
 /// Which cost a command looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -168,8 +176,9 @@ pub struct Profile {
     pub sites: Option<Vec<Site>>,
     /// Per-class instances and bytes over every heap dump in the file.
     pub histogram: Option<HashMap<String, ClassCount>>,
-    /// Stack depth from a binary file's CONTROL SETTINGS record.
-    pub depth: Option<u16>,
+    /// The depth and sampling interval the file says it was taken with:
+    /// hprof-rs's settings line, else (binary) the CONTROL SETTINGS depth.
+    pub settings: RunSettings,
     /// Thread and source lines of every TRACE, by serial.
     pub traces: HashMap<u32, TraceInfo>,
     /// Thread names by thread serial (THREAD START).
@@ -205,10 +214,22 @@ impl Profile {
             .filter(|(present, _)| *present)
             .map(|(_, name)| (*name).to_owned())
             .collect();
-        if let Some(depth) = self.depth {
+        if let Some(depth) = self.settings.depth {
             options.push(format!("depth={depth}"));
         }
+        if let (Some(interval), true) = (self.settings.interval_ms, self.samples.is_some()) {
+            options.push(format!("interval={interval}"));
+        }
         options.join(", ")
+    }
+
+    /// The CPU sampling interval in milliseconds: the file's, else HPROF's
+    /// default.
+    pub fn interval_ms(&self) -> u64 {
+        self.settings
+            .interval_ms
+            .filter(|&ms| ms > 0)
+            .map_or(DEFAULT_INTERVAL_MS, u64::from)
     }
 
     /// The kinds of cost this profile holds, in the order `--what` defaults to.
@@ -395,6 +416,17 @@ pub fn stable_class_name(name: &str) -> String {
     stable
 }
 
+/// A trace's frames, with [`TRUNCATED`] as their root when there are as
+/// many as `depth`: the agent keeps that many frames of a deeper stack, so
+/// such a trace stands for a cut stack (or for one exactly that deep, which
+/// the file cannot tell apart).
+fn marked_if_cut(mut frames: Vec<String>, depth: Option<u32>) -> Vec<String> {
+    if depth.is_some_and(|depth| depth > 0 && frames.len() == depth as usize) {
+        frames.push(TRUNCATED.to_owned());
+    }
+    frames
+}
+
 /// Reads an ASCII profile held in memory.
 pub fn read_ascii(text: &[u8]) -> Result<Profile, ParseError> {
     Ok(from_sections(ascii::reader::parse_file(text)?))
@@ -407,8 +439,13 @@ fn from_sections(sections: Vec<Section>) -> Profile {
     for section in &sections {
         match section {
             Section::Header {
-                version, created, ..
-            } => profile.header = format!("{version}, created {created}"),
+                version,
+                created,
+                prelude,
+            } => {
+                profile.header = format!("{version}, created {created}");
+                profile.settings = RunSettings::find_in(prelude).unwrap_or_default();
+            }
             Section::Trace(trace) => {
                 traces.insert(trace.serial, trace.frames.iter().map(frame_name).collect());
                 let info = TraceInfo {
@@ -427,7 +464,11 @@ fn from_sections(sections: Vec<Section>) -> Profile {
             _ => {}
         }
     }
-    let frames_of = |serial: u32| traces.get(&serial).cloned().unwrap_or_default();
+    let settings = profile.settings;
+    let trace_of = |serial: u32| traces.get(&serial).cloned().unwrap_or_default();
+    let frames_of = |serial: u32| marked_if_cut(trace_of(serial), settings.depth);
+    let site_frames_of =
+        |serial: u32| marked_if_cut(trace_of(serial), settings.sites_trace_depth());
     for section in sections {
         match section {
             Section::Cpu(cpu) => {
@@ -466,7 +507,7 @@ fn from_sections(sections: Vec<Section>) -> Profile {
                         .rows
                         .iter()
                         .map(|row| Site {
-                            frames: frames_of(row.trace_serial),
+                            frames: site_frames_of(row.trace_serial),
                             trace: row.trace_serial,
                             class: stable_class_name(&row.class_name),
                             live_bytes: row.live_bytes,
@@ -550,7 +591,10 @@ struct BinaryTables {
     sites: Option<Vec<hprof_format::binary::AllocSite>>,
     /// class object id (or primitive type byte with PRIMITIVE_KEY) -> counts
     histogram: Option<HashMap<u64, ClassCount>>,
+    /// CONTROL SETTINGS' depth.
     depth: Option<u16>,
+    /// hprof-rs's settings line, from the UTF8 record that holds it.
+    settings: Option<RunSettings>,
 }
 
 /// Reads a binary profile as a stream, in bounded memory.
@@ -578,9 +622,11 @@ pub fn read_binary(input: impl Read) -> Result<Profile, ParseError> {
 fn collect_record(body: RecordBody, tables: &mut BinaryTables) {
     match body {
         RecordBody::Utf8 { id, text } => {
-            tables
-                .utf8
-                .insert(id, String::from_utf8_lossy(&text).into_owned());
+            let text = String::from_utf8_lossy(&text).into_owned();
+            if text.starts_with(settings::PREFIX) && tables.settings.is_none() {
+                tables.settings = RunSettings::from_line(&text);
+            }
+            tables.utf8.insert(id, text);
         }
         RecordBody::LoadClass {
             class_serial,
@@ -658,7 +704,9 @@ fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
             |n| stable_class_name(&loaded_class_name(text(n))),
         )
     };
-    let frames_of = |serial: u32| -> Vec<String> {
+    let mut settings = tables.settings.unwrap_or_default();
+    settings.depth = settings.depth.or(tables.depth.map(u32::from));
+    let trace_of = |serial: u32| -> Vec<String> {
         tables
             .traces
             .get(&serial)
@@ -673,6 +721,9 @@ fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
                     .collect()
             })
     };
+    let frames_of = |serial: u32| marked_if_cut(trace_of(serial), settings.depth);
+    let site_frames_of =
+        |serial: u32| marked_if_cut(trace_of(serial), settings.sites_trace_depth());
     let samples = tables.samples.as_ref().map(|(rows, total)| {
         let stacks = rows
             .iter()
@@ -690,7 +741,7 @@ fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
         sites
             .iter()
             .map(|s| Site {
-                frames: frames_of(s.trace_serial),
+                frames: site_frames_of(s.trace_serial),
                 trace: s.trace_serial,
                 class: if s.array_type > 2 {
                     primitive_array_name(s.array_type)
@@ -747,15 +798,15 @@ fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
         .collect();
     Profile {
         header: format!(
-            "{}, started at {} ms since 1970",
+            "{}, started {}",
             header.version.header_text(),
-            header.timestamp_ms
+            header.started_utc()
         ),
         samples,
         times: None,
         sites,
         histogram,
-        depth: tables.depth,
+        settings,
         traces,
         threads,
         monitor_time: None,
@@ -793,6 +844,139 @@ CPU SAMPLES END\n";
         assert_eq!(stacks[0].frames, ["Hot.leaf", "Hot.main"]);
         assert_eq!(stacks[0].value, 7);
         assert!(profile.choose(Some(What::Alloc)).is_err());
+    }
+
+    /// A file of hprof-rs at depth=2: a trace of 2 frames may have been
+    /// cut, one of 1 is whole; SITES traces kept 1 frame at most.
+    const CUT_ASCII: &str = "JAVA PROFILE 1.0.1, created Thu Nov  2 17:11:21 2017\n\
+\n\
+The guide.\n\
+\n\
+hprof-rs settings: depth=2 sites_depth=1 interval=7\n\
+--------\n\
+\n\
+TRACE 300001:\n\
+\tHot.leaf(Hot.java:5)\n\
+\tHot.deeper(Hot.java:9)\n\
+TRACE 300002:\n\
+\tHot.main(Hot.java:10)\n\
+CPU SAMPLES BEGIN (total = 10) Thu Nov  2 17:11:22 2017\n\
+rank   self  accum   count trace method\n\
+   1 70.00% 70.00%       7 300001 Hot.leaf\n\
+   2 30.00% 100.00%       3 300002 Hot.main\n\
+CPU SAMPLES END\n\
+SITES BEGIN (ordered by live bytes) Thu Nov  2 17:11:22 2017\n\
+\x20         percent          live          alloc'ed  stack class\n\
+\x20rank   self  accum     bytes objs     bytes  objs trace name\n\
+\x20   1 100.00% 100.00%       16    1        16     1 300002 int[]\n\
+SITES END\n";
+
+    #[test]
+    fn ascii_traces_as_deep_as_the_depth_get_the_truncated_root() {
+        let profile = read_ascii(CUT_ASCII.as_bytes()).unwrap();
+        let stacks = profile.stacks(What::Cpu);
+        assert_eq!(stacks[0].frames, ["Hot.leaf", "Hot.deeper", TRUNCATED]);
+        assert_eq!(stacks[1].frames, ["Hot.main"]);
+        let sites = profile.stacks(What::Alloc);
+        assert_eq!(sites[0].frames, ["Hot.main", TRUNCATED], "sites_depth=1");
+        assert_eq!(profile.interval_ms(), 7);
+        assert_eq!(
+            profile.options(),
+            "cpu=samples, heap=sites, depth=2, interval=7"
+        );
+        // HPROF's own files say neither: nothing is marked, 10 ms.
+        let hprof = read_ascii(ASCII.as_bytes()).unwrap();
+        assert_eq!(hprof.stacks(What::Cpu)[0].frames, ["Hot.leaf", "Hot.main"]);
+        assert_eq!(hprof.interval_ms(), DEFAULT_INTERVAL_MS);
+    }
+
+    /// A binary file of two traces (2 frames and 1), CPU SAMPLES of both,
+    /// with hprof-rs's settings record when `settings` is given.
+    fn binary_file(settings: Option<&str>) -> Vec<u8> {
+        use hprof_format::binary::writer::{encode_header, encode_record};
+        use hprof_format::binary::{CpuSample, Record, Version};
+        let header = FileHeader {
+            version: Version::V101,
+            id_size: 4,
+            timestamp_ms: 1_796_585_248_082,
+        };
+        let utf8 = |id: u64, text: &str| RecordBody::Utf8 {
+            id,
+            text: text.as_bytes().to_vec(),
+        };
+        let frame = |frame_id: u64, method_name_id: u64| RecordBody::Frame {
+            frame_id,
+            method_name_id,
+            signature_id: 0,
+            source_file_id: 0,
+            class_serial: 1,
+            line: -1,
+        };
+        let mut bodies = vec![
+            RecordBody::ControlSettings { flags: 2, depth: 2 },
+            utf8(1, "Hot"),
+            utf8(2, "leaf"),
+            utf8(3, "main"),
+            RecordBody::LoadClass {
+                class_serial: 1,
+                class_id: 0x100,
+                trace_serial: 0,
+                name_id: 1,
+            },
+            frame(0x10, 2),
+            frame(0x11, 3),
+            RecordBody::Trace {
+                trace_serial: 300001,
+                thread_serial: 0,
+                frame_ids: vec![0x10, 0x11],
+            },
+            RecordBody::Trace {
+                trace_serial: 300002,
+                thread_serial: 0,
+                frame_ids: vec![0x11],
+            },
+            RecordBody::CpuSamples {
+                total: 10,
+                samples: vec![
+                    CpuSample {
+                        count: 7,
+                        trace_serial: 300001,
+                    },
+                    CpuSample {
+                        count: 3,
+                        trace_serial: 300002,
+                    },
+                ],
+            },
+        ];
+        if let Some(line) = settings {
+            bodies.insert(1, utf8(9, line));
+        }
+        let mut bytes = Vec::new();
+        encode_header(&header, &mut bytes);
+        for body in bodies {
+            encode_record(&Record { time: 0, body }, header.id_size, &mut bytes);
+        }
+        bytes
+    }
+
+    #[test]
+    fn binary_traces_as_deep_as_the_depth_get_the_truncated_root() {
+        // The settings record wins over CONTROL SETTINGS' depth.
+        let ours =
+            read_binary(&binary_file(Some("hprof-rs settings: depth=3 interval=20"))[..]).unwrap();
+        assert_eq!(ours.stacks(What::Cpu)[0].frames, ["Hot.leaf", "Hot.main"]);
+        assert_eq!(ours.interval_ms(), 20);
+        assert_eq!(
+            ours.header,
+            "JAVA PROFILE 1.0.1, started 2026-12-06T19:27:28.082Z"
+        );
+        // HPROF's binary files carry the depth in CONTROL SETTINGS alone.
+        let hprof = read_binary(&binary_file(None)[..]).unwrap();
+        let stacks = hprof.stacks(What::Cpu);
+        assert_eq!(stacks[0].frames, ["Hot.leaf", "Hot.main", TRUNCATED]);
+        assert_eq!(stacks[1].frames, ["Hot.main"]);
+        assert_eq!(hprof.interval_ms(), DEFAULT_INTERVAL_MS);
     }
 
     #[test]

@@ -156,7 +156,7 @@ fn sum(values: impl Iterator<Item = u64>) -> u64 {
 }
 
 /// The table `table` of `profile` as samples; `interval_ms` is the CPU
-/// sampling interval (neither file format records it).
+/// sampling interval (the file's, [`Profile::interval_ms`], or the user's).
 pub fn samples(profile: &Profile, table: Table, interval_ms: u64) -> Samples<'_> {
     let interval_ns = interval_ms.saturating_mul(NS_PER_MS);
     match table {

@@ -81,7 +81,7 @@ fn summarize_binary(path: &str) -> Result<(), Failure> {
     println!(
         "  time             {} ms since 1970 ({})",
         header.timestamp_ms,
-        utc_text(header.timestamp_ms)
+        header.started_utc()
     );
 
     let mut records: BTreeMap<String, u64> = BTreeMap::new();
@@ -185,26 +185,4 @@ fn entry_kind(entry: &HeapEntry) -> &'static str {
         HeapEntry::ObjectArray { .. } => "ARR (objects)",
         HeapEntry::PrimitiveArray { .. } => "ARR (primitives)",
     }
-}
-
-/// `ms` since 1970 as `YYYY-MM-DD hh:mm:ss UTC` (proleptic Gregorian).
-fn utc_text(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
-    // Days to a civil date (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
 }

@@ -16,6 +16,8 @@
 //!   writer that prints them byte for byte as HPROF did, and a parser.
 //! - [`commands`]: the `net=` command frames, read and encoded.
 //! - [`names`]: JVM signatures to the dotted names HPROF prints.
+//! - [`settings`]: the run's settings (depth, sampling interval) an
+//!   hprof-rs file carries in a way HPROF's readers pass over.
 //! - [`identify`]: a file's format from its first bytes, so that a file that
 //!   is not a profile is refused before the rest of it is read.
 //!
@@ -99,6 +101,7 @@ pub mod binary;
 pub mod commands;
 pub mod identify;
 pub mod names;
+pub mod settings;
 
 /// The README's code examples, compiled and run as doctests.
 #[cfg(doctest)]

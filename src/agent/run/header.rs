@@ -6,6 +6,7 @@ use crate::agent::jvm::collector::{Collector, exit_dump_note};
 use crate::emit::clock::ctime_now;
 use crate::emit::{HeaderFacts, SitesCounting};
 use crate::format::binary::{self, Version};
+use crate::format::settings::RunSettings;
 use crate::options::{Format, Options};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -100,6 +101,22 @@ pub fn facts(
             .map_or(0, |d| d.as_millis() as u64),
         control_flags: control_flags(options),
         depth: options.depth.min(u16::MAX as u32) as u16,
+        settings: settings(options),
+    }
+}
+
+/// The settings line's values: the depth traces are cut at, the SITES
+/// traces' when calling contexts keep fewer frames, the sampling interval.
+pub fn settings(options: &Options) -> RunSettings {
+    // A calling context holds the allocating frame and 3 callers at most.
+    let context_frames = 1 + crate::bci::WINDOW_CALL_SITES as u32;
+    let sites_depth = (sites_counting(options) == SitesCounting::ByContext
+        && options.depth > context_frames)
+        .then_some(context_frames);
+    RunSettings {
+        depth: Some(options.depth),
+        sites_depth,
+        interval_ms: Some(options.interval_ms),
     }
 }
 
@@ -182,6 +199,27 @@ mod tests {
             "milliseconds since 1970"
         );
         assert!(facts.notes.is_empty(), "G1 collects at exit");
+        assert_eq!(
+            facts.settings.line(),
+            "hprof-rs settings: depth=7 interval=10"
+        );
+    }
+
+    #[test]
+    fn settings_say_when_sites_traces_keep_fewer_frames_than_the_depth() {
+        let line = |cmdline: &str| settings(&options(cmdline)).line();
+        assert_eq!(
+            line("heap=sites,depth=16,interval=3"),
+            "hprof-rs settings: depth=16 interval=3"
+        );
+        assert_eq!(
+            line("heap=sites,alloc_count=bytecode,depth=16"),
+            "hprof-rs settings: depth=16 sites_depth=4 interval=10"
+        );
+        assert_eq!(
+            line("heap=sites,alloc_count=bytecode,depth=3"),
+            "hprof-rs settings: depth=3 interval=10"
+        );
     }
 
     #[test]

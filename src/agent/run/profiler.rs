@@ -300,7 +300,8 @@ impl Profiler {
                 jvm::collector::Collector::of_this_jvm(),
                 jvm::exit_collection::installed(),
             );
-            run.writer.write(run.emitter.file_header(&facts));
+            let header = run.emitter.file_header(&facts, &mut run.model.lock());
+            run.writer.write(header);
         }
 
         let classes = jvm::loaded_classes(env, jni);

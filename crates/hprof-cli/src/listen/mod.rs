@@ -47,7 +47,8 @@ const UNUSABLE: i32 = 2;
 /// Arguments of `hprof-rs listen`.
 #[derive(clap::Args, Debug)]
 pub struct ListenArgs {
-    /// The TCP port the agents connect to (`net=HOST:PORT`).
+    /// The TCP port the agents connect to (`net=HOST:PORT`); 0 lets the
+    /// system pick a free one, which the `listening on` line gives.
     #[arg(long)]
     pub port: u16,
     /// The first JVM's output file; later JVMs get FILE.1, FILE.2, ...
@@ -93,7 +94,12 @@ pub fn listen(args: ListenArgs) -> i32 {
         let requests = requests.clone();
         spawn("stdin", move || read_stdin(&requests));
     }
-    say(&format!("listening on {address}"));
+    // With --port 0 the system picks the port: the one printed is the one
+    // the agents must be given.
+    let port = agents_port
+        .local_addr()
+        .map_or(args.port, |bound| bound.port());
+    say(&format!("listening on {}:{port}", args.host));
     let agents = agents::Agents::default();
     let (gone, disconnected) = unbounded::<usize>();
     {

@@ -41,9 +41,10 @@ pub struct ReportArgs {
     /// graph (red = grew, blue = shrank) of FILE against BASE.
     #[arg(long)]
     pub diff: Option<PathBuf>,
-    /// The agent's cpu=samples interval in ms (not recorded in the files).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
-    pub interval: u64,
+    /// The cpu=samples interval in ms (default: the one the file says,
+    /// else HPROF's 10).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub interval: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -164,7 +165,15 @@ fn add_table(data: &mut Data, profile: &Profile, samples: &Samples) {
             } else {
                 What::Time
             };
-            hot_methods(data, profile, what, samples.table, total, unit);
+            let mut note = format!("total {total} {unit}");
+            if let Some((_, period_ns)) = samples.period.filter(|_| what == What::Cpu) {
+                let seconds = total.saturating_mul(period_ns) as f64 / 1e9;
+                note.push_str(&format!(
+                    ", one per {} ms of a thread's CPU: about {seconds:.1} s of CPU",
+                    period_ns / NS_PER_MS
+                ));
+            }
+            hot_methods(data, profile, what, samples.table, (total, &note), unit);
             if samples.table == Table::Cpu {
                 threads_by_cost(data, samples, total);
             }
@@ -189,7 +198,7 @@ fn hot_methods(
     profile: &Profile,
     what: What,
     table: Table,
-    total: u64,
+    (total, total_note): (u64, &str),
     unit: &str,
 ) {
     let mut costs: Vec<top::MethodCost> = top::method_costs(stacks_of(profile, what))
@@ -211,7 +220,7 @@ fn hot_methods(
         })
         .collect();
     let title = format!("{}: hot methods ({unit}, by self)", table.title());
-    let note = format!("{}; total {total} {unit}", cut_note(ROWS.min(of), of));
+    let note = format!("{}; {total_note}", cut_note(ROWS.min(of), of));
     data.table(
         &title,
         note,
@@ -473,8 +482,9 @@ fn build(args: &ReportArgs, profile: &Profile, base: Option<&Profile>) -> Result
     if let (Some(base), Some(path)) = (base, &args.diff) {
         differential(&mut data, path, base, profile)?;
     }
+    let interval = args.interval.unwrap_or_else(|| profile.interval_ms());
     for table in sample_table::available(profile) {
-        let samples = sample_table::samples(profile, table, args.interval);
+        let samples = sample_table::samples(profile, table, interval);
         add_table(&mut data, profile, &samples);
     }
     heap(&mut data, profile);
@@ -507,7 +517,7 @@ pub fn page_of(profile: &Profile) -> Result<String, String> {
         file: PathBuf::from("profile"),
         output: PathBuf::new(),
         diff: None,
-        interval: 10,
+        interval: None,
     };
     build(&args, profile, None)
 }

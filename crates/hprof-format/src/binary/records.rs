@@ -32,6 +32,61 @@ pub struct FileHeader {
     pub timestamp_ms: u64,
 }
 
+impl FileHeader {
+    /// The time stamp as an ISO 8601 date and time in UTC, to the
+    /// millisecond: `2026-12-06T19:27:28.082Z`.
+    pub fn started_utc(&self) -> String {
+        utc_iso8601(self.timestamp_ms)
+    }
+}
+
+/// `ms` milliseconds since 1970-01-01 as `YYYY-MM-DDThh:mm:ss.mmmZ` (the
+/// Gregorian calendar, no leap seconds: the clocks that write files count
+/// none either).
+pub fn utc_iso8601(ms: u64) -> String {
+    const MS_PER_DAY: u64 = 86_400_000;
+    let (days, in_day) = (ms / MS_PER_DAY, ms % MS_PER_DAY);
+    let (year, month, day) = civil_date(days);
+    let seconds = in_day / 1000;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60,
+        in_day % 1000
+    )
+}
+
+/// Year, month (1-12) and day (1-31) of the `days`th day after 1970-01-01.
+fn civil_date(days: u64) -> (u64, u64, u64) {
+    // The calendar repeats every 400 years, which hold 146,097 days
+    // whatever year they start at: whole cycles are skipped at once, so a
+    // damaged file's huge time stamp costs no more than a real one.
+    const DAYS_PER_400_YEARS: u64 = 146_097;
+    let is_leap = |y: u64| y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let mut year = 1970 + 400 * (days / DAYS_PER_400_YEARS);
+    let mut day = days % DAYS_PER_400_YEARS;
+    loop {
+        let length = if is_leap(year) { 366 } else { 365 };
+        if day < length {
+            break;
+        }
+        day -= length;
+        year += 1;
+    }
+    let february = if is_leap(year) { 29 } else { 28 };
+    let lengths = [31, february, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let mut month = 1;
+    for length in lengths {
+        if day < length {
+            break;
+        }
+        day -= length;
+        month += 1;
+    }
+    (year, month, day + 1)
+}
+
 /// One top-level record: tag, time stamp and body. The length is derived.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
@@ -549,5 +604,25 @@ impl HeapRecord {
             HeapRecord::ObjectArrayDump { .. } => OBJ_ARRAY_DUMP,
             HeapRecord::PrimitiveArrayDump { .. } => PRIM_ARRAY_DUMP,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc_iso8601;
+
+    #[test]
+    fn time_stamps_read_as_utc_dates() {
+        assert_eq!(utc_iso8601(0), "1970-01-01T00:00:00.000Z");
+        // As `date -u -d @1796585248 +%FT%T` prints it.
+        assert_eq!(utc_iso8601(1_796_585_248_082), "2026-12-06T19:27:28.082Z");
+        // The leap days of 2000 (a 400th year) and 2024, none in 2100.
+        assert_eq!(utc_iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(utc_iso8601(1_709_164_799_999), "2024-02-28T23:59:59.999Z");
+        assert_eq!(utc_iso8601(1_709_164_800_000), "2024-02-29T00:00:00.000Z");
+        assert_eq!(utc_iso8601(4_107_542_400_000), "2100-03-01T00:00:00.000Z");
+        assert_eq!(utc_iso8601(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
+        // A damaged file's time stamp still gives a date, at once.
+        assert!(utc_iso8601(u64::MAX).starts_with("584556019-"));
     }
 }
