@@ -53,8 +53,11 @@ pub fn collapse(file: &Path, what: Option<What>) -> i32 {
 
 /// The subtitle of a flame graph: the profile's header and totals.
 fn subtitle(profile: &Profile, what: What) -> String {
+    let cut = profile
+        .below_cutoff_text(what)
+        .map_or_else(String::new, |cut| format!(" ({cut})"));
     format!(
-        "{}; {}; total {} {}",
+        "{}; {}; total {} {}{cut}",
         profile.header,
         profile.options(),
         profile.total(what),

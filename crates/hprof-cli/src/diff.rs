@@ -16,7 +16,7 @@
 pub use super::change::Change;
 use super::change::change;
 use super::collapse::folded;
-use super::profile::{Profile, What};
+use super::profile::{BELOW_CUTOFF, BelowCutoff, Profile, What};
 use super::subject::{subject_kind, subject_value};
 use super::threshold::{Subject, Threshold};
 use super::top::method_costs;
@@ -38,6 +38,9 @@ pub struct Verdict {
     pub value: Change,
     /// The threshold is crossed and, for CPU samples, the change is not noise.
     pub failed: bool,
+    /// Why the value may be short: a class, site or method of SITES whose
+    /// rows below the cutoff are not in either file; null otherwise.
+    pub note: Option<String>,
 }
 
 /// The whole comparison; also the `--json` form.
@@ -47,6 +50,13 @@ pub struct Report {
     pub unit: &'static str,
     pub statistic: &'static str,
     pub total: Change,
+    /// SITES: what the cutoff left out of each file's rows (counted in
+    /// the totals and as one `[rows below the cutoff]` stack); null when
+    /// nothing was, or the file does not say.
+    pub base_below_cutoff: Option<BelowCutoff>,
+    pub new_below_cutoff: Option<BelowCutoff>,
+    /// What the reader should know about the totals, in words.
+    pub notes: Vec<String>,
     /// Stacks that changed beyond noise, largest absolute change first.
     pub stacks: Vec<Change>,
     /// Methods whose self cost changed beyond noise, largest first.
@@ -165,7 +175,48 @@ fn verdict(base: &Profile, new: &Profile, what: What, threshold: &Threshold) -> 
         unit: subject_kind.unit(),
         value,
         failed: crossed,
+        note: uncounted_rows(base, new, subject_kind, &threshold.subject),
     }
+}
+
+/// For a class, site or method threshold on SITES: the rows below the
+/// cutoff it cannot see, in words (totals count them, other subjects not).
+fn uncounted_rows(base: &Profile, new: &Profile, kind: What, subject: &Subject) -> Option<String> {
+    if matches!(subject, Subject::Total(_)) || !kind.is_sites() {
+        return None;
+    }
+    let cut = |p: &Profile| p.sites_below_cutoff().map_or(0, |c| c.value(kind));
+    let (b, n) = (cut(base), cut(new));
+    (b > 0 || n > 0).then(|| {
+        format!(
+            "rows below the cutoff not counted: {b} {} in the base profile, {n} in the new \
+             one; profile with cutoff=0 to gate on classes, sites and methods",
+            kind.unit()
+        )
+    })
+}
+
+/// What the reader should know about SITES totals: each side's rows below
+/// the cutoff, and a file that does not state its totals.
+fn total_notes(base: &Profile, new: &Profile, what: What) -> Vec<String> {
+    if !what.is_sites() {
+        return Vec::new();
+    }
+    let mut notes = Vec::new();
+    for (side, profile) in [("base", base), ("new", new)] {
+        if let Some(cut) = profile.below_cutoff_text(what) {
+            notes.push(format!(
+                "{side}: {cut}, counted in the total and as one {BELOW_CUTOFF} stack"
+            ));
+        } else if profile.sites_totals.is_none() {
+            notes.push(format!(
+                "{side}: the file does not state its SITES totals (written by HPROF or an \
+                 older hprof-rs), so its total is the sum of its rows, without the rows below \
+                 the cutoff"
+            ));
+        }
+    }
+    notes
 }
 
 /// Compares `new` against `base` on `what` and evaluates the thresholds.
@@ -202,6 +253,9 @@ pub fn compare(
             "exact counts: changes of at least 0.5% of the base total"
         },
         total: change("total".into(), totals.0, totals.1, total_z),
+        base_below_cutoff: base.sites_below_cutoff().filter(|_| what.is_sites()),
+        new_below_cutoff: new.sites_below_cutoff().filter(|_| what.is_sites()),
+        notes: total_notes(base, new, what),
         failed: thresholds.iter().any(|v| v.failed),
         stacks,
         methods,
@@ -232,6 +286,9 @@ pub fn render(report: &Report) -> String {
         report.what.name(),
         describe(&report.total, unit)
     );
+    for note in &report.notes {
+        let _ = writeln!(out, "Note: {note}");
+    }
     let _ = writeln!(out, "Noise: {}", report.statistic);
     let mut section = |title: &str, rows: &[Change]| {
         let _ = writeln!(out, "\n{title}");
@@ -257,6 +314,9 @@ pub fn render(report: &Report) -> String {
                 v.expression,
                 describe(&v.value, v.unit)
             );
+            if let Some(note) = &v.note {
+                let _ = writeln!(out, "         ({note})");
+            }
         }
     }
     out

@@ -251,9 +251,7 @@ fn threads_by_cost(data: &mut Data, samples: &Samples, total: u64) {
 fn sites(data: &mut Data, profile: &Profile) {
     let mut sites: Vec<&profile::Site> = profile.sites.iter().flatten().collect();
     sites.sort_by_key(|s| std::cmp::Reverse(s.allocated_bytes));
-    let total: u64 = sites
-        .iter()
-        .fold(0, |s, x| s.saturating_add(x.allocated_bytes));
+    let total = profile.total(What::Alloc);
     let of = sites.len();
     let rows = sites
         .iter()
@@ -274,8 +272,11 @@ fn sites(data: &mut Data, profile: &Profile) {
             ]
         })
         .collect();
+    let below_cutoff = profile
+        .below_cutoff_text(What::Alloc)
+        .map_or_else(String::new, |cut| format!(" ({cut}, not listed)"));
     let note = format!(
-        "{}, by allocated bytes; total {total} bytes",
+        "{}, by allocated bytes; total {total} bytes{below_cutoff}",
         cut_note(ROWS.min(of), of)
     );
     let columns = [
