@@ -21,7 +21,6 @@ use super::subject::{subject_kind, subject_value};
 use super::threshold::{Subject, Threshold};
 use super::top::method_costs;
 use serde::Serialize;
-use std::fmt::Write as _;
 
 /// |z| at and above which a change of sampled counts is not noise.
 pub const Z_SIGNIFICANT: f64 = 3.0;
@@ -261,65 +260,6 @@ pub fn compare(
         methods,
         thresholds,
     }
-}
-
-fn describe(c: &Change, unit: &str) -> String {
-    let relative = match c.relative_percent {
-        Some(r) => format!("{r:+.1}%"),
-        None if c.new == 0 => "unchanged".to_owned(),
-        None => "new".to_owned(),
-    };
-    let z = c.z.map_or_else(String::new, |z| format!(", z={z:+.1}"));
-    format!(
-        "{:+} {unit} ({relative}{z}): {} -> {}",
-        c.change, c.base, c.new
-    )
-}
-
-/// The report as text.
-pub fn render(report: &Report) -> String {
-    let mut out = String::new();
-    let unit = report.unit;
-    let _ = writeln!(
-        out,
-        "{} total: {}",
-        report.what.name(),
-        describe(&report.total, unit)
-    );
-    for note in &report.notes {
-        let _ = writeln!(out, "Note: {note}");
-    }
-    let _ = writeln!(out, "Noise: {}", report.statistic);
-    let mut section = |title: &str, rows: &[Change]| {
-        let _ = writeln!(out, "\n{title}");
-        if rows.is_empty() {
-            let _ = writeln!(out, "  (no change beyond noise)");
-        }
-        for row in rows {
-            let _ = writeln!(out, "  {}  {}", describe(row, unit), row.name);
-        }
-    };
-    section("Stacks that changed, largest first:", &report.stacks);
-    section(
-        "Methods whose self cost changed, largest first:",
-        &report.methods,
-    );
-    if !report.thresholds.is_empty() {
-        let _ = writeln!(out, "\nThresholds:");
-        for v in &report.thresholds {
-            let state = if v.failed { "FAILED" } else { "ok" };
-            let _ = writeln!(
-                out,
-                "  {state:6} {}: {}",
-                v.expression,
-                describe(&v.value, v.unit)
-            );
-            if let Some(note) = &v.note {
-                let _ = writeln!(out, "         ({note})");
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]

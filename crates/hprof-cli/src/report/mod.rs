@@ -13,7 +13,7 @@ mod tree;
 use super::listen::output_file;
 use super::profile::{self, Profile, What};
 use super::sample_table::{self, Samples, Table};
-use super::{collapse, diff, top};
+use super::{collapse, diff, diff_output, top};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -400,7 +400,7 @@ fn differential(
             "hprof-rs diff {} (base) against this profile",
             base_path.display()
         ),
-        text: diff::render(&report),
+        text: diff_output::render(&report, diff_output::DiffFormat::Text),
     });
     let mut tree = Tree::default();
     for (stack, value) in collapse::folded(new, what) {
