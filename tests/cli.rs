@@ -134,13 +134,14 @@ fn run_passes_stop_signals_on_to_the_jvm_and_exits_with_its_status() {
             assert!(!left_running, "{what}: the JVM outlived the wrapper");
             common::assert_exit_code(&out, code, &what);
             // The agent wrote its whole file at VM death: it parses and ends
-            // with the exit's SITES table (after the SIGQUIT one for TERM).
+            // with the exit's SITES table and its SITES TOTALS (after the
+            // SIGQUIT ones for TERM).
             let sites =
                 AsciiProfile::read_whole_file(&profile).count(|s| matches!(s, Section::Sites(_)));
             let expected = if signal == libc::SIGTERM { 2 } else { 1 };
             assert_eq!(sites, expected, "{what}: SITES tables");
             let text = fs::read_to_string(&profile).unwrap();
-            assert!(text.ends_with("SITES END\n"), "{what}: {text}");
+            assert!(text.ends_with("SITES TOTALS END\n"), "{what}: {text}");
         }
     });
 }

@@ -240,13 +240,14 @@ fn pprof_reads_sites_with_the_four_totals_of_the_file() {
         let text = alloc_sites(jdk, &dir);
         let file = ascii(&text);
         let rows = file.site_rows();
-        let sum = |f: fn(&hprof_rs::format::ascii::SiteRow) -> u64| rows.iter().map(f).sum::<u64>();
+        // The file's totals: every site, the rows below the cutoff included.
+        let all = file.sites_totals().all;
         let pb = to_pprof(&text, "sites");
         let checks: [(&str, Option<&str>, u64); 4] = [
-            ("alloc_objects", None, sum(|r| r.allocated_objects)),
-            ("alloc_space", Some("B"), sum(|r| r.allocated_bytes)),
-            ("inuse_objects", None, sum(|r| r.live_objects)),
-            ("inuse_space", Some("B"), sum(|r| r.live_bytes)),
+            ("alloc_objects", None, all.allocated_objects),
+            ("alloc_space", Some("B"), all.allocated_bytes),
+            ("inuse_objects", None, all.live_objects),
+            ("inuse_space", Some("B"), all.live_bytes),
         ];
         for (index, unit, expected) in checks {
             assert_eq!(
@@ -270,18 +271,7 @@ fn pprof_reads_sites_with_the_four_totals_of_the_file() {
             "sites.hprof",
             &["AllocSites"],
         );
-        let parsed = hprof_rs::format::binary::reader::parse(&fs::read(&binary).unwrap()).unwrap();
-        let bytes: u64 = parsed
-            .records
-            .iter()
-            .rev()
-            .find_map(|r| match &r.body {
-                RecordBody::AllocSites { sites, .. } => {
-                    Some(sites.iter().map(|s| u64::from(s.allocated_bytes)).sum())
-                }
-                _ => None,
-            })
-            .expect("an ALLOC SITES record");
+        let (bytes, _) = common::alloc_sites_bytes(&binary);
         let top = pprof_top(&to_pprof(&binary, "sites"), "alloc_space", Some("B"));
         assert_eq!(top.total, bytes, "{label}: binary alloc_space");
         assert_eq!(top.names[0], "int[]", "{label}: binary top class");
@@ -435,11 +425,7 @@ fn speedscope_has_the_schemas_fields_a_profile_per_thread_and_the_files_totals()
         );
 
         let sites = alloc_sites(jdk, &dir);
-        let bytes: u64 = ascii(&sites)
-            .site_rows()
-            .iter()
-            .map(|r| r.allocated_bytes)
-            .sum();
+        let bytes = ascii(&sites).sites_totals().all.allocated_bytes;
         let (sum, names) = check_speedscope(&speedscope(&sites, "sites"), label);
         assert_eq!(sum, bytes, "{label}: allocated bytes");
         assert_eq!(names.len(), 1, "{label}: one profile without thread=y");

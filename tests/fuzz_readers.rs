@@ -26,6 +26,7 @@ mod format_samples;
 
 use cap::Cap;
 use hprof_cli::convert::{self, Target};
+use hprof_cli::diff_output::{self, DiffFormat};
 use hprof_cli::{collapse, diff, profile, report, sample_table, threshold, top};
 use hprof_rs::bci::{Injection, RewriteOptions, TRACKER_CLASS_FILE, rewrite_class_with};
 use hprof_rs::emit::Emitter;
@@ -350,7 +351,10 @@ proptest! {
             for what in profile.available() {
                 let _ = collapse::folded_text(&profile, what);
                 let _ = top::render(&top::top(&profile, Some(what), 5).expect("available"));
-                let _ = diff::render(&diff::compare(&profile, &profile, what, &[], 5));
+                let report = diff::compare(&profile, &profile, what, &[], 5);
+                for format in [DiffFormat::Text, DiffFormat::Md, DiffFormat::Junit] {
+                    let _ = diff_output::render(&report, format);
+                }
             }
             let _ = top::top(&profile, None, 5);
         }

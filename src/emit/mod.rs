@@ -162,6 +162,9 @@ HEAP DUMP                  every object on the heap (heap=dump): roots (ROOT),
 ";
 
 const PRELUDE_AFTER_SITES: &str = "\
+SITES TOTALS               an addition of hprof-rs, after each SITES: the
+                           totals of every site, and of the rows the cutoff
+                           left out of SITES.
 CPU SAMPLES                where running threads were seen (cpu=samples).
 CPU TIME                   method calls and time per trace (cpu=times).
 WAIT / WAITED              a thread called Object.wait / stopped waiting
@@ -389,8 +392,9 @@ impl Emitter {
         self.unprinted_traces(model, out);
         match self.format {
             Format::Ascii => {
-                let section = Section::Sites(sites::ascii_section(sites, cutoff, flags, created));
-                ascii::writer::write_section(&section, out);
+                for section in sites::ascii_sections(sites, cutoff, flags, created) {
+                    ascii::writer::write_section(&section, out);
+                }
             }
             Format::Binary => {
                 for body in sites::binary_records(sites, cutoff, flags) {
@@ -635,6 +639,7 @@ mod tests {
             "TRACE",
             "HEAP DUMP",
             "SITES",
+            "SITES TOTALS",
             "CPU SAMPLES",
             "CPU TIME",
             "WAIT / WAITED",

@@ -1,9 +1,11 @@
 //! The SITES section (ASCII) and ALLOC SITES + HEAP SUMMARY records (binary):
 //! ranking, percentages and cutoff as HPROF's hprof_site.c had them: sites by
 //! live bytes, largest first, each with its share and the running total of
-//! the live bytes, cut at the first one under the cutoff share.
+//! the live bytes, cut at the first one under the cutoff share. The ASCII
+//! SITES block is followed by hprof-rs's SITES TOTALS, the totals the
+//! binary record carries and what the cutoff left out.
 
-use crate::format::ascii::{SiteRow, SitesSection};
+use crate::format::ascii::{Section, SiteCounts, SiteRow, SitesSection, SitesTotals};
 use crate::format::binary::{AllocSite, RecordBody};
 use crate::format::commands::site_flags;
 use crate::format::names::signature_to_name;
@@ -39,7 +41,12 @@ pub struct RankedSite<'a> {
 
 /// Sums every site.
 pub fn totals(sites: &[SiteSnapshot]) -> SiteTotals {
-    sites.iter().fold(SiteTotals::default(), |t, s| SiteTotals {
+    sum(sites.iter())
+}
+
+/// Sums the given sites.
+fn sum<'a>(sites: impl Iterator<Item = &'a SiteSnapshot>) -> SiteTotals {
+    sites.fold(SiteTotals::default(), |t, s| SiteTotals {
         live_bytes: t.live_bytes + s.stats.live_bytes,
         live_objects: t.live_objects + s.stats.live_objects,
         allocated_bytes: t.allocated_bytes + s.stats.allocated_bytes,
@@ -91,14 +98,22 @@ fn by_allocated(flags: u16) -> bool {
     flags & site_flags::BY_ALLOCATED != 0
 }
 
-/// The ASCII SITES section; `flags` are those of ALLOC SITES (0 for a dump).
-pub fn ascii_section(
+/// The ASCII SITES section, then SITES TOTALS; `flags` are those of ALLOC
+/// SITES (0 for a dump).
+pub fn ascii_sections(
     sites: &[SiteSnapshot],
     cutoff: f64,
     flags: u16,
     created: String,
-) -> SitesSection {
-    let rows = rank(sites, cutoff, by_allocated(flags))
+) -> [Section; 2] {
+    let ranked = rank(sites, cutoff, by_allocated(flags));
+    let all = totals(sites);
+    let listed = sum(ranked.iter().map(|r| r.site));
+    let totals = SitesTotals {
+        all: counts(sites.len(), all),
+        below_cutoff: counts(sites.len() - ranked.len(), difference(all, listed)),
+    };
+    let rows = ranked
         .into_iter()
         .map(|r| SiteRow {
             rank: r.rank,
@@ -112,7 +127,7 @@ pub fn ascii_section(
             class_name: signature_to_name(&r.site.class_signature),
         })
         .collect();
-    SitesSection {
+    let section = SitesSection {
         ordered_by: if by_allocated(flags) {
             "allocated bytes"
         } else {
@@ -121,6 +136,28 @@ pub fn ascii_section(
         .into(),
         created,
         rows,
+    };
+    [Section::Sites(section), Section::SitesTotals(totals)]
+}
+
+/// `whole` less `part` (a subset of its sites), column by column.
+fn difference(whole: SiteTotals, part: SiteTotals) -> SiteTotals {
+    SiteTotals {
+        live_bytes: whole.live_bytes - part.live_bytes,
+        live_objects: whole.live_objects - part.live_objects,
+        allocated_bytes: whole.allocated_bytes - part.allocated_bytes,
+        allocated_objects: whole.allocated_objects - part.allocated_objects,
+    }
+}
+
+/// The SITES TOTALS row of `rows` sites summing to `t`.
+fn counts(rows: usize, t: SiteTotals) -> SiteCounts {
+    SiteCounts {
+        rows: rows as u64,
+        live_bytes: t.live_bytes,
+        live_objects: t.live_objects,
+        allocated_bytes: t.allocated_bytes,
+        allocated_objects: t.allocated_objects,
     }
 }
 
@@ -237,6 +274,33 @@ mod tests {
             .map(|r| r.site.trace_serial)
             .collect();
         assert_eq!(by_allocated, vec![3, 2, 1, 5, 4]);
+    }
+
+    #[test]
+    fn sites_totals_hold_every_site_and_what_the_cutoff_left_out() {
+        let sites =
+            [(1, 100, 100), (2, 700, 800), (3, 0, 900), (4, 0, 50)].map(|(t, l, a)| site(t, l, a));
+        let [Section::Sites(listed), Section::SitesTotals(totals)] =
+            ascii_sections(&sites, 0.0001, 0, "now".into())
+        else {
+            panic!("SITES then SITES TOTALS")
+        };
+        assert_eq!(listed.rows.len(), 2);
+        let counts =
+            |rows, live_bytes, live_objects, allocated_bytes, allocated_objects| SiteCounts {
+                rows,
+                live_bytes,
+                live_objects,
+                allocated_bytes,
+                allocated_objects,
+            };
+        assert_eq!(totals.all, counts(4, 800, 4, 1850, 4));
+        assert_eq!(totals.below_cutoff, counts(2, 0, 2, 950, 2));
+        let [_, Section::SitesTotals(uncut)] = ascii_sections(&sites, 0.0, 0, "now".into()) else {
+            panic!("SITES then SITES TOTALS")
+        };
+        assert_eq!(uncut.below_cutoff, SiteCounts::default());
+        assert_eq!(uncut.all, totals.all);
     }
 
     #[test]

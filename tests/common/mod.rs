@@ -562,6 +562,31 @@ pub fn profile_to_file(
     dir.join(file)
 }
 
+/// The allocated bytes the last ALLOC SITES record of the binary profile
+/// at `path` states as its total, and the sum of its rows' (less when
+/// `cutoff` left rows out).
+pub fn alloc_sites_bytes(path: &Path) -> (u64, u64) {
+    use hprof_rs::format::binary::{RecordBody, reader};
+    let bytes = fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let parsed = reader::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    parsed
+        .records
+        .iter()
+        .rev()
+        .find_map(|r| match &r.body {
+            RecordBody::AllocSites {
+                total_allocated_bytes,
+                sites,
+                ..
+            } => Some((
+                *total_allocated_bytes,
+                sites.iter().map(|s| u64::from(s.allocated_bytes)).sum(),
+            )),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no ALLOC SITES record in {}", path.display()))
+}
+
 /// `program arg…` (cwd …), for messages.
 pub fn describe_command(cmd: &Command) -> String {
     let mut s = cmd.get_program().to_string_lossy().into_owned();

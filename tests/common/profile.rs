@@ -9,7 +9,7 @@
 
 use hprof_rs::format::ascii::{
     self, CpuSection, CpuTitle, HeapDumpSection, OldProfRow, Section, SiteRow, SitesSection,
-    TraceSection,
+    SitesTotals, TraceSection,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -134,6 +134,23 @@ impl AsciiProfile {
             .next_back()
             .unwrap_or_else(|| panic!("no SITES block in {}", self.what))
             .rows
+    }
+
+    /// The SITES TOTALS after the last SITES block (hprof-rs writes one
+    /// right after each); panics when that block has none.
+    pub fn sites_totals(&self) -> &SitesTotals {
+        let last = self
+            .sections
+            .iter()
+            .rposition(|s| matches!(s, Section::Sites(_)))
+            .unwrap_or_else(|| panic!("no SITES block in {}", self.what));
+        match self.sections.get(last + 1) {
+            Some(Section::SitesTotals(totals)) => totals,
+            next => panic!(
+                "{}: the last SITES block is followed by {next:?}",
+                self.what
+            ),
+        }
     }
 
     /// The last SITES block's rows of `class`.

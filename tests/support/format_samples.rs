@@ -563,6 +563,23 @@ pub fn sections() -> Vec<Section> {
                 site(2, 0.0, 100.0, "java.lang.String$CaseInsensitiveComparator"),
             ],
         }),
+        Section::SitesTotals(SitesTotals {
+            all: SiteCounts {
+                rows: 40,
+                live_bytes: 99016,
+                live_objects: 387,
+                allocated_bytes: 12_000_000_000,
+                allocated_objects: 3_000_000,
+            },
+            below_cutoff: SiteCounts {
+                rows: 38,
+                live_bytes: 2,
+                live_objects: 1,
+                allocated_bytes: 11_000_000_000,
+                allocated_objects: 2_999_000,
+            },
+        }),
+        Section::SitesTotals(SitesTotals::default()),
         Section::Sites(SitesSection {
             ordered_by: "allocated bytes".into(),
             created: created(),

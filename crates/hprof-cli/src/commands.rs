@@ -2,6 +2,7 @@
 //! files, run the computation, print, and map every failure to one line on
 //! standard error and exit status 2 (1 is reserved for `diff`'s thresholds).
 
+use super::diff_output::{self, DiffFormat};
 use super::listen::output_file::create_buffered;
 use super::profile::{self, Profile, What};
 use super::{collapse, diff, flame, subject, threshold, top};
@@ -53,8 +54,11 @@ pub fn collapse(file: &Path, what: Option<What>) -> i32 {
 
 /// The subtitle of a flame graph: the profile's header and totals.
 fn subtitle(profile: &Profile, what: What) -> String {
+    let cut = profile
+        .below_cutoff_text(what)
+        .map_or_else(String::new, |cut| format!(" ({cut})"));
     format!(
-        "{}; {}; total {} {}",
+        "{}; {}; total {} {}{cut}",
         profile.header,
         profile.options(),
         profile.total(what),
@@ -110,8 +114,13 @@ pub struct DiffArgs {
     /// less than 5%); a threshold that matches nothing exits 2.
     #[arg(long = "fail-if")]
     pub fail_if: Vec<String>,
-    /// Print JSON (field names documented in docs/cli.md).
-    #[arg(long)]
+    /// How to print the report: text, md (Markdown for a pull request or
+    /// $GITHUB_STEP_SUMMARY), junit (JUnit XML, a test case per --fail-if)
+    /// or json (field names documented in docs/cli.md).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: DiffFormat,
+    /// The same as --format json.
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
     /// Also write a differential flame graph (red = grew) to this SVG file.
     #[arg(long)]
@@ -148,11 +157,12 @@ pub fn diff(args: DiffArgs) -> i32 {
             };
             flame::draw_diff(&base, &new, what, &look, create_buffered(path)?)?;
         }
-        let text = if args.json {
-            json(&report)
+        let format = if args.json {
+            DiffFormat::Json
         } else {
-            diff::render(&report)
+            args.format
         };
+        let text = diff_output::render(&report, format);
         if print(&text) != 0 {
             return Err("cannot write the report".into());
         }

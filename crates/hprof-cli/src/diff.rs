@@ -16,12 +16,11 @@
 pub use super::change::Change;
 use super::change::change;
 use super::collapse::folded;
-use super::profile::{Profile, What};
+use super::profile::{BELOW_CUTOFF, BelowCutoff, Profile, What};
 use super::subject::{subject_kind, subject_value};
 use super::threshold::{Subject, Threshold};
 use super::top::method_costs;
 use serde::Serialize;
-use std::fmt::Write as _;
 
 /// |z| at and above which a change of sampled counts is not noise.
 pub const Z_SIGNIFICANT: f64 = 3.0;
@@ -38,6 +37,9 @@ pub struct Verdict {
     pub value: Change,
     /// The threshold is crossed and, for CPU samples, the change is not noise.
     pub failed: bool,
+    /// Why the value may be short: a class, site or method of SITES whose
+    /// rows below the cutoff are not in either file; null otherwise.
+    pub note: Option<String>,
 }
 
 /// The whole comparison; also the `--json` form.
@@ -47,6 +49,13 @@ pub struct Report {
     pub unit: &'static str,
     pub statistic: &'static str,
     pub total: Change,
+    /// SITES: what the cutoff left out of each file's rows (counted in
+    /// the totals and as one `[rows below the cutoff]` stack); null when
+    /// nothing was, or the file does not say.
+    pub base_below_cutoff: Option<BelowCutoff>,
+    pub new_below_cutoff: Option<BelowCutoff>,
+    /// What the reader should know about the totals, in words.
+    pub notes: Vec<String>,
     /// Stacks that changed beyond noise, largest absolute change first.
     pub stacks: Vec<Change>,
     /// Methods whose self cost changed beyond noise, largest first.
@@ -165,7 +174,48 @@ fn verdict(base: &Profile, new: &Profile, what: What, threshold: &Threshold) -> 
         unit: subject_kind.unit(),
         value,
         failed: crossed,
+        note: uncounted_rows(base, new, subject_kind, &threshold.subject),
     }
+}
+
+/// For a class, site or method threshold on SITES: the rows below the
+/// cutoff it cannot see, in words (totals count them, other subjects not).
+fn uncounted_rows(base: &Profile, new: &Profile, kind: What, subject: &Subject) -> Option<String> {
+    if matches!(subject, Subject::Total(_)) || !kind.is_sites() {
+        return None;
+    }
+    let cut = |p: &Profile| p.sites_below_cutoff().map_or(0, |c| c.value(kind));
+    let (b, n) = (cut(base), cut(new));
+    (b > 0 || n > 0).then(|| {
+        format!(
+            "rows below the cutoff not counted: {b} {} in the base profile, {n} in the new \
+             one; profile with cutoff=0 to gate on classes, sites and methods",
+            kind.unit()
+        )
+    })
+}
+
+/// What the reader should know about SITES totals: each side's rows below
+/// the cutoff, and a file that does not state its totals.
+fn total_notes(base: &Profile, new: &Profile, what: What) -> Vec<String> {
+    if !what.is_sites() {
+        return Vec::new();
+    }
+    let mut notes = Vec::new();
+    for (side, profile) in [("base", base), ("new", new)] {
+        if let Some(cut) = profile.below_cutoff_text(what) {
+            notes.push(format!(
+                "{side}: {cut}, counted in the total and as one {BELOW_CUTOFF} stack"
+            ));
+        } else if profile.sites_totals.is_none() {
+            notes.push(format!(
+                "{side}: the file does not state its SITES totals (written by HPROF or an \
+                 older hprof-rs), so its total is the sum of its rows, without the rows below \
+                 the cutoff"
+            ));
+        }
+    }
+    notes
 }
 
 /// Compares `new` against `base` on `what` and evaluates the thresholds.
@@ -202,64 +252,14 @@ pub fn compare(
             "exact counts: changes of at least 0.5% of the base total"
         },
         total: change("total".into(), totals.0, totals.1, total_z),
+        base_below_cutoff: base.sites_below_cutoff().filter(|_| what.is_sites()),
+        new_below_cutoff: new.sites_below_cutoff().filter(|_| what.is_sites()),
+        notes: total_notes(base, new, what),
         failed: thresholds.iter().any(|v| v.failed),
         stacks,
         methods,
         thresholds,
     }
-}
-
-fn describe(c: &Change, unit: &str) -> String {
-    let relative = match c.relative_percent {
-        Some(r) => format!("{r:+.1}%"),
-        None if c.new == 0 => "unchanged".to_owned(),
-        None => "new".to_owned(),
-    };
-    let z = c.z.map_or_else(String::new, |z| format!(", z={z:+.1}"));
-    format!(
-        "{:+} {unit} ({relative}{z}): {} -> {}",
-        c.change, c.base, c.new
-    )
-}
-
-/// The report as text.
-pub fn render(report: &Report) -> String {
-    let mut out = String::new();
-    let unit = report.unit;
-    let _ = writeln!(
-        out,
-        "{} total: {}",
-        report.what.name(),
-        describe(&report.total, unit)
-    );
-    let _ = writeln!(out, "Noise: {}", report.statistic);
-    let mut section = |title: &str, rows: &[Change]| {
-        let _ = writeln!(out, "\n{title}");
-        if rows.is_empty() {
-            let _ = writeln!(out, "  (no change beyond noise)");
-        }
-        for row in rows {
-            let _ = writeln!(out, "  {}  {}", describe(row, unit), row.name);
-        }
-    };
-    section("Stacks that changed, largest first:", &report.stacks);
-    section(
-        "Methods whose self cost changed, largest first:",
-        &report.methods,
-    );
-    if !report.thresholds.is_empty() {
-        let _ = writeln!(out, "\nThresholds:");
-        for v in &report.thresholds {
-            let state = if v.failed { "FAILED" } else { "ok" };
-            let _ = writeln!(
-                out,
-                "  {state:6} {}: {}",
-                v.expression,
-                describe(&v.value, v.unit)
-            );
-        }
-    }
-    out
 }
 
 #[cfg(test)]

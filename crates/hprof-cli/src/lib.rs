@@ -13,6 +13,7 @@ pub mod convert;
 mod convert_pprof;
 mod convert_speedscope;
 pub mod diff;
+pub mod diff_output;
 pub mod flame;
 mod heap_scan;
 mod listen;

@@ -258,6 +258,7 @@ fn section_kind(section: &Section) -> &'static str {
         Section::ThreadEnd { .. } => "THREAD END",
         Section::Trace(_) => "TRACE",
         Section::Sites(_) => "SITES",
+        Section::SitesTotals(_) => "SITES TOTALS",
         Section::Cpu(_) => "CPU",
         Section::OldProf(_) => "OLD PROF",
         Section::MonitorWait { .. } => "WAIT",

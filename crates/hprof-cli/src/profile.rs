@@ -68,7 +68,8 @@ impl What {
         }
     }
 
-    fn is_sites(self) -> bool {
+    /// A cost of the SITES table.
+    pub fn is_sites(self) -> bool {
         !matches!(self, What::Cpu | What::Time)
     }
 }
@@ -98,6 +99,59 @@ pub struct Site {
     pub live_objects: u64,
     pub allocated_bytes: u64,
     pub allocated_objects: u64,
+}
+
+/// Drawn for what a table counts in its total but lists in no row (rows
+/// below `cutoff`).
+pub const BELOW_CUTOFF: &str = "[rows below the cutoff]";
+
+/// The totals a file states for its SITES table, over every site, listed
+/// or not: hprof-rs's SITES TOTALS after an ASCII SITES block, or the
+/// totals of a binary ALLOC SITES record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatedSiteTotals {
+    pub live_bytes: u64,
+    pub live_objects: u64,
+    pub allocated_bytes: u64,
+    pub allocated_objects: u64,
+    /// How many rows the cutoff left out, when the file says (ASCII).
+    pub rows_cut: Option<u64>,
+}
+
+/// What the cutoff left out of a SITES table: the stated totals less the
+/// listed rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct BelowCutoff {
+    /// How many rows; null when the file does not say (binary files).
+    pub rows: Option<u64>,
+    pub live_bytes: u64,
+    pub live_objects: u64,
+    pub allocated_bytes: u64,
+    pub allocated_objects: u64,
+}
+
+impl BelowCutoff {
+    /// The left-out count of one kind of SITES cost.
+    pub fn value(&self, what: What) -> u64 {
+        match what {
+            What::Alloc => self.allocated_bytes,
+            What::AllocObjects => self.allocated_objects,
+            What::Live => self.live_bytes,
+            What::LiveObjects => self.live_objects,
+            What::Cpu | What::Time => 0,
+        }
+    }
+
+    /// `12 rows below the cutoff, 4096 bytes` (`rows below the cutoff:
+    /// 4096 bytes` when the file does not count them).
+    pub fn describe(&self, what: What) -> String {
+        let (value, unit) = (self.value(what), what.unit());
+        match self.rows {
+            Some(1) => format!("1 row below the cutoff, {value} {unit}"),
+            Some(rows) => format!("{rows} rows below the cutoff, {value} {unit}"),
+            None => format!("rows below the cutoff: {value} {unit}"),
+        }
+    }
 }
 
 /// Instances and shallow bytes of one class in a heap dump.
@@ -174,6 +228,9 @@ pub struct Profile {
     pub times: Option<(Vec<Weighted>, u64)>,
     /// The last SITES table.
     pub sites: Option<Vec<Site>>,
+    /// The totals the file states for that table (None in ASCII files
+    /// written before SITES TOTALS, and by HPROF).
+    pub sites_totals: Option<StatedSiteTotals>,
     /// Per-class instances and bytes over every heap dump in the file.
     pub histogram: Option<HashMap<String, ClassCount>>,
     /// The depth and sampling interval the file says it was taken with:
@@ -268,13 +325,15 @@ impl Profile {
         }
     }
 
-    /// The weighted stacks of one kind (empty when the kind is absent).
+    /// The weighted stacks of one kind (empty when the kind is absent). For
+    /// SITES, what the cutoff left out (when the file states its totals) is
+    /// one more stack, [`BELOW_CUTOFF`], so that the stacks sum to the total.
     pub fn stacks(&self, what: What) -> Vec<Weighted> {
         match what {
             What::Cpu => self.samples.as_ref().map(|s| s.0.clone()),
             What::Time => self.times.as_ref().map(|s| s.0.clone()),
             _ => self.sites.as_ref().map(|sites| {
-                sites
+                let mut stacks: Vec<Weighted> = sites
                     .iter()
                     .map(|site| Weighted {
                         frames: site.frames.clone(),
@@ -283,14 +342,64 @@ impl Profile {
                         trace: site.trace,
                         calls: 0,
                     })
-                    .collect()
+                    .collect();
+                let cut = self.sites_below_cutoff().map_or(0, |b| b.value(what));
+                if cut > 0 {
+                    stacks.push(Weighted {
+                        frames: vec![BELOW_CUTOFF.to_owned()],
+                        class: None,
+                        value: cut,
+                        trace: 0,
+                        calls: 0,
+                    });
+                }
+                stacks
             }),
         }
         .unwrap_or_default()
     }
 
-    /// The total of one kind: the table's own total for CPU, the sum of the
-    /// rows for sites (rows below the cutoff are not in the file).
+    /// What the cutoff left out of the SITES table, when the file states
+    /// its totals and they exceed the listed rows; None otherwise (also for
+    /// files without stated totals, whose rows are all that is known).
+    pub fn sites_below_cutoff(&self) -> Option<BelowCutoff> {
+        let (sites, stated) = (self.sites.as_ref()?, self.sites_totals?);
+        let listed = |f: fn(&Site) -> u64| sites.iter().map(f).fold(0, u64::saturating_add);
+        let cut = BelowCutoff {
+            rows: stated.rows_cut,
+            live_bytes: stated.live_bytes.saturating_sub(listed(|s| s.live_bytes)),
+            live_objects: stated
+                .live_objects
+                .saturating_sub(listed(|s| s.live_objects)),
+            allocated_bytes: stated
+                .allocated_bytes
+                .saturating_sub(listed(|s| s.allocated_bytes)),
+            allocated_objects: stated
+                .allocated_objects
+                .saturating_sub(listed(|s| s.allocated_objects)),
+        };
+        let anything = cut.rows.unwrap_or(0) > 0
+            || [
+                What::Alloc,
+                What::AllocObjects,
+                What::Live,
+                What::LiveObjects,
+            ]
+            .iter()
+            .any(|&w| cut.value(w) > 0);
+        anything.then_some(cut)
+    }
+
+    /// For a SITES cost whose table lost rows to the cutoff, what they
+    /// hold in words (`12 rows below the cutoff, 4096 bytes`).
+    pub fn below_cutoff_text(&self, what: What) -> Option<String> {
+        let cut = self.sites_below_cutoff().filter(|_| what.is_sites())?;
+        Some(cut.describe(what))
+    }
+
+    /// The total of one kind: the table's own total for CPU; for SITES the
+    /// file's stated total (rows below the cutoff included) when it has
+    /// one, else the sum of the listed rows.
     pub fn total(&self, what: What) -> u64 {
         match what {
             What::Cpu => self.samples.as_ref().map_or(0, |s| s.1),
@@ -501,7 +610,19 @@ fn from_sections(sections: Vec<Section>) -> Profile {
                     profile.samples = Some((stacks, cpu.total));
                 }
             }
+            Section::SitesTotals(totals) => {
+                profile.sites_totals = Some(StatedSiteTotals {
+                    live_bytes: totals.all.live_bytes,
+                    live_objects: totals.all.live_objects,
+                    allocated_bytes: totals.all.allocated_bytes,
+                    allocated_objects: totals.all.allocated_objects,
+                    rows_cut: Some(totals.below_cutoff.rows),
+                });
+            }
             Section::Sites(sites) => {
+                // The totals that follow belong to this table, not to an
+                // earlier one.
+                profile.sites_totals = None;
                 profile.sites = Some(
                     sites
                         .rows
@@ -589,6 +710,7 @@ struct BinaryTables {
     threads: HashMap<u32, u64>,
     samples: Option<(Vec<(u32, u64)>, u64)>,
     sites: Option<Vec<hprof_format::binary::AllocSite>>,
+    sites_totals: Option<StatedSiteTotals>,
     /// class object id (or primitive type byte with PRIMITIVE_KEY) -> counts
     histogram: Option<HashMap<u64, ClassCount>>,
     /// CONTROL SETTINGS' depth.
@@ -671,9 +793,35 @@ fn collect_record(body: RecordBody, tables: &mut BinaryTables) {
                 .collect();
             tables.samples = Some((rows, u64::from(total)));
         }
-        RecordBody::AllocSites { sites, .. } => tables.sites = Some(sites),
+        RecordBody::AllocSites {
+            sites,
+            total_live_bytes,
+            total_live_instances,
+            total_allocated_bytes,
+            total_allocated_instances,
+            ..
+        } => {
+            tables.sites = Some(sites);
+            tables.sites_totals = Some(StatedSiteTotals {
+                live_bytes: unless_saturated(total_live_bytes),
+                live_objects: unless_saturated(total_live_instances),
+                allocated_bytes: total_allocated_bytes,
+                allocated_objects: total_allocated_instances,
+                rows_cut: None,
+            });
+        }
         RecordBody::ControlSettings { depth, .. } => tables.depth = Some(depth),
         _ => {}
+    }
+}
+
+/// A 4-byte total of ALLOC SITES; 0 (nothing known beyond the listed
+/// rows) when it is saturated, since the true total is then unknown.
+fn unless_saturated(total: u32) -> u64 {
+    if total == u32::MAX {
+        0
+    } else {
+        u64::from(total)
     }
 }
 
@@ -805,6 +953,7 @@ fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
         samples,
         times: None,
         sites,
+        sites_totals: tables.sites_totals,
         histogram,
         settings,
         traces,
@@ -977,6 +1126,43 @@ SITES END\n";
         assert_eq!(stacks[0].frames, ["Hot.leaf", "Hot.main", TRUNCATED]);
         assert_eq!(stacks[1].frames, ["Hot.main"]);
         assert_eq!(hprof.interval_ms(), DEFAULT_INTERVAL_MS);
+    }
+
+    const SITES: &str = "SITES BEGIN (ordered by live bytes) Thu Nov  2 17:11:22 2017\n\
+\x20         percent          live          alloc'ed  stack class\n\
+\x20rank   self  accum     bytes objs     bytes  objs trace name\n\
+\x20   1 100.00% 100.00%       80    1       800    10 300001 int[]\n\
+SITES END\n";
+
+    const TOTALS: &str = "SITES TOTALS BEGIN\n\
+\x20             live bytes  live objs  alloc'ed bytes  alloc'ed objs   rows\n\
+every site            80          1            5800             60      4\n\
+below cutoff           0          0            5000             50      3\n\
+SITES TOTALS END\n";
+
+    #[test]
+    fn sites_totals_count_the_rows_below_the_cutoff_as_one_stack() {
+        let header = "JAVA PROFILE 1.0.1, created Thu Nov  2 17:11:21 2017\n\n--------\n\n";
+        let profile = read_ascii(format!("{header}{SITES}{TOTALS}").as_bytes()).unwrap();
+        assert_eq!(profile.total(What::Alloc), 5800);
+        assert_eq!(profile.total(What::AllocObjects), 60);
+        assert_eq!(profile.total(What::Live), 80);
+        let stacks = profile.stacks(What::Alloc);
+        assert_eq!(stacks.len(), 2);
+        assert_eq!(
+            (&stacks[1].frames[..], stacks[1].value),
+            (&[BELOW_CUTOFF.to_owned()][..], 5000)
+        );
+        assert_eq!(profile.stacks(What::Live).len(), 1, "nothing live was cut");
+        assert_eq!(
+            profile.below_cutoff_text(What::Alloc).as_deref(),
+            Some("3 rows below the cutoff, 5000 bytes")
+        );
+        assert_eq!(profile.below_cutoff_text(What::Cpu), None);
+        // A later SITES block without totals (HPROF's) is its rows alone.
+        let later = read_ascii(format!("{header}{SITES}{TOTALS}{SITES}").as_bytes()).unwrap();
+        assert_eq!(later.total(What::Alloc), 800);
+        assert_eq!(later.sites_below_cutoff(), None);
     }
 
     #[test]

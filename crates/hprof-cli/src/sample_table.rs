@@ -86,9 +86,7 @@ pub struct Samples<'a> {
     pub period: Option<(Kind, u64)>,
 }
 
-/// Drawn for the samples a CPU SAMPLES table counts in its total but lists
-/// in no row (rows below `cutoff`).
-pub const BELOW_CUTOFF: &str = "[rows below the cutoff]";
+pub use super::profile::BELOW_CUTOFF;
 
 const NS_PER_MS: u64 = 1_000_000;
 
@@ -210,7 +208,7 @@ pub fn samples(profile: &Profile, table: Table, interval_ms: u64) -> Samples<'_>
         }
         Table::Sites => {
             let sites = profile.sites.as_deref().unwrap_or_default();
-            let samples: Vec<Sample> = sites
+            let mut samples: Vec<Sample> = sites
                 .iter()
                 .map(|s| {
                     let values = vec![
@@ -224,6 +222,17 @@ pub fn samples(profile: &Profile, table: Table, interval_ms: u64) -> Samples<'_>
                     one
                 })
                 .collect();
+            // What the cutoff left out, so that the totals are the file's.
+            if let Some(cut) = profile.sites_below_cutoff() {
+                let frames = Cow::Owned(vec![BELOW_CUTOFF.to_owned()]);
+                let values = vec![
+                    cut.allocated_objects,
+                    cut.allocated_bytes,
+                    cut.live_objects,
+                    cut.live_bytes,
+                ];
+                samples.push(sample(profile, frames, 0, values));
+            }
             let totals = (0..4)
                 .map(|i| sum(samples.iter().map(|s| s.values[i])))
                 .collect();

@@ -4,7 +4,7 @@
 //! allocated classes for SITES, and the class histogram of a heap dump.
 
 use super::collapse::EMPTY_TRACE;
-use super::profile::{Profile, Weighted, What};
+use super::profile::{BelowCutoff, Profile, Weighted, What};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -46,6 +46,10 @@ pub struct Top {
     pub what: Option<What>,
     pub unit: Option<&'static str>,
     pub total: Option<u64>,
+    /// SITES: what the cutoff left out of the file's rows, counted in
+    /// `total` and drawn as one `[rows below the cutoff]` stack; null when
+    /// nothing was left out or the file does not say.
+    pub below_cutoff: Option<BelowCutoff>,
     pub by_total: Vec<MethodCost>,
     pub by_self: Vec<MethodCost>,
     pub classes: Vec<ClassCost>,
@@ -125,6 +129,9 @@ pub fn top(profile: &Profile, what: Option<What>, n: usize) -> Result<Top, Strin
         what: chosen,
         unit: chosen.map(What::unit),
         total: chosen.map(|w| profile.total(w)),
+        below_cutoff: chosen
+            .filter(|w| w.is_sites())
+            .and_then(|_| profile.sites_below_cutoff()),
         by_total: Vec::new(),
         by_self: Vec::new(),
         classes: Vec::new(),
@@ -172,7 +179,10 @@ pub fn render(report: &Top) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", report.header);
     if let (Some(what), Some(unit), Some(total)) = (report.what, report.unit, report.total) {
-        let _ = writeln!(out, "{}: total {total} {unit}", what.name());
+        let cut = report
+            .below_cutoff
+            .map_or_else(String::new, |cut| format!(" ({})", cut.describe(what)));
+        let _ = writeln!(out, "{}: total {total} {unit}{cut}", what.name());
         let table = |out: &mut String, title: &str, rows: &[MethodCost]| {
             let _ = writeln!(out, "\n{title}");
             let _ = writeln!(

@@ -165,6 +165,7 @@ fn section_kind(section: &Section) -> &'static str {
         Section::ThreadEnd { .. } => "THREAD END",
         Section::Trace(_) => "TRACE",
         Section::Sites(_) => "SITES",
+        Section::SitesTotals(_) => "SITES TOTALS",
         Section::Cpu(cpu) => ascii::writer::cpu_title(cpu.title),
         Section::OldProf(_) => "cpu=old table",
         Section::MonitorWait { .. } => "WAIT",

@@ -13,7 +13,7 @@ mod tree;
 use super::listen::output_file;
 use super::profile::{self, Profile, What};
 use super::sample_table::{self, Samples, Table};
-use super::{collapse, diff, top};
+use super::{collapse, diff, diff_output, top};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -260,9 +260,7 @@ fn threads_by_cost(data: &mut Data, samples: &Samples, total: u64) {
 fn sites(data: &mut Data, profile: &Profile) {
     let mut sites: Vec<&profile::Site> = profile.sites.iter().flatten().collect();
     sites.sort_by_key(|s| std::cmp::Reverse(s.allocated_bytes));
-    let total: u64 = sites
-        .iter()
-        .fold(0, |s, x| s.saturating_add(x.allocated_bytes));
+    let total = profile.total(What::Alloc);
     let of = sites.len();
     let rows = sites
         .iter()
@@ -283,8 +281,11 @@ fn sites(data: &mut Data, profile: &Profile) {
             ]
         })
         .collect();
+    let below_cutoff = profile
+        .below_cutoff_text(What::Alloc)
+        .map_or_else(String::new, |cut| format!(" ({cut}, not listed)"));
     let note = format!(
-        "{}, by allocated bytes; total {total} bytes",
+        "{}, by allocated bytes; total {total} bytes{below_cutoff}",
         cut_note(ROWS.min(of), of)
     );
     let columns = [
@@ -408,7 +409,7 @@ fn differential(
             "hprof-rs diff {} (base) against this profile",
             base_path.display()
         ),
-        text: diff::render(&report),
+        text: diff_output::render(&report, diff_output::DiffFormat::Text),
     });
     let mut tree = Tree::default();
     for (stack, value) in collapse::folded(new, what) {

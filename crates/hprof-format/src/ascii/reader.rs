@@ -10,7 +10,7 @@ use super::scan::{Line, Lines, columns, dec, hex, percent, scan};
 use super::sections::*;
 use super::writer::{
     CPU_TITLES, LOCK_TIME_TITLES, MONITOR_HOLDERS_TITLES, MONITOR_TIME_TITLES, OLD_PROF_TITLES,
-    SITES_TITLES,
+    SITES_TITLES, SITES_TOTALS_LABELS, SITES_TOTALS_TITLES,
 };
 use crate::ParseError;
 
@@ -69,12 +69,13 @@ fn is_header_line(text: &str) -> bool {
 type SectionParser = fn(&Line, &mut Lines) -> Result<Section, ParseError>;
 
 /// Which parser handles a section, by the start of its first line.
-const PARSERS: [(&str, SectionParser); 14] = [
+const PARSERS: [(&str, SectionParser); 15] = [
     ("JAVA PROFILE ", parse_header),
     ("THREAD START ", parse_thread_start),
     ("THREAD END ", parse_thread_end),
     ("TRACE ", parse_trace),
     ("SITES BEGIN ", parse_sites),
+    ("SITES TOTALS BEGIN", parse_sites_totals),
     ("CPU SAMPLES BEGIN ", parse_cpu),
     ("CPU TIME (ms) BEGIN ", parse_cpu),
     ("LOCK TIME BEGIN ", parse_lock_time),
@@ -307,6 +308,54 @@ fn site_row(text: &str) -> Option<SiteRow> {
         allocated_objects: dec(alloc_objs)?,
         trace_serial: dec(trace)?,
         class_name: name.to_string(),
+    })
+}
+
+fn parse_sites_totals(begin: &Line, lines: &mut Lines) -> Result<Section, ParseError> {
+    if begin.text != "SITES TOTALS BEGIN" {
+        return Err(fault(begin, "malformed SITES TOTALS BEGIN line"));
+    }
+    let body = block_body(begin, lines, "SITES TOTALS END")?;
+    let [titles, all, below_cutoff] = &body[..] else {
+        return Err(fault(
+            begin,
+            "expected the SITES TOTALS column titles and two rows in the block starting",
+        ));
+    };
+    if titles.text != SITES_TOTALS_TITLES {
+        return Err(fault(titles, "expected the SITES TOTALS column titles"));
+    }
+    let row = |line: &Line, label: &str| {
+        site_counts(&line.text, label).or_malformed(line, &format!("SITES TOTALS `{label}` row"))
+    };
+    Ok(Section::SitesTotals(SitesTotals {
+        all: row(all, SITES_TOTALS_LABELS[0])?,
+        below_cutoff: row(below_cutoff, SITES_TOTALS_LABELS[1])?,
+    }))
+}
+
+/// `<label> live-bytes live-objs alloc'ed-bytes alloc'ed-objs rows`.
+fn site_counts(text: &str, label: &str) -> Option<SiteCounts> {
+    let rest = text.strip_prefix(label)?;
+    let (
+        [
+            live_bytes,
+            live_objects,
+            allocated_bytes,
+            allocated_objects,
+            rows,
+        ],
+        "",
+    ) = columns(rest)?
+    else {
+        return None;
+    };
+    Some(SiteCounts {
+        rows: dec(rows)?,
+        live_bytes: dec(live_bytes)?,
+        live_objects: dec(live_objects)?,
+        allocated_bytes: dec(allocated_bytes)?,
+        allocated_objects: dec(allocated_objects)?,
     })
 }
 
@@ -888,6 +937,44 @@ mod tests {
         assert_eq!(
             error_of(titles).offset,
             titles.find(" rank").unwrap() as u64
+        );
+    }
+
+    #[test]
+    fn sites_totals_need_their_titles_and_both_rows() {
+        let good = "SITES TOTALS BEGIN\n\
+                    \x20             live bytes  live objs  alloc'ed bytes  alloc'ed objs   rows\n\
+                    every site            100          2             900              9      3\n\
+                    below cutoff            0          0             800              8      2\n\
+                    SITES TOTALS END\n";
+        let Section::SitesTotals(totals) = &parse(good.as_bytes()).unwrap()[0] else {
+            panic!("not SITES TOTALS")
+        };
+        assert_eq!((totals.all.rows, totals.all.allocated_bytes), (3, 900));
+        assert_eq!(
+            (
+                totals.below_cutoff.rows,
+                totals.below_cutoff.allocated_objects
+            ),
+            (2, 8)
+        );
+        let swapped = good.replace("every site  ", "below cutoff").replacen(
+            "below cutoff            0",
+            "every site              0",
+            1,
+        );
+        assert!(error_of(&swapped).message.contains("`every site` row"));
+        let one_row = good.replace(
+            "below cutoff            0          0             800              8      2\n",
+            "",
+        );
+        assert_eq!(error_of(&one_row).offset, 0);
+        let extra_column = good.replace("9      3", "9      3 4");
+        assert!(error_of(&extra_column).message.contains("SITES TOTALS"));
+        let no_titles = good.replace("alloc'ed objs   rows", "objs rows");
+        assert_eq!(
+            error_of(&no_titles).offset,
+            "SITES TOTALS BEGIN\n".len() as u64
         );
     }
 

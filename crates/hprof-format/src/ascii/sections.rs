@@ -78,6 +78,32 @@ pub struct SitesSection {
     pub rows: Vec<SiteRow>,
 }
 
+/// The counts of a set of SITES rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SiteCounts {
+    /// How many rows (one per site: allocating trace and class).
+    pub rows: u64,
+    /// Bytes of their objects still alive.
+    pub live_bytes: u64,
+    /// Their objects still alive.
+    pub live_objects: u64,
+    /// Bytes allocated at them.
+    pub allocated_bytes: u64,
+    /// Objects allocated at them.
+    pub allocated_objects: u64,
+}
+
+/// `SITES TOTALS BEGIN` ... `SITES TOTALS END`, hprof-rs's addition after
+/// each SITES block: the totals of every site, which the block's rows do
+/// not add up to when `cutoff` left rows out, and what it left out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SitesTotals {
+    /// Every site, listed or not (`every site`).
+    pub all: SiteCounts,
+    /// The rows the cutoff left out of the SITES block (`below cutoff`).
+    pub below_cutoff: SiteCounts,
+}
+
 /// Which CPU block this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CpuTitle {
@@ -501,6 +527,9 @@ pub enum Section {
     Trace(TraceSection),
     /// `SITES BEGIN` ... `SITES END`.
     Sites(SitesSection),
+    /// `SITES TOTALS BEGIN` ... `SITES TOTALS END` (hprof-rs's addition,
+    /// after SITES).
+    SitesTotals(SitesTotals),
     /// `CPU SAMPLES BEGIN` or `CPU TIME (ms) BEGIN` ... `END`.
     Cpu(CpuSection),
     /// The `cpu=old` table, headed by `count callee caller time`.

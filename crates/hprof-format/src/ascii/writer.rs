@@ -19,6 +19,11 @@ pub const SITES_TITLES: [&str; 2] = [
     "          percent          live          alloc'ed  stack class",
     " rank   self  accum     bytes objs     bytes  objs trace name",
 ];
+/// Column titles of SITES TOTALS (always printed), aligned over its rows.
+pub const SITES_TOTALS_TITLES: &str =
+    "              live bytes  live objs  alloc'ed bytes  alloc'ed objs   rows";
+/// The labels of the two SITES TOTALS rows.
+pub const SITES_TOTALS_LABELS: [&str; 2] = ["every site", "below cutoff"];
 /// Column title of a CPU block, printed only when rows follow.
 pub const CPU_TITLES: &str = "rank   self  accum   count trace method";
 /// Column title of MONITOR TIME, printed only when the total is positive.
@@ -86,6 +91,7 @@ pub fn write_section(section: &Section, out: &mut Vec<u8>) {
         Section::ThreadEnd { thread_serial } => put!(out, "THREAD END (id = {thread_serial})\n"),
         Section::Trace(trace) => write_trace(trace, out),
         Section::Sites(sites) => write_sites(sites, out),
+        Section::SitesTotals(totals) => write_sites_totals(totals, out),
         Section::Cpu(cpu) => write_cpu(cpu, out),
         Section::OldProf(rows) => write_old_prof(rows, out),
         Section::MonitorWait {
@@ -227,6 +233,27 @@ fn write_sites(sites: &SitesSection, out: &mut Vec<u8>) {
         );
     }
     out.extend_from_slice(b"SITES END\n");
+}
+
+/// SITES TOTALS: two labelled rows under their titles, columns widening
+/// as the counts need.
+fn write_sites_totals(totals: &SitesTotals, out: &mut Vec<u8>) {
+    put!(out, "SITES TOTALS BEGIN\n{SITES_TOTALS_TITLES}\n");
+    for (label, counts) in SITES_TOTALS_LABELS
+        .iter()
+        .zip([&totals.all, &totals.below_cutoff])
+    {
+        put!(
+            out,
+            "{label:<12} {:>11} {:>10} {:>15} {:>14} {:>6}\n",
+            counts.live_bytes,
+            counts.live_objects,
+            counts.allocated_bytes,
+            counts.allocated_objects,
+            counts.rows
+        );
+    }
+    out.extend_from_slice(b"SITES TOTALS END\n");
 }
 
 /// The printed title of a CPU block.
@@ -879,6 +906,35 @@ mod tests {
              rank   self  accum   count trace monitor\n\
              \x20  1 100.00% 100.00%       3 300020 java.lang.Object (Java)\n\
              MONITOR TIME END\n"
+        );
+    }
+
+    #[test]
+    fn sites_totals_block() {
+        let counts = |rows, live_bytes, allocated_bytes| SiteCounts {
+            rows,
+            live_bytes,
+            live_objects: rows,
+            allocated_bytes,
+            allocated_objects: 2 * rows,
+        };
+        // The titles end where the rows' columns end.
+        let titles = format!(
+            "{:<12} {:>11} {:>10} {:>15} {:>14} {:>6}",
+            "", "live bytes", "live objs", "alloc'ed bytes", "alloc'ed objs", "rows"
+        );
+        assert_eq!(SITES_TOTALS_TITLES, titles);
+        let totals = Section::SitesTotals(SitesTotals {
+            all: counts(14, 20000216, 220000216),
+            below_cutoff: counts(12, 0, 12345678901234567890),
+        });
+        assert_eq!(
+            text(&totals),
+            "SITES TOTALS BEGIN\n\
+             \x20             live bytes  live objs  alloc'ed bytes  alloc'ed objs   rows\n\
+             every site      20000216         14       220000216             28     14\n\
+             below cutoff           0         12 12345678901234567890             24     12\n\
+             SITES TOTALS END\n"
         );
     }
 
