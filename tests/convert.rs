@@ -697,6 +697,46 @@ fn report_with_diff_shows_the_diff_table_and_a_differential_flame_graph() {
     });
 }
 
+/// One TRACE of 100,000 frames (`Deep.f0` innermost) with 7 CPU samples:
+/// `report` (whose flame graph once recursed once per frame and overflowed
+/// its stack at 32,768) writes a page that Chromium draws, down to the
+/// depth bound, below which one box holds the 99,000 deeper frames; the
+/// differential graph of the file against itself as well.
+#[test]
+fn report_draws_a_trace_of_100000_frames_to_its_depth_bound() {
+    let dir = common::scratch_dir("report-deep-trace");
+    let file = dir.join("deep.txt");
+    let mut text = String::from(
+        "JAVA PROFILE 1.0.1, created Mon Dec  7 06:29:50 2026\n\n--------\n\n\
+         TRACE 300001: (thread=200001)\n",
+    );
+    for depth in 0..100_000 {
+        text.push_str(&format!("\tDeep.f{depth}(Deep.java:{})\n", depth + 1));
+    }
+    text.push_str(
+        "CPU SAMPLES BEGIN (total = 7) Mon Dec  7 06:29:51 2026\n\
+         rank   self  accum   count trace method\n\
+         \x20  1 100.00% 100.00%       7 300001 Deep.f0\n\
+         CPU SAMPLES END\n",
+    );
+    fs::write(&file, text).unwrap();
+    let (page, _) = report(&file, &["--diff", path(&file)]);
+    let dom = chromium(&page, &dir);
+    assert_eq!(
+        first_cell(&dom, "CPU SAMPLES: hot methods (samples, by self)"),
+        "Deep.f0"
+    );
+    // Root first: f99999 ... f99000 keep their boxes, the rest is one.
+    for name in ["Deep.f99999", "Deep.f99000", "[99000 deeper frames]"] {
+        assert!(dom.contains(&format!(">{name}<")), "no {name} box");
+    }
+    assert!(
+        !dom.contains(">Deep.f98999<"),
+        "a frame past the bound kept its box"
+    );
+    assert!(dom.contains("Differential flame graph"));
+}
+
 #[test]
 fn unusable_input_gives_one_line_and_exit_2() {
     let dir = common::scratch_dir("convert-unusable");
