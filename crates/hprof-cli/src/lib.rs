@@ -14,6 +14,7 @@ mod convert_pprof;
 mod convert_speedscope;
 pub mod diff;
 pub mod flame;
+mod heap_histogram;
 mod heap_scan;
 mod listen;
 pub mod print;
