@@ -247,34 +247,29 @@ mod tests {
         );
     }
 
+    /// A CLASS DUMP with 4-byte ids: the class, its superclass, no
+    /// constants or statics, and instance fields of these types.
+    fn class_dump(class: u32, superclass: u32, fields: &[BasicType]) -> Vec<u8> {
+        let mut r = vec![heap::CLASS_DUMP];
+        // Class, trace serial, superclass, then loader, signers, domain,
+        // two reserved ids and the instance size.
+        for value in [class, 1, superclass, 0, 0, 0, 0, 0, 0] {
+            r.put_u4(value);
+        }
+        r.put_u2(0);
+        r.put_u2(0);
+        r.put_u2(fields.len() as u16);
+        for &kind in fields {
+            r.put_u4(0x900);
+            r.push(kind as u8);
+        }
+        r
+    }
+
     #[test]
     fn a_class_dump_counts_its_superclass_and_reference_fields() {
-        use hprof_format::binary::writer::encode_heap_record;
-        use hprof_format::binary::{FieldDescriptor, HeapRecord};
-        let field = |field_type| FieldDescriptor {
-            name_id: 0x900,
-            field_type,
-        };
-        let record = HeapRecord::ClassDump {
-            class_id: 0x100,
-            trace_serial: 1,
-            super_id: 0x200,
-            loader_id: 0,
-            signers_id: 0,
-            protection_domain_id: 0,
-            reserved1: 0,
-            reserved2: 0,
-            instance_size: 0,
-            constant_pool: vec![],
-            static_fields: vec![],
-            instance_fields: vec![
-                field(BasicType::Object),
-                field(BasicType::Long),
-                field(BasicType::Object),
-            ],
-        };
-        let mut body = Vec::new();
-        encode_heap_record(&record, 4, &mut body);
+        let fields = [BasicType::Object, BasicType::Long, BasicType::Object];
+        let body = class_dump(0x100, 0x200, &fields);
         let mut seen = Vec::new();
         scan(&mut body.as_slice(), body.len() as u64, 4, 100, |o| {
             seen.push(o)
