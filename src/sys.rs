@@ -115,6 +115,82 @@ pub fn local_time(secs: i64) -> Option<LocalTime> {
     })
 }
 
+/// This process's open descriptors that are connections accepted on a
+/// UNIX stream socket bound to one of `paths` (the listening socket itself
+/// left out). At most `limit` descriptors are looked at.
+pub fn accepted_unix_connections(paths: &[&str], limit: usize) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    entries
+        .take(limit)
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&fd| {
+            socket_option(fd, libc::SO_TYPE) == Some(libc::SOCK_STREAM)
+                && socket_option(fd, libc::SO_ACCEPTCONN) == Some(0)
+                && unix_socket_path(fd).is_some_and(|path| paths.contains(&path.as_str()))
+        })
+        .collect()
+}
+
+/// An integer option of the socket `fd` at level SOL_SOCKET; None when
+/// `fd` is no socket.
+fn socket_option(fd: i32, option: libc::c_int) -> Option<libc::c_int> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `value`; any
+    // descriptor number is safe to ask about (ENOTSOCK, EBADF).
+    let done = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            option,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (done == 0).then_some(value)
+}
+
+/// The path a UNIX socket `fd` is bound to (for an accepted connection,
+/// its listening socket's); None for any other descriptor.
+fn unix_socket_path(fd: i32) -> Option<String> {
+    // SAFETY: a sockaddr_un is plain bytes; all zeros is a valid value.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+    // SAFETY: getsockname writes at most `len` bytes into `addr`.
+    let done =
+        unsafe { libc::getsockname(fd, (&mut addr as *mut libc::sockaddr_un).cast(), &mut len) };
+    if done != 0 || addr.sun_family != libc::AF_UNIX as libc::sa_family_t {
+        return None;
+    }
+    let path: Vec<u8> = addr
+        .sun_path
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8(path).ok()
+}
+
+/// Sends `bytes` on the connected socket `fd` at once or not at all: never
+/// waits, and a closed peer is an error, not a SIGPIPE. Returns how many
+/// bytes the socket took.
+pub fn send_now(fd: i32, bytes: &[u8]) -> io::Result<usize> {
+    // SAFETY: send reads `bytes.len()` bytes from `bytes`; a stale
+    // descriptor fails (EBADF, ENOTSOCK).
+    let sent = unsafe {
+        libc::send(
+            fd,
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+        )
+    };
+    usize::try_from(sent).map_err(|_| io::Error::last_os_error())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,6 +200,28 @@ mod tests {
         let a = monotonic_ns();
         std::thread::sleep(std::time::Duration::from_millis(2));
         assert!(monotonic_ns() >= a + 2_000_000);
+    }
+
+    #[test]
+    fn a_connection_accepted_on_a_unix_socket_is_found_by_the_listeners_path() {
+        use std::os::unix::net::{UnixListener, UnixStream};
+        let dir = std::env::temp_dir().join(format!("hprof-rs-sys-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let path = dir.join("listener");
+        let listener = UnixListener::bind(&path).unwrap();
+        let client = UnixStream::connect(&path).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        let name = path.to_str().unwrap();
+        let found = accepted_unix_connections(&[name], 100_000);
+        assert_eq!(found, [accepted.as_raw_fd()]);
+        assert_eq!(send_now(found[0], b"hello\n").unwrap(), 6);
+        let mut got = [0u8; 6];
+        std::io::Read::read_exact(&mut &client, &mut got).unwrap();
+        assert_eq!(&got, b"hello\n");
+        assert!(accepted_unix_connections(&["/nowhere"], 100_000).is_empty());
+        drop((accepted, client, listener));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -668,6 +668,60 @@ fn refusals_exit_1_and_leave_the_target_running() {
     assert_hot_first(&dir.join("after.txt"), &what);
 }
 
+/// An attach the agent refuses says why in the agent's own words: the
+/// `HPROF ERROR:` line it prints on the JVM's standard error (a mistyped
+/// mode, a file it cannot create) comes back over the attach connection
+/// and `attach` prints it, in one line, exit status 1; the JVM runs on.
+#[test]
+fn a_refused_attach_prints_the_agents_own_error_line() {
+    common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
+        let what = format!("refused attach on {}", jdk.label);
+        let dir = common::scratch_dir(&format!("attach-agent-line-{}", jdk.label));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg("Sleeper").arg("30");
+        let mut target = Spawned::spawn(&mut cmd);
+        target.wait_for_line("READY", READY_WAIT);
+        let missing = dir.join("no-such-directory/out.txt");
+        let cases = [
+            ("cpu=sample".to_owned(), "cpu option value must be"),
+            (
+                format!("cpu=samples,file={}", missing.display()),
+                "can't create profile file",
+            ),
+        ];
+        for (options, says) in &cases {
+            let out = attach(&dir, target.pid(), options);
+            common::assert_exit_code(&out, 1, &format!("{what}: attach {options}"));
+            let jvm_line = || {
+                let (_, stderr) = target.output_so_far();
+                stderr
+                    .lines()
+                    .find(|l| l.starts_with("HPROF ERROR: ") && l.contains(says))
+                    .map(str::to_owned)
+            };
+            common::wait_until(
+                Duration::from_secs(10),
+                || format!("{what}: the JVM printed no HPROF ERROR line with {says:?}"),
+                || jvm_line().is_some(),
+            );
+            let line = jvm_line().expect("waited for");
+            let stderr = common::stderr_text(&out);
+            assert!(
+                stderr.starts_with("hprof-rs: ")
+                    && stderr.lines().count() == 1
+                    && stderr.trim_end().ends_with(&line),
+                "{what}: attach {options} should end its one line with the agent's {line:?}\n{}",
+                common::describe(&out)
+            );
+        }
+        assert!(
+            Path::new(&format!("/proc/{}", target.pid())).exists(),
+            "{what}: the JVM ended"
+        );
+        target.signal(libc::SIGTERM);
+    });
+}
+
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }

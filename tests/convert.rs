@@ -576,15 +576,23 @@ fn chromium_draws_the_report_with_hot_method_top_site_and_top_class() {
 }
 
 /// The class with the most shallow bytes in a binary heap dump, read with
-/// the format crate's whole-file parser: instance field bytes, array
-/// elements.
+/// the format crate's whole-file parser and sized for HotSpot's usual
+/// layout (12-byte headers, 16-byte array headers, 4-byte references,
+/// 8-byte alignment; instance fields from the CLASS DUMPs of the class and
+/// its superclasses).
 fn top_class_of_binary_dump(path: &Path) -> String {
-    use hprof_rs::format::binary::{HeapRecord, PrimitiveArray};
+    use hprof_rs::format::binary::{BasicType, HeapRecord};
     let parsed = hprof_rs::format::binary::reader::parse(&fs::read(path).unwrap()).unwrap();
-    let id_size = u64::from(parsed.header.id_size);
     let mut utf8 = HashMap::new();
     let mut class_names = HashMap::new();
-    let mut bytes: HashMap<String, u64> = HashMap::new();
+    // class id -> (superclass, heap bytes of the fields it declares)
+    let mut classes: HashMap<u64, (u64, u64)> = HashMap::new();
+    let heap = || {
+        parsed.records.iter().flat_map(|record| match &record.body {
+            RecordBody::HeapDump(heap) | RecordBody::HeapDumpSegment(heap) => heap.as_slice(),
+            _ => &[],
+        })
+    };
     for record in &parsed.records {
         match &record.body {
             RecordBody::Utf8 { id, text } => {
@@ -598,6 +606,21 @@ fn top_class_of_binary_dump(path: &Path) -> String {
             _ => {}
         }
     }
+    for object in heap() {
+        if let HeapRecord::ClassDump {
+            class_id,
+            super_id,
+            instance_fields,
+            ..
+        } = object
+        {
+            let bytes = instance_fields
+                .iter()
+                .map(|f| f.field_type.size(4) as u64)
+                .sum();
+            classes.insert(*class_id, (*super_id, bytes));
+        }
+    }
     let name_of = |class_id: &u64| {
         let raw = &utf8[&class_names[class_id]];
         if raw.starts_with('[') {
@@ -606,34 +629,38 @@ fn top_class_of_binary_dump(path: &Path) -> String {
             raw.replace('/', ".")
         }
     };
-    for record in &parsed.records {
-        let (RecordBody::HeapDump(heap) | RecordBody::HeapDumpSegment(heap)) = &record.body else {
-            continue;
-        };
-        for object in heap {
-            let (class, size) = match object {
-                HeapRecord::InstanceDump {
-                    class_id, values, ..
-                } => (name_of(class_id), values.len() as u64),
-                HeapRecord::ObjectArrayDump {
-                    array_class_id,
-                    elements,
-                    ..
-                } => (name_of(array_class_id), elements.len() as u64 * id_size),
-                HeapRecord::PrimitiveArrayDump { elements, .. } => match elements {
-                    PrimitiveArray::Byte(e) => ("byte[]".to_owned(), e.len() as u64),
-                    PrimitiveArray::Boolean(e) => ("boolean[]".to_owned(), e.len() as u64),
-                    PrimitiveArray::Char(e) => ("char[]".to_owned(), 2 * e.len() as u64),
-                    PrimitiveArray::Short(e) => ("short[]".to_owned(), 2 * e.len() as u64),
-                    PrimitiveArray::Int(e) => ("int[]".to_owned(), 4 * e.len() as u64),
-                    PrimitiveArray::Float(e) => ("float[]".to_owned(), 4 * e.len() as u64),
-                    PrimitiveArray::Long(e) => ("long[]".to_owned(), 8 * e.len() as u64),
-                    PrimitiveArray::Double(e) => ("double[]".to_owned(), 8 * e.len() as u64),
-                },
-                _ => continue,
-            };
-            *bytes.entry(class).or_default() += size;
+    let aligned = |bytes: u64| bytes.next_multiple_of(8);
+    let instance_size = |mut class: u64| {
+        let mut fields = 0;
+        while let Some(&(superclass, bytes)) = classes.get(&class) {
+            fields += bytes;
+            class = superclass;
         }
+        aligned(12 + fields)
+    };
+    let mut bytes: HashMap<String, u64> = HashMap::new();
+    for object in heap() {
+        let (class, size) = match object {
+            HeapRecord::InstanceDump { class_id, .. } => {
+                (name_of(class_id), instance_size(*class_id))
+            }
+            HeapRecord::ObjectArrayDump {
+                array_class_id,
+                elements,
+                ..
+            } => (
+                name_of(array_class_id),
+                aligned(16 + 4 * elements.len() as u64),
+            ),
+            HeapRecord::PrimitiveArrayDump { elements, .. } => {
+                let kind: BasicType = elements.element_type();
+                let name = format!("{}[]", format!("{kind:?}").to_lowercase());
+                let size = aligned(16 + (elements.len() * kind.size(4)) as u64);
+                (name, size)
+            }
+            _ => continue,
+        };
+        *bytes.entry(class).or_default() += size;
     }
     bytes
         .into_iter()
@@ -688,6 +715,46 @@ fn report_with_diff_shows_the_diff_table_and_a_differential_flame_graph() {
             "{label}: no frame coloured as grown"
         );
     });
+}
+
+/// One TRACE of 100,000 frames (`Deep.f0` innermost) with 7 CPU samples:
+/// `report` (whose flame graph once recursed once per frame and overflowed
+/// its stack at 32,768) writes a page that Chromium draws, down to the
+/// depth bound, below which one box holds the 99,000 deeper frames; the
+/// differential graph of the file against itself as well.
+#[test]
+fn report_draws_a_trace_of_100000_frames_to_its_depth_bound() {
+    let dir = common::scratch_dir("report-deep-trace");
+    let file = dir.join("deep.txt");
+    let mut text = String::from(
+        "JAVA PROFILE 1.0.1, created Mon Dec  7 06:29:50 2026\n\n--------\n\n\
+         TRACE 300001: (thread=200001)\n",
+    );
+    for depth in 0..100_000 {
+        text.push_str(&format!("\tDeep.f{depth}(Deep.java:{})\n", depth + 1));
+    }
+    text.push_str(
+        "CPU SAMPLES BEGIN (total = 7) Mon Dec  7 06:29:51 2026\n\
+         rank   self  accum   count trace method\n\
+         \x20  1 100.00% 100.00%       7 300001 Deep.f0\n\
+         CPU SAMPLES END\n",
+    );
+    fs::write(&file, text).unwrap();
+    let (page, _) = report(&file, &["--diff", path(&file)]);
+    let dom = chromium(&page, &dir);
+    assert_eq!(
+        first_cell(&dom, "CPU SAMPLES: hot methods (samples, by self)"),
+        "Deep.f0"
+    );
+    // Root first: f99999 ... f99000 keep their boxes, the rest is one.
+    for name in ["Deep.f99999", "Deep.f99000", "[99000 deeper frames]"] {
+        assert!(dom.contains(&format!(">{name}<")), "no {name} box");
+    }
+    assert!(
+        !dom.contains(">Deep.f98999<"),
+        "a frame past the bound kept its box"
+    );
+    assert!(dom.contains("Differential flame graph"));
 }
 
 #[test]

@@ -180,10 +180,12 @@ fn trace_frame() -> impl Strategy<Value = TraceFrame> {
         Just(LineInfo::Compiled),
         Just(LineInfo::Native),
     ];
+    // Class names and source files may hold parentheses (`H(1)T`, a
+    // class renamed at run time) and colons.
     (
-        "[a-z][a-z.$]{0,20}",
+        "[a-z][a-z.$:]{0,12}(\\([0-9]{1,2}\\)[a-z.]{0,4})?",
         "[a-z<>$]{1,12}",
-        "[A-Za-z.<> ]{1,16}",
+        "[A-Za-z.<> :]{1,10}(\\([0-9]\\)[a-z.]{0,4})?",
         line,
     )
         .prop_map(|(class_name, method_name, source_file, line)| TraceFrame {

@@ -33,6 +33,7 @@ use hprof_rs::emit::Emitter;
 use hprof_rs::emit::heap_dump_copy::DumpMemory;
 use hprof_rs::format::ascii::reader as ascii_reader;
 use hprof_rs::format::binary::heap_walk;
+use hprof_rs::format::binary::object_layout::ObjectLayout;
 use hprof_rs::format::binary::reader::{self, RecordReader};
 use hprof_rs::format::binary::writer::{encode_header, tags};
 use hprof_rs::format::binary::{FileHeader, Version};
@@ -434,6 +435,7 @@ proptest! {
             &model,
             "Sat Mar 27 10:51:47 2021",
             fields_reversed,
+            &ObjectLayout::hotspot(false, true, true),
             &mut |_| Vec::new(),
         );
     }
@@ -516,6 +518,7 @@ fn carry_both(bytes: &[u8]) -> (Option<String>, Option<String>) {
         &model,
         "X",
         false,
+        &ObjectLayout::hotspot(false, true, true),
         &mut |_| Vec::new(),
     );
     (

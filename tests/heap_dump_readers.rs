@@ -752,6 +752,137 @@ fn instance_counts_match_jcmd_heap_dump() {
     });
 }
 
+/// `jmap -histo:live <pid>` of the JDK's own jmap: (class, instances,
+/// bytes) per class, named as `hprof-rs top` names them (`[I` -> `int[]`,
+/// `[Ljava.lang.String;` -> `java.lang.String[]`, the module left out).
+/// The JVM's dumper writes the arrays that fill dead space
+/// (`jdk.internal.vm.FillerElement[]`, JDK 19+) as `int[]`, which a dump
+/// cannot tell apart: they are counted as `int[]` here too.
+fn jmap_histogram(jdk: &Jdk, pid: i32, what: &str) -> BTreeMap<String, (u64, u64)> {
+    let mut cmd = Command::new(jdk.home().join("bin/jmap"));
+    cmd.arg("-histo:live").arg(pid.to_string());
+    for var in common::JAVA_ENV_TO_CLEAR {
+        cmd.env_remove(var);
+    }
+    let out = common::run(&mut cmd);
+    common::assert_success(&out, &format!("{what}: jmap -histo:live"));
+    let mut rows = BTreeMap::new();
+    for line in common::stdout_text(&out).lines() {
+        let mut words = line.split_whitespace();
+        let (Some(rank), Some(instances), Some(bytes), Some(name)) =
+            (words.next(), words.next(), words.next(), words.next())
+        else {
+            continue;
+        };
+        let (Some(_), Ok(instances), Ok(bytes)) = (
+            rank.strip_suffix(':'),
+            instances.parse::<u64>(),
+            bytes.parse::<u64>(),
+        ) else {
+            continue;
+        };
+        let name = match java_name(name) {
+            filler if filler == "jdk.internal.vm.FillerElement[]" => "int[]".to_owned(),
+            name => name,
+        };
+        let row: &mut (u64, u64) = rows.entry(name).or_default();
+        *row = (row.0 + instances, row.1 + bytes);
+    }
+    assert!(!rows.is_empty(), "{what}: no rows in jmap's histogram");
+    rows
+}
+
+/// The ten classes with the most bytes (ties by name), as (class,
+/// instances, bytes).
+fn ten_largest(rows: &BTreeMap<String, (u64, u64)>) -> Vec<(String, u64, u64)> {
+    let mut rows: Vec<(String, u64, u64)> = rows
+        .iter()
+        .map(|(class, &(instances, bytes))| (class.clone(), instances, bytes))
+        .collect();
+    rows.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    rows.truncate(10);
+    rows
+}
+
+/// The first ten rows of `hprof-rs top`'s class histogram of `path`, and
+/// the layout it says it counted with.
+fn top_histogram(path: &Path, what: &str) -> (Vec<(String, u64, u64)>, String) {
+    let out = common::run(
+        Command::new(common::hprof_rs_bin())
+            .args(["top", "--json", "-n", "10"])
+            .arg(path),
+    );
+    common::assert_success(&out, &format!("{what}: hprof-rs top"));
+    let report: serde_json::Value = serde_json::from_str(&common::stdout_text(&out)).unwrap();
+    let rows = report["histogram"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: no histogram: {report}"))
+        .iter()
+        .map(|row| {
+            let number = |key: &str| row[key].as_u64().unwrap();
+            let class = row["class"].as_str().unwrap().to_owned();
+            (class, number("instances"), number("bytes"))
+        })
+        .collect();
+    let layout = report["heap_layout"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (rows, layout)
+}
+
+/// (f) `hprof-rs top` counts a binary dump's objects in the JVM's own
+/// shallow sizes (header, references of 4 bytes, 8-byte alignment): the ten
+/// largest classes of HeapSizes, instances and bytes, are those of `jmap
+/// -histo:live` on the same heap, in the agent's SIGQUIT dump (whose layout
+/// note gives the JVM's layout) and in `jcmd GC.heap_dump`'s (which has
+/// none: HotSpot's default, assumed and said so). A first jmap request
+/// starts the attach listener and collects what the first full GC left
+/// (see [`dump_differences_from_jcmd`]); nothing is made after it.
+#[test]
+fn top_of_a_binary_dump_counts_the_largest_classes_as_jmap_does() {
+    common::on_each(&common::jdks(), |jdk| {
+        let what = format!("top against jmap on {}", jdk.label);
+        let (Some(jcmd), true) = (jcmd(jdk), jdk.home().join("bin/jmap").is_file()) else {
+            assert!(!common::strict(), "{what}: no bin/jcmd or bin/jmap");
+            eprintln!("{what}: no bin/jcmd or bin/jmap, skipping");
+            return;
+        };
+        let dir = common::scratch_dir(&format!("heap-dump-jmap-{}", jdk.label));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg(common::agentpath_arg(
+            "heap=dump,format=b,doe=n,file=agent.hprof",
+        ))
+        .args(["HeapSizes", "60"]);
+        let mut program = common::Spawned::spawn(&mut cmd);
+        program.wait_for_line("READY", Duration::from_secs(60));
+        let pid = program.pid();
+        jmap_histogram(jdk, pid, &what);
+        let expected = ten_largest(&jmap_histogram(jdk, pid, &what));
+        let jcmd_dump = dir.join("jcmd.hprof");
+        jcmd_heap_dump(&jcmd, pid, &jcmd_dump, &what);
+        program.signal(libc::SIGQUIT);
+        let agent_dump = dir.join("agent.hprof");
+        wait_for_complete_dump(&agent_dump, Duration::from_secs(60), &what);
+        program.signal(libc::SIGTERM);
+        program.wait_timeout(Duration::from_secs(60));
+
+        for point in [
+            ("HeapSizes$Point", 200_000, 4_800_000),
+            ("HeapSizes$Mixed", 100_000, 3_200_000),
+        ] {
+            let point = (point.0.to_owned(), point.1, point.2);
+            assert!(expected.contains(&point), "{what}: jmap: {expected:?}");
+        }
+        let (ours, layout) = top_histogram(&agent_dump, &what);
+        assert_eq!(ours, expected, "{what}: the agent's dump");
+        assert!(layout.ends_with("as the JVM had them"), "{what}: {layout}");
+        let (theirs, layout) = top_histogram(&jcmd_dump, &what);
+        assert_eq!(theirs, expected, "{what}: jcmd's dump");
+        assert!(layout.contains("assumed"), "{what}: {layout}");
+    });
+}
+
 /// (b') The fallback for a JVM whose management table is out of reach
 /// (forced with `X=0x8000`): the dump through the HotSpotDiagnostic MXBean
 /// passes the same readers and fixture checks, and holds the bean that

@@ -246,11 +246,12 @@ fn top_ranks_a_method_hot_through_several_traces_first_by_total() {
 fn top_of_a_heap_dump_prints_the_class_histogram() {
     common::on_each(&common::jdks(), |jdk| {
         let dir = common::scratch_dir(&format!("tools-histo-{}", jdk.label));
-        for (file, options, item_bytes) in [
-            // ASCII dumps give each object's size (24 bytes for an Item with
-            // compressed class pointers), binary dumps its field bytes (int + long).
-            ("dump.txt", "heap=dump", 24),
-            ("dump.hprof", "heap=dump,format=b", 12),
+        // Both formats give each object's size as the JVM counts it: 24
+        // bytes for an Item (12-byte header, an int and a long).
+        let item_bytes = 24;
+        for (file, options) in [
+            ("dump.txt", "heap=dump"),
+            ("dump.hprof", "heap=dump,format=b"),
         ] {
             let path = profile(jdk, &dir, options, file, &["AllocSites"]);
             let out = tool(&["top", "--json", "-n", "100000"], &[&path]);
@@ -929,6 +930,75 @@ fn stacks_cut_at_the_depth_stand_under_one_truncated_root_and_the_file_says_its_
             html.contains(&started),
             "{}: no {started:?} in the report's header",
             jdk.label
+        );
+    });
+}
+
+/// A class named `H(1)T` (legal in the JVM: OddName defines it at run time
+/// from Hq1qT's bytes renamed, source file `H(1)T.java` included) in every
+/// place an ASCII file names classes and methods: TRACE frames
+/// (`H(1)T.spin(H(1)T.java:29)`), CPU SAMPLES rows and SITES rows. The file
+/// reads back whole, and `top` and `collapse` show the name.
+#[test]
+fn a_class_named_with_parentheses_reads_back_from_ascii() {
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("tools-odd-name-{label}"));
+        let path = profile(jdk, &dir, "cpu=samples,heap=sites", "odd.txt", &["OddName"]);
+        common::assert_print_accepts(&path, label);
+        let file = AsciiProfile::read_whole_file(&path);
+        let spin = file
+            .traces()
+            .flat_map(|t| &t.frames)
+            .find(|f| f.method_name == "spin")
+            .unwrap_or_else(|| panic!("{label}: no frame in spin"));
+        assert_eq!(
+            (spin.class_name.as_str(), spin.source_file.as_str()),
+            ("H(1)T", "H(1)T.java"),
+            "{label}"
+        );
+
+        let json = |what: &str| -> serde_json::Value {
+            let out = tool(&["top", "--json", "--what", what], &[&path]);
+            common::assert_success(&out, &format!("{label}: top --what {what}"));
+            serde_json::from_str(&common::stdout_text(&out)).unwrap()
+        };
+        let cpu = json("cpu");
+        let spin_self = cpu["by_self"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["method"] == "H(1)T.spin")
+            .unwrap_or_else(|| panic!("{label}: no H(1)T.spin in {cpu}"))["self"]
+            .as_u64()
+            .unwrap();
+        assert!(spin_self > 0, "{label}: {cpu}");
+        let objects = json("alloc-objects");
+        assert!(
+            objects["classes"]
+                .as_array()
+                .unwrap()
+                .contains(&serde_json::json!({"class": "H(1)T", "value": 5000})),
+            "{label}: 5000 H(1)T allocated: {objects}"
+        );
+
+        let collapsed = |what: &str| {
+            let out = tool(&["collapse", "--what", what], &[&path]);
+            common::assert_success(&out, &format!("{label}: collapse --what {what}"));
+            folded(&common::stdout_text(&out))
+        };
+        let cpu_stacks = collapsed("cpu");
+        assert!(
+            cpu_stacks
+                .get("OddName.main;H(1)T.run;H(1)T.spin")
+                .is_some_and(|&n| n > 0),
+            "{label}: {cpu_stacks:?}"
+        );
+        let sites = collapsed("alloc-objects");
+        assert_eq!(
+            sites.get("OddName.main;H(1)T.run;H(1)T"),
+            Some(&5000),
+            "{label}: {sites:?}"
         );
     });
 }

@@ -11,8 +11,10 @@
 //! The JVM passes the agent's return value back to `hprof-rs attach`,
 //! which turns it into a message: 0 is success, the others are the
 //! `ATTACH_*` codes below (the same numbers are in the tool's attach
-//! module). The details go to the JVM's standard error, as HPROF's errors.
+//! module). The details go to the JVM's standard error, as HPROF's errors,
+//! and, with the option `reply=text`, to the client too (attach_reply.rs).
 
+use super::attach_reply::{self, REPLY_TEXT};
 use super::current;
 use super::run::engines::Engines;
 use super::run::profiler::{Phase, Profiler, jvm_exited_during_end, setup_jvmti};
@@ -59,13 +61,19 @@ pub fn on_attach(context: &AgentLoadContext<'_>) -> jni::jint {
     let given = context.options_lossy();
     let given = given.as_deref().unwrap_or("").trim();
     let sized = given.split(',').any(|o| o == REPLY_SIZE);
-    let given: Vec<&str> = given.split(',').filter(|o| *o != REPLY_SIZE).collect();
+    let refusal = Refusal {
+        to_client: given.split(',').any(|o| o == REPLY_TEXT),
+    };
+    let given: Vec<&str> = given
+        .split(',')
+        .filter(|o| *o != REPLY_SIZE && *o != REPLY_TEXT)
+        .collect();
     let given = given.join(",");
     let vm = VmHandle::new(context.vm().raw());
     let ended = if given == STOP {
-        stop(vm)
+        stop(vm, refusal)
     } else {
-        start(context, vm, &given)
+        start(context, vm, &given, refusal)
     };
     match ended {
         Ended::Running => jni::JNI_OK,
@@ -88,6 +96,24 @@ enum Ended {
     Written(Option<u64>),
 }
 
+/// Says why an attach is refused: on the JVM's standard error, and to the
+/// client when it asked (`reply=text`).
+#[derive(Clone, Copy)]
+struct Refusal {
+    to_client: bool,
+}
+
+impl Refusal {
+    /// Refused with `code`, for the reason `line` (an `HPROF ERROR:` line).
+    fn refuse(self, code: jni::jint, line: &str) -> Ended {
+        eprintln!("{line}");
+        if self.to_client {
+            attach_reply::send_line(line);
+        }
+        Ended::Refused(code)
+    }
+}
+
 /// `SIZE_BASE` plus `bytes` in KiB rounded up (up to 2 TiB); 0 for an
 /// output that is no regular file (nothing to hand over).
 fn sized_reply(bytes: Option<u64>) -> jni::jint {
@@ -104,39 +130,33 @@ fn sized_reply(bytes: Option<u64>) -> jni::jint {
 }
 
 /// A new profile of this running JVM (written at once for heap=dump alone).
-fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str) -> Ended {
+fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str, refusal: Refusal) -> Ended {
     if current::profiler().is_some() {
         let how = if ATTACHED.load(Ordering::Acquire) {
             "attached earlier; stop it first with: hprof-rs attach PID stop"
         } else {
             "started with the JVM (-agentpath); it ends with the JVM"
         };
-        eprintln!("HPROF ERROR: a profile is already running in this JVM ({how})");
-        return Ended::Refused(ATTACH_ALREADY_RUNNING);
+        let line = format!("HPROF ERROR: a profile is already running in this JVM ({how})");
+        return refusal.refuse(ATTACH_ALREADY_RUNNING, &line);
     }
     let options = match options::parse(Some(given), None) {
         Ok(Parsed::Options(options)) => options,
         Ok(Parsed::Help) => {
-            eprintln!("HPROF ERROR: help is not available attached; run: hprof-rs help");
-            return Ended::Refused(ATTACH_BAD_OPTIONS);
+            let line = "HPROF ERROR: help is not available attached; run: hprof-rs help";
+            return refusal.refuse(ATTACH_BAD_OPTIONS, line);
         }
-        Err(error) => {
-            eprintln!("{}", error.message());
-            return Ended::Refused(ATTACH_BAD_OPTIONS);
-        }
+        Err(error) => return refusal.refuse(ATTACH_BAD_OPTIONS, &error.message()),
     };
     let options = match for_live_phase(options) {
         Ok(options) => options,
-        Err(why) => {
-            eprintln!("HPROF ERROR: {why}");
-            return Ended::Refused(ATTACH_BAD_OPTIONS);
-        }
+        Err(why) => return refusal.refuse(ATTACH_BAD_OPTIONS, &format!("HPROF ERROR: {why}")),
     };
     let jvmti = match context.vm().jvmti() {
         Ok(env) => env,
         Err(code) => {
-            eprintln!("HPROF ERROR: Unable to access JVMTI (GetEnv returned {code})");
-            return Ended::Refused(ATTACH_FAILED);
+            let line = format!("HPROF ERROR: Unable to access JVMTI (GetEnv returned {code})");
+            return refusal.refuse(ATTACH_FAILED, &line);
         }
     };
     let raw_file_name = context.option_bytes().and_then(options::raw_file_value);
@@ -145,18 +165,17 @@ fn start(context: &AgentLoadContext<'_>, vm: VmHandle, given: &str) -> Ended {
     let profiler = match new_profiler(&jvmti, vm, options, raw_file_name) {
         Ok(profiler) => profiler,
         Err(why) => {
-            eprintln!("HPROF ERROR: {why}");
             // SAFETY: no event was enabled and nothing else holds it.
             let _ = unsafe { jvmti.dispose_environment() };
-            return Ended::Refused(ATTACH_FAILED);
+            return refusal.refuse(ATTACH_FAILED, &format!("HPROF ERROR: {why}"));
         }
     };
     let profiler = match current::make_current(profiler) {
         Ok(profiler) => profiler,
         Err(lost) => {
             lost.abandon_output();
-            eprintln!("HPROF ERROR: a profile is already running in this JVM");
-            return Ended::Refused(ATTACH_ALREADY_RUNNING);
+            let line = "HPROF ERROR: a profile is already running in this JVM";
+            return refusal.refuse(ATTACH_ALREADY_RUNNING, line);
         }
     };
     ATTACHED.store(true, Ordering::Release);
@@ -231,10 +250,10 @@ fn new_profiler(
 }
 
 /// `stop`: the attached profile writes its file and ends.
-fn stop(vm: VmHandle) -> Ended {
+fn stop(vm: VmHandle, refusal: Refusal) -> Ended {
     let Some(profiler) = current::profiler().filter(|_| ATTACHED.load(Ordering::Acquire)) else {
-        eprintln!("HPROF ERROR: no attached profile is running in this JVM: nothing to stop");
-        return Ended::Refused(ATTACH_NOTHING_TO_STOP);
+        let line = "HPROF ERROR: no attached profile is running in this JVM: nothing to stop";
+        return refusal.refuse(ATTACH_NOTHING_TO_STOP, line);
     };
     let jni = vm.current_env();
     Ended::Written(end(profiler, jni.as_ref()))

@@ -5,6 +5,7 @@
 //! `jvm/`. The map is docs/ARCHITECTURE.md.
 
 mod attach;
+mod attach_reply;
 mod current;
 pub(crate) mod jvm;
 pub(crate) mod modes;

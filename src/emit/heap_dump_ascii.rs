@@ -3,15 +3,16 @@
 //! traces and totals; the second writes one ROOT/CLS/OBJ/ARR entry per
 //! heap sub-record.
 //!
-//! Sizes (`sz=`) are computed for the usual 64-bit layout (12-byte object
-//! headers, 16-byte array headers, 4-byte compressed references, 8-byte
-//! alignment): the JVM's dump records values, not object sizes.
+//! Sizes (`sz=`) are computed for the JVM's object layout (its headers,
+//! references and alignment, from its flags): the JVM's dump records
+//! values, not object sizes.
 
 use super::Emitter;
 use crate::format::ParseError;
 use crate::format::ascii::writer::{write_heap_dump_begin, write_heap_dump_end, write_heap_entry};
 use crate::format::ascii::{HeapEntry, HeapRoot, LineInfo, Section, TraceFrame, TraceSection};
 use crate::format::binary::heap_walk::{self, PresentObjects};
+use crate::format::binary::object_layout::ObjectLayout;
 use crate::format::binary::reader::{parse_body, parse_heap_record};
 use crate::format::binary::{BasicType, HeapRecord, PrimitiveArray, RecordBody, Value};
 use crate::format::names::signature_to_name;
@@ -78,26 +79,15 @@ impl Survey {
         .take(self.classes.len())
     }
 
-    /// The object size of an instance of `class` (see the module comment).
-    fn instance_size(&self, class: u64) -> u64 {
+    /// The object size of an instance of `class` laid out as `layout`.
+    fn instance_size(&self, class: u64, layout: &ObjectLayout) -> u64 {
         let fields: u64 = self
             .class_chain(class)
             .flat_map(|shape| &shape.fields)
-            .map(|(_, t)| field_size(*t))
+            .map(|(_, t)| t.size(layout.reference) as u64)
             .sum();
-        align8((12 + fields).max(16))
+        layout.instance_size(fields)
     }
-}
-
-fn field_size(kind: BasicType) -> u64 {
-    match kind {
-        BasicType::Object => 4,
-        other => other.size(4) as u64,
-    }
-}
-
-fn align8(bytes: u64) -> u64 {
-    bytes.div_ceil(8) * 8
 }
 
 /// A dotted class name from the JVM dump's spelling (`java/lang/String`, `[I`).
@@ -148,10 +138,11 @@ impl Emitter {
         serials: &dyn DumpSerials,
         created: &str,
         fields_reversed: bool,
+        layout: &ObjectLayout,
         out: &mut dyn FnMut(Vec<u8>) -> Vec<u8>,
     ) -> Result<(), ParseError> {
         let id_size = self.id_size;
-        let mut survey = survey(input, id_size)?;
+        let mut survey = survey(input, id_size, layout)?;
         if fields_reversed {
             for shape in survey.classes.values_mut() {
                 shape.fields.reverse();
@@ -191,7 +182,7 @@ impl Emitter {
         let instance_bytes: u64 = survey
             .instances_per_class
             .iter()
-            .map(|(class, n)| n * survey.instance_size(*class))
+            .map(|(class, n)| n * survey.instance_size(*class, layout))
             .sum();
         write_heap_dump_begin(
             survey.objects,
@@ -205,7 +196,8 @@ impl Emitter {
             id_size,
             |_| {},
             |_, record| {
-                if let Some(entry) = to_entry(record, &survey, id_size, &trace, &mut sizes) {
+                let entry = to_entry(record, &survey, layout, id_size, &trace, &mut sizes);
+                if let Some(entry) = entry {
                     write_heap_entry(&entry, &mut text);
                 }
                 if text.len() >= CHUNK {
@@ -222,7 +214,11 @@ impl Emitter {
 }
 
 /// The first pass.
-fn survey<R: Read + Seek>(input: &mut R, id_size: u32) -> Result<Survey, ParseError> {
+fn survey<R: Read + Seek>(
+    input: &mut R,
+    id_size: u32,
+    layout: &ObjectLayout,
+) -> Result<Survey, ParseError> {
     let mut survey = Survey::default();
     let mut load_classes = Vec::new();
     let mut raw_frames = Vec::new();
@@ -274,12 +270,13 @@ fn survey<R: Read + Seek>(input: &mut R, id_size: u32) -> Result<Survey, ParseEr
                 }
                 HeapRecord::ObjectArrayDump { elements, .. } => {
                     survey.objects += 1;
-                    survey.array_bytes += align8(16 + 4 * elements.len() as u64);
+                    survey.array_bytes +=
+                        layout.array_size(BasicType::Object, elements.len() as u64);
                 }
                 HeapRecord::PrimitiveArrayDump { elements, .. } => {
                     survey.objects += 1;
                     survey.array_bytes +=
-                        align8(16 + (elements.len() * elements.element_type().size(4)) as u64);
+                        layout.array_size(elements.element_type(), elements.len() as u64);
                 }
                 _ => {}
             }
@@ -338,6 +335,7 @@ fn survey<R: Read + Seek>(input: &mut R, id_size: u32) -> Result<Survey, ParseEr
 fn to_entry(
     record: HeapRecord,
     survey: &Survey,
+    layout: &ObjectLayout,
     id_size: u32,
     trace: &dyn Fn(u32) -> u32,
     sizes: &mut HashMap<u64, u64>,
@@ -448,7 +446,7 @@ fn to_entry(
         } => {
             let size = *sizes
                 .entry(class_id)
-                .or_insert_with(|| survey.instance_size(class_id));
+                .or_insert_with(|| survey.instance_size(class_id, layout));
             Some(HeapEntry::Object {
                 object_id,
                 size,
@@ -465,7 +463,7 @@ fn to_entry(
             elements,
         } => Some(HeapEntry::ObjectArray {
             object_id: array_id,
-            size: align8(16 + 4 * elements.len() as u64),
+            size: layout.array_size(BasicType::Object, elements.len() as u64),
             trace_serial: trace(trace_serial),
             // The full length: HPROF cut object arrays after their last non-null element.
             length: elements.len() as u64,
@@ -485,7 +483,7 @@ fn to_entry(
             elements,
         } => Some(HeapEntry::PrimitiveArray {
             object_id: array_id,
-            size: align8(16 + (elements.len() * elements.element_type().size(4)) as u64),
+            size: layout.array_size(elements.element_type(), elements.len() as u64),
             trace_serial: trace(trace_serial),
             length: elements.len() as u64,
             array_class_name: primitive_array_name(&elements).into(),
@@ -564,8 +562,9 @@ mod tests {
         survey.classes.insert(0x10, shape(0x20, "a"));
         survey.classes.insert(0x20, shape(0x10, "b"));
         survey.present.insert(0x100);
+        let usual = ObjectLayout::hotspot(false, true, true);
         assert_eq!(
-            survey.instance_size(0x10),
+            survey.instance_size(0x10, &usual),
             24,
             "12 + two 4-byte fields, aligned"
         );

@@ -19,11 +19,12 @@ use crate::format::binary::heap_walk::{
     self, ArrayRest, BlockHashing, PresentObjects, SubRecordVisitor, drop_dangling, null_if_absent,
     scan_block,
 };
-use crate::format::binary::object_runs::ObjectLayout;
+use crate::format::binary::object_layout::ObjectLayout;
 use crate::format::binary::reader::{RecordHeader, RecordStream, parse_body};
 use crate::format::binary::writer::{encode_record_header, tags};
-use crate::model::DumpSerials;
 use crate::model::traces::EMPTY_TRACE_SERIAL;
+use crate::model::{DumpSerials, Model};
+use crate::options::Format;
 use std::collections::{HashMap, HashSet};
 use std::io::{BufReader, Read, Seek};
 
@@ -183,6 +184,15 @@ pub(super) fn read_body<R: Read>(
 }
 
 impl Emitter {
+    /// The layout note (a UTF8 record, written once per file) by which
+    /// readers size a binary dump's objects as the JVM does (see
+    /// `ObjectLayout`); nothing in ASCII, whose entries carry their sizes.
+    pub fn object_layout_note(&self, model: &mut Model, layout: &ObjectLayout, out: &mut Vec<u8>) {
+        if self.format == Format::Binary {
+            self.name(model, &layout.note(), out);
+        }
+    }
+
     /// Carries the JVM heap dump read from `input` into this file's binary
     /// output, handing bytes to `out` in blocks of a few MiB (so memory
     /// stays bounded whatever the heap size); `out` gives back an empty

@@ -31,7 +31,8 @@
 use crate::format::binary::heap_walk::{
     ArrayRest, BlockHashing, NullAbsent, ObjectSet, PresentObjects, scan_block,
 };
-use crate::format::binary::object_runs::{ObjectLayout, ObjectRuns};
+use crate::format::binary::object_layout::ObjectLayout;
+use crate::format::binary::object_runs::ObjectRuns;
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;

@@ -3,9 +3,12 @@
 //! sub-record's length is read from the chunk (`heap_walk::sub_record_len`)
 //! and only the fixed head of an object is looked at. An object larger than
 //! a chunk (a big array) is counted from its head and its elements are
-//! skipped unread, so no object is ever held whole.
+//! skipped unread, so no object is ever held whole. A class's instance
+//! fields are read from its CLASS DUMP (which no chunk cuts: see [`CHUNK`]),
+//! for the size of its instances.
 
 use hprof_format::ParseError;
+use hprof_format::binary::BasicType;
 use hprof_format::binary::heap_walk::{get_id, sub_record_len};
 use hprof_format::binary::layout::{self, Extent, Tail};
 use std::io::Read;
@@ -17,27 +20,78 @@ const CHUNK: usize = 8 << 20;
 /// The smallest buffer: room for any object's fixed head.
 const MIN_CHUNK: usize = 64;
 
-/// What one dumped object counts for: its class (a class object id, or a
-/// primitive array's element type byte with [`PRIMITIVE_KEY`] set) and bytes.
-pub type Counted = (u64, u64);
+/// What one sub-record of a heap dump counts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// A CLASS DUMP: the class, its superclass and how many of the
+    /// instance fields it declares are references.
+    Class {
+        class: u64,
+        superclass: u64,
+        references: u32,
+    },
+    /// An instance of `class` with `bytes` of field values in the dump.
+    Instance { class: u64, bytes: u64 },
+    /// An array of `length` elements of `element`; `key` is its class
+    /// (an object array's class id, or a primitive array's element type
+    /// byte with [`PRIMITIVE_KEY`] set).
+    Array {
+        key: u64,
+        element: BasicType,
+        length: u64,
+    },
+}
 
 /// Marks a key as a primitive array type rather than a class id.
 pub const PRIMITIVE_KEY: u64 = 1 << 63;
 
-/// The class and bytes of the object whose sub-record starts `head`, if it
-/// is an object (instance or array) and its fixed head is in `head`.
+/// What the sub-record that starts `head` counts for, if it is a class,
+/// an instance or an array and `head` holds its fixed head (a class: the
+/// whole sub-record).
 fn object_of(head: &[u8], id_size: u32) -> Option<Counted> {
     let shape = layout::shape(*head.first()?, id_size)?;
-    let key = match shape.tail {
-        Tail::Bytes | Tail::Ids => get_id(
+    let head_len = shape.head;
+    let count = || {
+        Some(u64::from(layout::get_u4(
+            head.get(..head_len)?,
+            shape.count_at,
+        )))
+    };
+    let class = || {
+        Some(get_id(
             head.get(..shape.class_at + id_size as usize)?,
             shape.class_at,
             id_size,
-        ),
-        Tail::Elements => PRIMITIVE_KEY | u64::from(*head.get(shape.element_type_at)?),
-        _ => return None,
+        ))
     };
-    Some((key, whole_len(head, id_size)? - shape.head as u64))
+    Some(match shape.tail {
+        Tail::ClassBody => {
+            let (superclass, references) = layout::class_reference_fields(head, id_size)?;
+            Counted::Class {
+                class: get_id(head, 1, id_size),
+                superclass,
+                references,
+            }
+        }
+        Tail::Bytes => Counted::Instance {
+            class: class()?,
+            bytes: count()?,
+        },
+        Tail::Ids => Counted::Array {
+            key: class()?,
+            element: BasicType::Object,
+            length: count()?,
+        },
+        Tail::Elements => {
+            let type_byte = *head.get(shape.element_type_at)?;
+            Counted::Array {
+                key: PRIMITIVE_KEY | u64::from(type_byte),
+                element: BasicType::from_u8(type_byte)?,
+                length: count()?,
+            }
+        }
+        Tail::None => return None,
+    })
 }
 
 /// The whole length of an instance or array sub-record from its head alone.
@@ -140,7 +194,7 @@ fn scan_in_chunks(
 mod tests {
     use super::*;
     use hprof_format::big_endian::BigEndianOut;
-    use hprof_format::binary::{BasicType, tags::heap};
+    use hprof_format::binary::tags::heap;
 
     fn prim_array(id: u64, elements: u32, kind: BasicType) -> Vec<u8> {
         let mut r = vec![heap::PRIM_ARRAY_DUMP];
@@ -173,12 +227,60 @@ mod tests {
             seen.push(o)
         })
         .unwrap();
-        let int = PRIMITIVE_KEY | BasicType::Int as u64;
-        let long = PRIMITIVE_KEY | BasicType::Long as u64;
+        let array = |element: BasicType, length: u64| Counted::Array {
+            key: PRIMITIVE_KEY | element as u64,
+            element,
+            length,
+        };
+        let instance = Counted::Instance {
+            class: 0x10,
+            bytes: 12,
+        };
         assert_eq!(
             seen,
-            [(0x10, 12), (int, 3 * CHUNK as u64), (0x10, 12), (long, 40)]
+            [
+                instance,
+                array(BasicType::Int, CHUNK as u64 / 4 * 3),
+                instance,
+                array(BasicType::Long, 5)
+            ]
         );
+    }
+
+    /// A CLASS DUMP with 4-byte ids: the class, its superclass, no
+    /// constants or statics, and instance fields of these types.
+    fn class_dump(class: u32, superclass: u32, fields: &[BasicType]) -> Vec<u8> {
+        let mut r = vec![heap::CLASS_DUMP];
+        // Class, trace serial, superclass, then loader, signers, domain,
+        // two reserved ids and the instance size.
+        for value in [class, 1, superclass, 0, 0, 0, 0, 0, 0] {
+            r.put_u4(value);
+        }
+        r.put_u2(0);
+        r.put_u2(0);
+        r.put_u2(fields.len() as u16);
+        for &kind in fields {
+            r.put_u4(0x900);
+            r.push(kind as u8);
+        }
+        r
+    }
+
+    #[test]
+    fn a_class_dump_counts_its_superclass_and_reference_fields() {
+        let fields = [BasicType::Object, BasicType::Long, BasicType::Object];
+        let body = class_dump(0x100, 0x200, &fields);
+        let mut seen = Vec::new();
+        scan(&mut body.as_slice(), body.len() as u64, 4, 100, |o| {
+            seen.push(o)
+        })
+        .unwrap();
+        let class = Counted::Class {
+            class: 0x100,
+            superclass: 0x200,
+            references: 2,
+        };
+        assert_eq!(seen, [class]);
     }
 
     #[test]
@@ -195,7 +297,13 @@ mod tests {
             16,
         )
         .unwrap();
-        assert_eq!(seen, [(0x10, 0)]);
+        assert_eq!(
+            seen,
+            [Counted::Instance {
+                class: 0x10,
+                bytes: 0
+            }]
+        );
     }
 
     #[test]
@@ -210,24 +318,26 @@ mod tests {
         assert_eq!(error.offset, 100);
     }
 
+    use hprof_format::binary::HeapRecord;
     use hprof_format::binary::reader::parse_heap_records;
-    use hprof_format::binary::{HeapRecord, PrimitiveArray};
     use proptest::prelude::*;
 
-    /// (class or primitive key, bytes) of a decoded object, the reference.
+    /// What a decoded object counts for, the reference.
     fn decoded(record: &HeapRecord) -> Option<Counted> {
         Some(match record {
             HeapRecord::InstanceDump {
                 class_id, values, ..
-            } => (*class_id, values.len() as u64),
+            } => Counted::Instance {
+                class: *class_id,
+                bytes: values.len() as u64,
+            },
             HeapRecord::PrimitiveArrayDump { elements, .. } => {
-                let kind = match elements {
-                    PrimitiveArray::Int(_) => BasicType::Int,
-                    PrimitiveArray::Long(_) => BasicType::Long,
-                    _ => BasicType::Byte,
-                };
-                let bytes = elements.len() as u64 * kind.size(4) as u64;
-                (PRIMITIVE_KEY | kind as u64, bytes)
+                let element = elements.element_type();
+                Counted::Array {
+                    key: PRIMITIVE_KEY | element as u64,
+                    element,
+                    length: elements.len() as u64,
+                }
             }
             _ => return None,
         })

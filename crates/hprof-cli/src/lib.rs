@@ -15,6 +15,7 @@ mod convert_speedscope;
 pub mod diff;
 pub mod diff_output;
 pub mod flame;
+mod heap_histogram;
 mod heap_scan;
 mod listen;
 pub mod print;

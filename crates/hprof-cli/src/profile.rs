@@ -8,10 +8,12 @@
 //! bounded memory.
 
 use super::apportion::apportion;
+use super::heap_histogram::{ClassAddresses, HeapCounts};
 use super::heap_scan::{self, PRIMITIVE_KEY};
 use super::profile_file::{self, Contents, OpenError};
 use hprof_format::ParseError;
 use hprof_format::ascii::{self, CpuTitle, LineInfo, MonitorTimeRow, Section, TraceFrame};
+use hprof_format::binary::object_layout::ObjectLayout;
 use hprof_format::binary::reader::{RecordStream, parse_body};
 use hprof_format::binary::{BasicType, FileHeader, RecordBody};
 use hprof_format::names::signature_to_name;
@@ -154,31 +156,7 @@ impl BelowCutoff {
     }
 }
 
-/// Instances and shallow bytes of one class in a heap dump.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ClassCount {
-    pub instances: u64,
-    pub bytes: u64,
-    /// The shallow bytes of the biggest single object (for arrays: the
-    /// biggest array of the class).
-    pub largest: u64,
-}
-
-impl ClassCount {
-    /// Adds one object, saturating: sizes read from a damaged file may be huge.
-    fn add_object(&mut self, bytes: u64) {
-        self.instances = self.instances.saturating_add(1);
-        self.bytes = self.bytes.saturating_add(bytes);
-        self.largest = self.largest.max(bytes);
-    }
-
-    /// Adds the objects counted in `other`.
-    fn merge(&mut self, other: &ClassCount) {
-        self.instances = self.instances.saturating_add(other.instances);
-        self.bytes = self.bytes.saturating_add(other.bytes);
-        self.largest = self.largest.max(other.largest);
-    }
-}
+pub use super::heap_histogram::ClassCount;
 
 /// Where a frame's code is, when the file says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -231,8 +209,12 @@ pub struct Profile {
     /// The totals the file states for that table (None in ASCII files
     /// written before SITES TOTALS, and by HPROF).
     pub sites_totals: Option<StatedSiteTotals>,
-    /// Per-class instances and bytes over every heap dump in the file.
+    /// Per-class instances and shallow bytes over every heap dump in the
+    /// file.
     pub histogram: Option<HashMap<String, ClassCount>>,
+    /// For a binary heap dump, the object layout its shallow sizes were
+    /// counted with, in words (an ASCII dump gives each object's size).
+    pub heap_layout: Option<String>,
     /// The depth and sampling interval the file says it was taken with:
     /// hprof-rs's settings line, else (binary) the CONTROL SETTINGS depth.
     pub settings: RunSettings,
@@ -711,8 +693,12 @@ struct BinaryTables {
     samples: Option<(Vec<(u32, u64)>, u64)>,
     sites: Option<Vec<hprof_format::binary::AllocSite>>,
     sites_totals: Option<StatedSiteTotals>,
-    /// class object id (or primitive type byte with PRIMITIVE_KEY) -> counts
-    histogram: Option<HashMap<u64, ClassCount>>,
+    /// The objects of the heap dumps, if any, per class.
+    heap: Option<HeapCounts>,
+    /// Where the LOAD CLASS records' classes are.
+    class_addresses: ClassAddresses,
+    /// The agent's note of its JVM's object layout.
+    layout_note: Option<ObjectLayout>,
     /// CONTROL SETTINGS' depth.
     depth: Option<u16>,
     /// hprof-rs's settings line, from the UTF8 record that holds it.
@@ -748,6 +734,9 @@ fn collect_record(body: RecordBody, tables: &mut BinaryTables) {
             if text.starts_with(settings::PREFIX) && tables.settings.is_none() {
                 tables.settings = RunSettings::from_line(&text);
             }
+            if let Some(layout) = ObjectLayout::from_note(text.as_bytes()) {
+                tables.layout_note = Some(layout);
+            }
             tables.utf8.insert(id, text);
         }
         RecordBody::LoadClass {
@@ -758,6 +747,7 @@ fn collect_record(body: RecordBody, tables: &mut BinaryTables) {
         } => {
             tables.class_names.insert(class_serial, name_id);
             tables.class_ids.insert(class_id, name_id);
+            tables.class_addresses.note(class_id);
         }
         RecordBody::Frame {
             frame_id,
@@ -833,18 +823,18 @@ fn count_heap_dump(
     body_offset: u64,
     tables: &mut BinaryTables,
 ) -> Result<(), ParseError> {
-    let histogram = tables.histogram.get_or_insert_with(HashMap::new);
-    heap_scan::scan(
-        input,
-        length,
-        header.id_size,
-        body_offset,
-        |(key, bytes)| histogram.entry(key).or_default().add_object(bytes),
-    )
+    let (classes, note) = (tables.class_addresses, tables.layout_note);
+    let heap = tables
+        .heap
+        .get_or_insert_with(|| HeapCounts::new(note, classes, header.id_size));
+    heap_scan::scan(input, length, header.id_size, body_offset, |counted| {
+        heap.count(counted)
+    })
 }
 
 /// Names every frame, trace and class once all records are read.
-fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
+fn resolve(header: &FileHeader, mut tables: BinaryTables) -> Profile {
+    let heap = tables.heap.take().map(|heap| heap.finish(header.id_size));
     let text = |id: &u64| tables.utf8.get(id).map(String::as_str).unwrap_or("?");
     let class_of_serial = |serial: u32| {
         tables.class_names.get(&serial).map_or_else(
@@ -903,7 +893,8 @@ fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
             })
             .collect()
     });
-    let histogram = tables.histogram.as_ref().map(|counts| {
+    let heap_layout = heap.as_ref().map(|(_, said)| said.clone());
+    let histogram = heap.as_ref().map(|(counts, _)| {
         let mut named: HashMap<String, ClassCount> = HashMap::new();
         for (&key, count) in counts {
             let name = if key & PRIMITIVE_KEY != 0 {
@@ -955,6 +946,7 @@ fn resolve(header: &FileHeader, tables: BinaryTables) -> Profile {
         sites,
         sites_totals: tables.sites_totals,
         histogram,
+        heap_layout,
         settings,
         traces,
         threads,

@@ -26,7 +26,7 @@ pub struct MethodCost {
 pub struct HistogramRow {
     pub class: String,
     pub instances: u64,
-    /// Shallow bytes as recorded in the dump.
+    /// Shallow bytes, as the JVM counts them (see [`Top::heap_layout`]).
     pub bytes: u64,
 }
 
@@ -54,6 +54,9 @@ pub struct Top {
     pub by_self: Vec<MethodCost>,
     pub classes: Vec<ClassCost>,
     pub histogram: Vec<HistogramRow>,
+    /// For a binary heap dump, the object layout the sizes were counted
+    /// with, in words; null for an ASCII dump, whose entries give sizes.
+    pub heap_layout: Option<String>,
 }
 
 /// The method frames of a stack, innermost first (the allocated class of a
@@ -136,6 +139,7 @@ pub fn top(profile: &Profile, what: Option<What>, n: usize) -> Result<Top, Strin
         by_self: Vec::new(),
         classes: Vec::new(),
         histogram: Vec::new(),
+        heap_layout: profile.heap_layout.clone(),
     };
     if let Some(what) = chosen {
         let stacks = profile.stacks(what);
@@ -225,10 +229,11 @@ pub fn render(report: &Top) -> String {
         }
     }
     if !report.histogram.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nHeap dump class histogram (shallow bytes as recorded in the dump):"
-        );
+        let basis = match &report.heap_layout {
+            Some(layout) => format!("shallow bytes as the JVM counts them: {layout}"),
+            None => "shallow bytes, each object's sz=".to_owned(),
+        };
+        let _ = writeln!(out, "\nHeap dump class histogram ({basis}):");
         let _ = writeln!(
             out,
             "{:>6} {:>14} {:>16}  class",

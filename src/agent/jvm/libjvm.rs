@@ -294,6 +294,20 @@ pub fn intx_flag(name: &CStr) -> Option<i64> {
     word_flag(name).map(|word| word as isize as i64)
 }
 
+/// The value of the HotSpot flag `name` of C type `int`, or of type `intx`
+/// when its value fits in an `int` (`ObjectAlignmentInBytes` is one or the
+/// other by JDK): an `intx`'s first four bytes are then its value on a
+/// little-endian machine (x86-64, AArch64). None when the flag or the
+/// tables are not found.
+pub fn int_flag(name: &CStr) -> Option<i32> {
+    match flag_address(name) {
+        // SAFETY: the value address of a flag the caller names as an `int`
+        // or `intx` one: at least four readable bytes.
+        FlagLookup::Found(address) => Some(unsafe { (address as *const i32).read_unaligned() }),
+        FlagLookup::Absent | FlagLookup::Unknown => None,
+    }
+}
+
 /// The value of the HotSpot `uintx` flag `name` (such as
 /// `TLABRefillWasteFraction`), or None when the flag or the tables are not
 /// found.

@@ -24,11 +24,9 @@ use target::Target;
 const STOP: &str = "stop";
 
 /// The agent's return values (src/agent/attach.rs), and what they mean.
+/// The agent's own line follows, when it sent one; else the note below.
 const REFUSALS: &[(i32, &str)] = &[
-    (
-        2,
-        "the agent refused the options (the JVM's standard error says why; see docs/attach.md)",
-    ),
+    (2, "the agent refused the options"),
     (
         3,
         "a profile is already running in this JVM: stop it first with `hprof-rs attach PID stop`",
@@ -37,15 +35,19 @@ const REFUSALS: &[(i32, &str)] = &[
         4,
         "no attached profile is running in this JVM: nothing to stop",
     ),
-    (
-        5,
-        "the agent could not start (the JVM's standard error says why)",
-    ),
+    (5, "the agent could not start"),
     (
         6,
         "the JVM exited while the profile was being written: its output is incomplete",
     ),
 ];
+
+/// What a refusal without the agent's line adds.
+const SEE_STDERR: &str = " (the JVM's standard error says why; see docs/attach.md)";
+
+/// Attach option word: the agent sends its error line back to us
+/// (src/agent/attach_reply.rs).
+const REPLY_TEXT: &str = "reply=text";
 
 /// How long a JVM whose attach connection closed without an answer is
 /// given to be seen gone.
@@ -104,6 +106,7 @@ fn attach_or_explain(pid: u32, options: &str, agent: Option<PathBuf>) -> Result<
         }
     };
     let finished = stopping || handover::is_finished(&agent_options);
+    let agent_options = format!("{REPLY_TEXT},{agent_options}");
     let library = handover::library_for(&target, &agent)?;
     let reply = target.as_its_user(|| {
         let stream = protocol::connect(&target)?;
@@ -113,8 +116,8 @@ fn attach_or_explain(pid: u32, options: &str, agent: Option<PathBuf>) -> Result<
         // Whatever the stop's outcome, the JVM no longer writes that file.
         handover::forget(&target);
     }
-    let code = match reply {
-        Ok(LoadReply::Returned(code)) => code,
+    let (code, said) = match reply {
+        Ok(LoadReply::Returned { code, said }) => (code, said),
         Ok(LoadReply::Refused(why)) => {
             return Err(format!("the JVM {pid} refused to load the agent: {why}"));
         }
@@ -128,13 +131,9 @@ fn attach_or_explain(pid: u32, options: &str, agent: Option<PathBuf>) -> Result<
         c => (c, None),
     };
     if code != 0 {
-        let meaning = REFUSALS.iter().find(|(c, _)| *c == code).map_or(
-            "the agent failed to start (the JVM's standard error says why)",
-            |(_, m)| m,
-        );
         return Err(format!(
             "JVM {pid}: {}",
-            meaning.replace("PID", &pid.to_string())
+            refusal(code, said.as_deref(), pid)
         ));
     }
     if let Some(pending) = &mut handover {
@@ -162,6 +161,23 @@ fn attach_or_explain(pid: u32, options: &str, agent: Option<PathBuf>) -> Result<
         ),
         None => format!("profiling JVM {pid}; stop with: hprof-rs attach {pid} stop"),
     })
+}
+
+/// Why the agent refused, from its return value and the line it sent back
+/// (`said`), if any.
+fn refusal(code: i32, said: Option<&str>, pid: u32) -> String {
+    let meaning = REFUSALS
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map_or("the agent failed to start", |(_, m)| m)
+        .replace("PID", &pid.to_string());
+    match (said, code) {
+        // The agent's own line says it all, and which profile runs.
+        (Some(line), 3 | 4) => line.to_owned(),
+        (Some(line), _) => format!("{meaning}: {line}"),
+        (None, 3 | 4 | 6) => meaning,
+        (None, _) => format!("{meaning}{SEE_STDERR}"),
+    }
 }
 
 /// What to say when the JVM closed the attach connection without an
@@ -240,6 +256,27 @@ fn replace_file(options: &str, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_says_the_agents_line_when_it_sent_one() {
+        let line = "HPROF ERROR: can't create profile file: /x (Permission denied)";
+        assert_eq!(
+            refusal(5, Some(line), 7),
+            format!("the agent could not start: {line}")
+        );
+        assert_eq!(
+            refusal(5, None, 7),
+            format!("the agent could not start{SEE_STDERR}")
+        );
+        let running =
+            "HPROF ERROR: a profile is already running in this JVM (started with the JVM)";
+        assert_eq!(refusal(3, Some(running), 7), running);
+        assert!(refusal(3, None, 7).contains("hprof-rs attach 7 stop"));
+        assert_eq!(
+            refusal(-1, None, 7),
+            format!("the agent failed to start{SEE_STDERR}")
+        );
+    }
 
     #[test]
     fn a_relative_file_is_made_absolute_against_the_directory() {

@@ -6,7 +6,9 @@
 //! each NUL-terminated; the reply is text: the command's status on the
 //! first line, then what the command printed (for `load`, the value the
 //! agent's Agent_OnAttach returned: `return code: N` in the JDKs tested,
-//! the bare number in older updates). `<pid>` is the JVM's pid in its own
+//! the bare number in older updates). Asked with `reply=text`, our agent
+//! sends its error lines (`HPROF ERROR: ...`) on the same connection
+//! before the JVM's answer. `<pid>` is the JVM's pid in its own
 //! namespace; the files are reached inside its root (see root.rs).
 //!
 //! Both files are in places other users may write to: the socket and the
@@ -34,6 +36,8 @@ const MAX_ARG: usize = 1024;
 const MAX_REPLY: u64 = 64 << 10;
 /// The most of a reply's text shown.
 const SHOWN_REPLY: usize = 300;
+/// How the lines our agent sends before the JVM's answer start.
+const AGENT_LINE: &str = "HPROF ";
 
 /// Connects to the JVM's attach listener, starting it first when its
 /// socket is not there yet. The socket must be the JVM's: a socket file
@@ -231,8 +235,9 @@ fn send_quit(pid: u32) -> Result<(), String> {
 
 /// What the JVM answered to `load`.
 pub enum LoadReply {
-    /// Agent_OnAttach ran and returned this.
-    Returned(i32),
+    /// Agent_OnAttach ran and returned `code`; the lines our agent sent
+    /// before the JVM's answer (escaped), if any.
+    Returned { code: i32, said: Option<String> },
     /// The JVM refused the command: its status and message (escaped).
     Refused(String),
     /// The connection closed before a whole status line: the JVM went.
@@ -267,12 +272,18 @@ pub fn load(mut stream: UnixStream, library: &str, options: &str) -> Result<Load
     Ok(parse_reply(&String::from_utf8_lossy(&reply)))
 }
 
-/// The reply of a `load`: status line, then the agent's return value.
+/// The reply of a `load`: our agent's lines, if any, the status line,
+/// then the agent's return value.
 fn parse_reply(reply: &str) -> LoadReply {
     if !reply.contains('\n') && reply.trim().is_empty() {
         return LoadReply::Nothing;
     }
-    let mut lines = reply.lines();
+    let mut lines = reply.lines().peekable();
+    let mut agent_lines = Vec::new();
+    while let Some(line) = lines.next_if(|l| l.starts_with(AGENT_LINE)) {
+        agent_lines.push(line);
+    }
+    let said = (!agent_lines.is_empty()).then(|| shown(&agent_lines.join(" ")));
     let status = lines.next().unwrap_or("").trim();
     let rest: Vec<&str> = lines.collect();
     if status != "0" {
@@ -284,7 +295,7 @@ fn parse_reply(reply: &str) -> LoadReply {
         .map(|l| l.trim().trim_start_matches("return code:").trim())
         .find_map(|l| l.parse().ok());
     match returned {
-        Some(code) => LoadReply::Returned(code),
+        Some(code) => LoadReply::Returned { code, said },
         // (JDK 21 and later with -XX:-EnableDynamicAgentLoading: status 0
         // and the reason.)
         None if !rest.is_empty() => LoadReply::Refused(shown(rest.join(" ").trim())),
@@ -320,9 +331,31 @@ mod tests {
 
     fn returned(reply: &str) -> Option<i32> {
         match parse_reply(reply) {
-            LoadReply::Returned(code) => Some(code),
+            LoadReply::Returned { code, .. } => Some(code),
             LoadReply::Refused(_) | LoadReply::Nothing => None,
         }
+    }
+
+    #[test]
+    fn the_agents_lines_come_before_the_jvms_answer() {
+        let reply = "HPROF ERROR: hprof option error: cpu=sample \x1b[0m\n0\nreturn code: 2\n";
+        match parse_reply(reply) {
+            LoadReply::Returned { code, said } => {
+                assert_eq!(code, 2);
+                assert_eq!(
+                    said.as_deref(),
+                    Some("HPROF ERROR: hprof option error: cpu=sample \\x1b[0m")
+                );
+            }
+            _ => panic!("not returned"),
+        }
+        assert!(matches!(
+            parse_reply("0\nreturn code: 0\n"),
+            LoadReply::Returned {
+                code: 0,
+                said: None
+            }
+        ));
     }
 
     #[test]

@@ -348,8 +348,12 @@ fn heap(data: &mut Data, profile: &Profile) {
     let columns = ["class", "instances", "shallow bytes", "share"];
     let of = classes.len();
     let rows = classes.iter().take(ROWS).map(row).collect();
+    let basis = match &profile.heap_layout {
+        Some(layout) => format!(" ({layout})"),
+        None => String::new(),
+    };
     let note = format!(
-        "{}, by shallow bytes; total {total} bytes",
+        "{}, by shallow bytes{basis}; total {total} bytes",
         cut_note(ROWS.min(of), of)
     );
     data.table("HEAP DUMP: class histogram", note, &columns, rows);

@@ -1,9 +1,15 @@
 //! The flame graph's data: stacks merged into a tree (root first), then cut
 //! to a bounded size so a report of any profile stays small enough to open:
-//! children below [`MIN_SHARE`] of the total are merged into one
-//! `[N smaller frames]` node, and the share is raised until the tree has at
-//! most [`MAX_NODES`] nodes. Values are kept whole: every node's value is
-//! the sum of what was merged into it.
+//! frames deeper than [`MAX_DEPTH`] are merged into one `[N deeper frames]`
+//! node as the stack is added, children below [`MIN_SHARE`] of the total
+//! are merged into one `[N smaller frames]` node, and the share is raised
+//! until the tree has at most [`MAX_NODES`] nodes. Values are kept whole:
+//! every node's value is the sum of what was merged into it.
+//!
+//! The depth bound also bounds every walk of the tree: building, cutting,
+//! dropping and writing it out recurse once per level, here and in the
+//! page's script, which a stack of 100,000 frames would overflow (and whose
+//! 100,000 rows no one could read).
 
 use serde::ser::{Serialize, SerializeSeq, Serializer};
 use std::collections::HashMap;
@@ -12,6 +18,8 @@ use std::collections::HashMap;
 pub const MIN_SHARE: f64 = 0.0005;
 /// The most nodes one flame graph holds.
 pub const MAX_NODES: usize = 20_000;
+/// The most frames of a stack, from the root, that keep their own node.
+pub const MAX_DEPTH: usize = 1000;
 
 /// A tree being built: each node's value in the profile drawn (`value`)
 /// and, for a differential graph, in the base profile (`base`).
@@ -23,17 +31,21 @@ pub struct Tree {
 }
 
 impl Tree {
-    /// Adds a stack (root first) with its value and base value.
+    /// Adds a stack (root first) with its value and base value; its frames
+    /// past [`MAX_DEPTH`] become one `[N deeper frames]` node.
     pub fn add(&mut self, stack: &[&str], value: u64, base: u64) {
+        let kept = &stack[..stack.len().min(MAX_DEPTH)];
+        let deeper = (stack.len() > MAX_DEPTH)
+            .then(|| format!("[{} deeper frames]", stack.len() - MAX_DEPTH));
         let mut node = self;
         node.value = node.value.saturating_add(value);
         node.base = node.base.saturating_add(base);
-        for frame in stack {
+        for frame in kept.iter().copied().chain(deeper.as_deref()) {
             // Looked up before it is copied: most frames are already there.
-            if !node.children.contains_key(*frame) {
-                node.children.insert((*frame).to_owned(), Tree::default());
+            if !node.children.contains_key(frame) {
+                node.children.insert(frame.to_owned(), Tree::default());
             }
-            node = node.children.get_mut(*frame).expect("inserted above");
+            node = node.children.get_mut(frame).expect("inserted above");
             node.value = node.value.saturating_add(value);
             node.base = node.base.saturating_add(base);
         }
@@ -191,5 +203,27 @@ mod tests {
         assert!(count(&root) <= MAX_NODES);
         assert!(share > MIN_SHARE);
         assert_eq!(root.value, 1500);
+    }
+
+    #[test]
+    fn frames_past_the_depth_bound_become_one_node() {
+        let frames: Vec<String> = (0..MAX_DEPTH + 5).map(|d| format!("f{d}")).collect();
+        let stack: Vec<&str> = frames.iter().map(String::as_str).collect();
+        let mut tree = Tree::default();
+        tree.add(&stack, 3, 0);
+        tree.add(&stack[..MAX_DEPTH], 2, 0);
+        let mut names = Names::default();
+        let (root, _) = tree.bounded(&mut names);
+        let mut node = &root;
+        for frame in &frames[..MAX_DEPTH] {
+            assert_eq!(node.children.len(), 1, "above {frame}");
+            node = &node.children[0];
+            assert_eq!(&names.list[node.name as usize], frame);
+        }
+        assert_eq!(node.value, 5);
+        assert_eq!(node.children.len(), 1);
+        let deeper = &node.children[0];
+        assert_eq!(names.list[deeper.name as usize], "[5 deeper frames]");
+        assert_eq!((deeper.value, deeper.children.len()), (3, 0));
     }
 }

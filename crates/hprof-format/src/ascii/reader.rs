@@ -246,9 +246,10 @@ fn trace_header(text: &str) -> Option<TraceSection> {
 
 /// `<class>.<method>(<source>:<line>)`, the leading tab already removed.
 fn trace_frame(text: &str) -> Option<TraceFrame> {
-    let open = text.find('(')?;
-    let (class_name, method_name) = text[..open].rsplit_once('.')?;
-    let (source_file, line) = text[open + 1..].strip_suffix(')')?.rsplit_once(':')?;
+    // The line part never holds a `:`; a source file name may.
+    let (head, line) = text.strip_suffix(')')?.rsplit_once(':')?;
+    let open = source_open(head)?;
+    let (class_name, method_name) = head[..open].rsplit_once('.')?;
     let line = match line {
         "Unknown line" => LineInfo::Unknown,
         "Compiled method" => LineInfo::Compiled,
@@ -258,9 +259,52 @@ fn trace_frame(text: &str) -> Option<TraceFrame> {
     Some(TraceFrame {
         class_name: class_name.to_string(),
         method_name: method_name.to_string(),
-        source_file: source_file.to_string(),
+        source_file: head[open + 1..].to_string(),
         line,
     })
+}
+
+/// Where the `(` before the source file is in `<class>.<method>(<source>`.
+///
+/// The JVM allows `(`, `)` and `:` in class and method names (it forbids
+/// only `.`, `;`, `[` and `/` in a method's name), and a source file may be
+/// named anything, so the first `(` is not always the one: a class renamed
+/// `H(1)T` gives `H(1)T.run(H(1)T.java`. The `(` chosen is one with a `.`
+/// before it (between a class and a method, neither empty) that leaves the
+/// class, the method and the source each with balanced parentheses;
+/// failing that, one whose method name has no parenthesis; failing that,
+/// the first.
+fn source_open(head: &str) -> Option<usize> {
+    let split = |(open, _): (usize, &str)| {
+        let (class_name, method_name) = head[..open].rsplit_once('.')?;
+        // The JVM allows no empty name.
+        if class_name.is_empty() || method_name.is_empty() {
+            return None;
+        }
+        Some((open, [class_name, method_name, &head[open + 1..]]))
+    };
+    let candidates = || head.match_indices('(').filter_map(split);
+    candidates()
+        .find(|(_, pieces)| pieces.iter().all(|piece| balanced(piece)))
+        .or_else(|| candidates().find(|(_, [_, method, _])| !method.contains(['(', ')'])))
+        .or_else(|| candidates().next())
+        .map(|(open, _)| open)
+}
+
+/// Whether every `)` of `text` closes a `(` before it, and every `(` is closed.
+fn balanced(text: &str) -> bool {
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return false,
+            },
+            _ => {}
+        }
+    }
+    depth == 0
 }
 
 fn parse_sites(begin: &Line, lines: &mut Lines) -> Result<Section, ParseError> {
@@ -992,6 +1036,80 @@ mod tests {
 
         let bad_frame = "TRACE 300001:\n\tno parenthesis here\n";
         assert_eq!(error_of(bad_frame).offset, 14);
+    }
+
+    #[test]
+    fn frames_of_classes_and_methods_named_with_parentheses() {
+        // Each frame line and its pieces: class|method|source|line.
+        let cases = [
+            ("A.b(A.java:3)", "A|b|A.java|Line(3)"),
+            ("H(1)T.run(H(1)T.java:12)", "H(1)T|run|H(1)T.java|Line(12)"),
+            (
+                "p.H(1)T.run(O.java:Unknown line)",
+                "p.H(1)T|run|O.java|Unknown",
+            ),
+            ("X.m(1)(X.java:Native method)", "X|m(1)|X.java|Native"),
+            ("H(T.run(H(T.java:4)", "H(T|run|H(T.java|Line(4)"),
+            ("a(b.C.run(C.java:5)", "a(b.C|run|C.java|Line(5)"),
+            ("K:1.go(a:b.java:6)", "K:1|go|a:b.java|Line(6)"),
+            (
+                "X.<Unknown Method>(<Unknown Source>:Compiled method)",
+                "X|<Unknown Method>|<Unknown Source>|Compiled",
+            ),
+        ];
+        for (text, expected) in cases {
+            let f = trace_frame(text).unwrap_or_else(|| panic!("{text:?} did not parse"));
+            let pieces = format!(
+                "{}|{}|{}|{:?}",
+                f.class_name, f.method_name, f.source_file, f.line
+            );
+            assert_eq!(pieces, expected, "{text}");
+        }
+        for bad in [
+            "no parenthesis here",
+            "A(A.java:1)",
+            "A.b(A.java)",
+            "A.b(A.java:x)",
+        ] {
+            assert!(trace_frame(bad).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn frames_written_with_odd_names_read_back() {
+        let frames = vec![
+            TraceFrame {
+                class_name: "H(1)T".into(),
+                method_name: "run".into(),
+                source_file: "H(1)T.java".into(),
+                line: LineInfo::Line(7),
+            },
+            TraceFrame {
+                class_name: "q.(x".into(),
+                method_name: "a)b".into(),
+                source_file: "(.java".into(),
+                line: LineInfo::Unknown,
+            },
+        ];
+        let trace = Section::Trace(TraceSection {
+            serial: 300001,
+            thread_serial: Some(200001),
+            phase: None,
+            frames,
+        });
+        let mut text = Vec::new();
+        super::super::writer::write_section(&trace, &mut text);
+        let back = parse(&text).unwrap();
+        let Section::Trace(back) = &back[0] else {
+            panic!("not a TRACE: {back:?}")
+        };
+        let Section::Trace(written) = &trace else {
+            unreachable!()
+        };
+        // `q.(x.a)b((.java`: no split leaves every piece balanced and
+        // every method name holds a parenthesis: the first `(` after a
+        // non-empty class and method is the one.
+        assert_eq!(back.frames, written.frames);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 pub mod heap_walk;
 pub mod layout;
+pub mod object_layout;
 pub mod object_runs;
 pub mod reader;
 pub mod records;

@@ -9,7 +9,7 @@
 //!
 //! The rule that makes a run exact: from a sub-record, the object's size
 //! in the heap is known from below (header, plus fields or elements at
-//! their heap size; see [`ObjectLayout`]). Two objects dumped one after
+//! their heap size; see `ObjectLayout`). Two objects dumped one after
 //! the other, the second starting less than [`MIN_OBJECT`] bytes after
 //! that lower bound of the first's end, have no room between them for any
 //! other object, dumped or not: every object takes at least a header. So
@@ -27,63 +27,13 @@
 
 use super::heap_walk::{BlockHashing, ObjectSet, get_id, get_u4};
 use super::layout::{self, Tail};
+use super::object_layout::ObjectLayout;
 use super::records::BasicType;
 use std::collections::HashMap;
 
 /// Every Java object takes at least this many bytes: a header (8 bytes
 /// with HotSpot's compact headers, more otherwise), 8-byte aligned.
 pub const MIN_OBJECT: u64 = 8;
-
-/// What bounds a HotSpot object's size from below: its header and the
-/// heap size of a reference (4 bytes when compressed, the id size of the
-/// dump otherwise). The size of the fields of an instance and of the
-/// elements of an array add to the header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ObjectLayout {
-    /// An instance's header.
-    pub instance_header: u32,
-    /// An array's header, up to its first element (of the smallest type).
-    pub array_header: u32,
-    /// A reference field or element.
-    pub reference: u32,
-}
-
-impl ObjectLayout {
-    /// No larger than any HotSpot layout (compact headers, compressed
-    /// references), so right, if less tight, whatever the JVM's flags.
-    pub const SMALLEST: ObjectLayout = ObjectLayout {
-        instance_header: 8,
-        array_header: 12,
-        reference: 4,
-    };
-
-    /// HotSpot's 64-bit layout under these flags: compact object headers
-    /// (JDK 24+) take 8 bytes with the array length after them; otherwise
-    /// the class pointer takes 4 bytes when compressed (the default) or 8.
-    pub fn hotspot(
-        compact_headers: bool,
-        compressed_class_pointers: bool,
-        compressed_oops: bool,
-    ) -> Self {
-        let (instance_header, array_header) = match (compact_headers, compressed_class_pointers) {
-            (true, _) => (8, 12),
-            (false, true) => (12, 16),
-            (false, false) => (16, 20),
-        };
-        ObjectLayout {
-            instance_header,
-            array_header,
-            reference: if compressed_oops { 4 } else { 8 },
-        }
-    }
-}
-
-impl ObjectLayout {
-    /// The fewest bytes an object takes: its header, 8-byte aligned.
-    pub fn smallest_object(&self) -> u64 {
-        u64::from(self.instance_header).next_multiple_of(8)
-    }
-}
 
 /// One run: the first and last object start, and the lower bound of the
 /// last object's end.
@@ -337,11 +287,7 @@ mod tests {
     use crate::binary::records::{FieldDescriptor, HeapRecord, PrimitiveArray};
     use crate::binary::writer::encode_heap_record;
 
-    const LAYOUT: ObjectLayout = ObjectLayout {
-        instance_header: 12,
-        array_header: 16,
-        reference: 4,
-    };
+    const LAYOUT: ObjectLayout = ObjectLayout::hotspot(false, true, true);
 
     fn bytes(record: &HeapRecord) -> Vec<u8> {
         let mut out = Vec::new();

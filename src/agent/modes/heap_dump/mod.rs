@@ -13,7 +13,7 @@ use crate::agent::run::engine::{Engine, Run};
 use crate::emit::clock::ctime_now;
 use crate::emit::heap_dump_copy::DumpMemory;
 use crate::emit::heap_dump_refs::OnePassOutcome;
-use crate::format::binary::object_runs::ObjectLayout;
+use crate::format::binary::object_layout::ObjectLayout;
 use crate::options::{Format, experiment};
 use crate::output::sink::FileWork;
 use crate::output::{HeapDumpOutput, PrivateDir};
@@ -130,6 +130,7 @@ impl HeapDump {
                         &run.model,
                         &ctime_now(),
                         jvm::java_feature_version(&run.jvmti.env()).is_some_and(|v| v < 21),
+                        &object_layout(run).unwrap_or(USUAL_LAYOUT),
                         &mut out,
                     )
                     .map_err(malformed),
@@ -182,7 +183,7 @@ impl HeapDump {
                     let mut out = |bytes: Vec<u8>| output.hand_over(bytes);
                     Some(run.emitter.carry_heap_dump_one_pass(
                         input,
-                        object_layout(),
+                        object_layout(run).unwrap_or(ObjectLayout::SMALLEST),
                         &run.model,
                         &mut memory,
                         &mut out,
@@ -295,6 +296,10 @@ impl Engine for HeapDump {
     fn prepare_dump(&self, run: &Run, jni: Option<&JniEnv>) -> Result<(), String> {
         let mut model = run.model.lock();
         let mut bytes = run.emitter.class_loads(&mut model);
+        if let Some(layout) = object_layout(run) {
+            run.emitter
+                .object_layout_note(&mut model, &layout, &mut bytes);
+        }
         run.emitter.unprinted_traces(&mut model, &mut bytes);
         drop(model);
         run.writer.write(bytes);
@@ -302,10 +307,16 @@ impl Engine for HeapDump {
     }
 }
 
-/// The JVM's object layout, from its flags, which the one-pass copy uses
-/// to bound object sizes from below; the smallest HotSpot has when a flag
-/// cannot be read (still right, less compact).
-fn object_layout() -> ObjectLayout {
+/// The layout ASCII dumps are sized for when the JVM's flags cannot be
+/// read: HotSpot's default on 64 bits.
+const USUAL_LAYOUT: ObjectLayout = ObjectLayout::hotspot(false, true, true);
+
+/// The JVM's object layout, from its flags and version: written into a
+/// binary file for readers to size objects as the JVM does, used for the
+/// sizes of an ASCII dump and, by the one-pass copy, to bound object sizes
+/// from below. None when a flag cannot be read (the copy then takes the
+/// smallest layout HotSpot has, still right, less compact).
+fn object_layout(run: &Run) -> Option<ObjectLayout> {
     let compact = match libjvm::bool_flag(c"UseCompactObjectHeaders") {
         BoolFlag::Value(on) => Some(on),
         // JDK 11 to 23 have no compact headers.
@@ -316,14 +327,19 @@ fn object_layout() -> ObjectLayout {
         BoolFlag::Value(on) => Some(on),
         BoolFlag::Absent | BoolFlag::Unreadable => None,
     };
-    match (
+    let (Some(compact), Some(class_pointers), Some(oops)) = (
         compact,
         flag(c"UseCompressedClassPointers"),
         flag(c"UseCompressedOops"),
-    ) {
-        (Some(compact), Some(class_pointers), Some(oops)) => {
-            ObjectLayout::hotspot(compact, class_pointers, oops)
-        }
-        _ => ObjectLayout::SMALLEST,
+    ) else {
+        return None;
+    };
+    let mut layout = ObjectLayout::hotspot(compact, class_pointers, oops);
+    if let Some(version) = jvm::java_feature_version(&run.jvmti.env()) {
+        layout = layout.of_jdk(version);
     }
+    if let Some(alignment) = libjvm::int_flag(c"ObjectAlignmentInBytes") {
+        layout = layout.aligned_to(alignment.try_into().unwrap_or(0));
+    }
+    Some(layout)
 }
