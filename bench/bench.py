@@ -123,6 +123,11 @@ MODES = {m.key: m for m in [
     # class-load hook (hidden X=0x8000000): the default before 2026-12-02.
     Mode("sites-early-hook", "heap=sites,X=0x8000000 (classes before VM init rewritten as they load)",
          "heap=sites,X=0x8000000", ("SITES BEGIN",)),
+    # heap=sites past the default: deeper traces and rows per thread, still counted per site in
+    # the bytecode (each site's rows split from its walks).
+    Mode("sites-depth16", "heap=sites,depth=16", "heap=sites,depth=16", ("SITES BEGIN",)),
+    Mode("sites-depth64", "heap=sites,depth=64", "heap=sites,depth=64", ("SITES BEGIN",)),
+    Mode("sites-thread", "heap=sites,thread=y", "heap=sites,thread=y", ("SITES BEGIN",)),
     Mode("times", "cpu=times", "cpu=times", ("CPU TIME (ms) BEGIN",)),
     # cpu=times with its hooks returning at once (hidden X=0x1000000): what the calls into the
     # Tracker alone cost, the floor of timing every call through them.
@@ -203,7 +208,8 @@ SAMPLES_COMPARISON_MODES = ["samples-1", "samples-jvmti", "samples-jvmti-1", "sa
 # heap=sites with the classes loaded before VM init retransformed (the design before), run
 # only when --modes names it.
 SITES_COMPARISON_MODES = ["sites-retransform", "sites-depth1", "sites-split", "sites-early-alone",
-                          "sites-early-events", "sites-early-hook"]
+                          "sites-early-events", "sites-early-hook", "sites-depth16", "sites-depth64",
+                          "sites-thread"]
 # cpu=times filtered to one package, or without one of its parts, also run only when --modes
 # names it.
 FILTERED_TIMES_MODES = ["times-javac-comp", "times-nothing", "times-calls", "times-counts",
