@@ -642,6 +642,34 @@ def main_table(results: List[Result]) -> List[str]:
     return lines
 
 
+def across_workloads_table(results: List[Result]) -> List[str]:
+    """Per mode, over the profiling workloads that ran it (not the startup or heap dump ones):
+    the geometric mean of the wall and CPU ratios, and the worst wall ratio with its workload."""
+    ratios: Dict[str, List[tuple]] = {}
+    labels: Dict[str, str] = {}
+    for res in results:
+        if res.workload.heapdump or res.workload.startup:
+            continue
+        rows = summarize(res)
+        base = rows.get("none")
+        for key, row in rows.items():
+            wall = ratio(row.wall, base and base.wall)
+            cpu = ratio(row.cpu, base and base.cpu)
+            if key == "none" or wall is None or cpu is None or row.timed_out:
+                continue
+            ratios.setdefault(key, []).append((wall, cpu, res.workload.title))
+            labels[key] = row.mode.label
+    lines = ["| mode | workloads | wall × geometric mean | CPU × geometric mean "
+             "| worst wall × (workload) |", "|---|---:|---:|---:|---|"]
+    for key, values in ratios.items():
+        wall_mean = statistics.geometric_mean(v[0] for v in values)
+        cpu_mean = statistics.geometric_mean(v[1] for v in values)
+        worst = max(values)
+        lines.append(f"| {labels[key]} | {len(values)} | {fmt(wall_mean)} | {fmt(cpu_mean)} "
+                     f"| {fmt(worst[0])} ({worst[2]}) |")
+    return lines
+
+
 def heapdump_table(res: Result) -> List[str]:
     rows = summarize(res)
     base = rows.get("none")
@@ -802,6 +830,12 @@ def write_report(results: List[Result], meta: dict, run_dir: Path) -> str:
         "",
     ]
     md += main_table(results)
+    md += ["", "## Across workloads", "",
+           para("Each mode over the profiling workloads it ran (the startup and heap dump rows "
+                "left out): the geometric mean of its `wall ×` and `CPU ×`, and its worst "
+                "`wall ×`. Rows whose runs were all stopped at the time limit are left out.", 92),
+           ""]
+    md += across_workloads_table(results)
     if any(r.mode.endswith(BASELINE_SUFFIX) for res in results for r in res.runs):
         md += ["", "## Against the baseline", "",
                para("This build's medians divided by the baseline library's, mode by mode, "

@@ -2,7 +2,8 @@
 //! names and a line number once, when first seen.
 
 use super::ids::IdSpace;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::FxHashMap;
+use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 /// Line number value for "unknown" (no line table, native, `lineno=n`).
@@ -46,7 +47,8 @@ pub struct FrameFacts {
 pub struct FrameTable {
     wide: bool,
     entries: Vec<FrameEntry>,
-    by_key: HashMap<FrameKey, KeySlot>,
+    /// (Fx: looked up for every frame of every walk.)
+    by_key: FxHashMap<FrameKey, KeySlot>,
     /// Classes unloaded whose keys are still in `by_key`: they go in one
     /// pass once enough have gathered (see [`FrameTable::forget_class`]).
     retiring: HashSet<u32>,
@@ -55,7 +57,7 @@ pub struct FrameTable {
     /// loader has a jmethodID of its own but shows the same frame at the
     /// same location, and shares its entry (a key costs about 40 bytes; an
     /// entry with its names a few hundred).
-    by_shown: HashMap<(i64, u64), usize>,
+    by_shown: FxHashMap<(i64, u64), usize>,
 }
 
 /// Where a key's frame is, and the class of the key's method (the key goes

@@ -1,6 +1,6 @@
 //! Stack traces, numbered from 300000; 300000 itself is the empty trace.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Serial of the empty ("system") trace, which always exists.
 pub const EMPTY_TRACE_SERIAL: u32 = 300_000;
@@ -28,14 +28,15 @@ pub struct TraceEntry {
 #[derive(Debug)]
 pub struct TraceTable {
     entries: Vec<TraceEntry>,
-    by_key: HashMap<TraceKey, usize>,
+    /// (Fx: hashed at every walk's intern, a key of up to `depth` frames.)
+    by_key: FxHashMap<TraceKey, usize>,
 }
 
 impl Default for TraceTable {
     fn default() -> Self {
         let mut table = Self {
             entries: Vec::new(),
-            by_key: HashMap::new(),
+            by_key: FxHashMap::default(),
         };
         table.intern(TraceKey::default());
         table
