@@ -29,6 +29,11 @@ pub struct FrameEntry {
     pub source_file: Option<String>,
     /// Line number, or [`LINE_UNKNOWN`].
     pub line: i32,
+    /// The same number for every frame that prints the same in a SITES
+    /// trace (class, method, signature and line; two locations of one line
+    /// differ in their keys only): the index of the first such entry. Lets
+    /// a dump compare traces by numbers instead of their names.
+    pub printed: u32,
 }
 
 /// The facts a collector resolves about a new frame.
@@ -58,6 +63,9 @@ pub struct FrameTable {
     /// same location, and shares its entry (a key costs about 40 bytes; an
     /// entry with its names a few hundred).
     by_shown: FxHashMap<(i64, u64), usize>,
+    /// Entries by a hash of what they print (see [`FrameEntry::printed`]):
+    /// the first entry of each printed form with that hash.
+    by_printed: FxHashMap<u64, Vec<u32>>,
 }
 
 /// Where a key's frame is, and the class of the key's method (the key goes
@@ -136,6 +144,7 @@ impl FrameTable {
             return self.entries[i].id;
         }
         let id = IdSpace::Frame.id(self.entries.len() as u64 + 1, self.wide);
+        let printed = self.printed_number(&facts);
         self.by_shown.entry(shown).or_insert(self.entries.len());
         self.by_key
             .insert(key, KeySlot::new(self.entries.len(), class_serial));
@@ -147,8 +156,45 @@ impl FrameTable {
             method_signature: facts.method_signature,
             source_file: facts.source_file,
             line: facts.line,
+            printed,
         });
         id
+    }
+
+    /// The [`FrameEntry::printed`] number of a new entry with `facts`: that
+    /// of an entry that prints the same, else the new entry's index.
+    fn printed_number(&mut self, facts: &FrameFacts) -> u32 {
+        let prints_as = |e: &FrameEntry| {
+            (
+                &e.class_signature,
+                &e.method_name,
+                &e.method_signature,
+                e.line,
+            ) == (
+                &facts.class_signature,
+                &facts.method_name,
+                &facts.method_signature,
+                facts.line,
+            )
+        };
+        let mut hasher = DefaultHasher::new();
+        (
+            &facts.class_signature,
+            &facts.method_name,
+            &facts.method_signature,
+            facts.line,
+        )
+            .hash(&mut hasher);
+        let firsts = self.by_printed.entry(hasher.finish()).or_default();
+        if let Some(&first) = firsts
+            .iter()
+            .find(|&&first| prints_as(&self.entries[first as usize]))
+        {
+            return self.entries[first as usize].printed;
+        }
+        let index = self.entries.len() as u32;
+        firsts.push(index);
+        index
     }
 
     /// Class `serial` has unloaded: the keys of its methods go (a JVM may
@@ -280,6 +326,32 @@ mod tests {
         );
         assert_ne!(a, other);
         assert_eq!(frames.get(a).unwrap().method_name, "main");
+    }
+
+    #[test]
+    fn frames_that_print_the_same_share_their_printed_number() {
+        let mut frames = FrameTable::default();
+        let key = |method, location| FrameKey { method, location };
+        // Two locations of line 7 of main, and a class defined again.
+        let first = frames.intern(key(1, 4), || facts("main"));
+        let same_line = frames.intern(key(1, 8), || facts("main"));
+        let redefined = frames.intern(key(2, 4), || FrameFacts {
+            class_serial: 100_001,
+            source_file: None,
+            ..facts("main")
+        });
+        let other_line = frames.intern(key(1, 12), || FrameFacts {
+            line: 8,
+            ..facts("main")
+        });
+        let other_method = frames.intern(key(3, 4), || facts("run"));
+        let printed = |id| frames.get(id).unwrap().printed;
+        assert_ne!(first, same_line);
+        assert_eq!(printed(first), printed(same_line));
+        assert_eq!(printed(first), printed(redefined));
+        assert_ne!(printed(first), printed(other_line));
+        assert_ne!(printed(first), printed(other_method));
+        assert_ne!(printed(other_line), printed(other_method));
     }
 
     #[test]

@@ -6,8 +6,11 @@ use crate::emit::sites::SiteSnapshot;
 use crate::model::Model;
 use std::collections::HashMap;
 
-/// What a frame prints: class, method, signature, line.
-pub(super) type PrintedFrame = (String, String, String, i32);
+/// A frame as it prints: its [`FrameEntry::printed`] number, shared by
+/// the frames that print the same.
+///
+/// [`FrameEntry::printed`]: crate::model::frames::FrameEntry::printed
+pub(super) type PrintedFrame = u32;
 
 /// The frames of trace `serial` as they print.
 pub(super) fn printed_frames(model: &Model, serial: u32) -> Vec<PrintedFrame> {
@@ -19,10 +22,7 @@ pub(super) fn printed_frames(model: &Model, serial: u32) -> Vec<PrintedFrame> {
         .frames
         .iter()
         .filter_map(|&id| model.frames.get(id))
-        .map(|f| {
-            let (class, method) = (f.class_signature.clone(), f.method_name.clone());
-            (class, method, f.method_signature.clone(), f.line)
-        })
+        .map(|f| f.printed)
         .collect()
 }
 

@@ -190,7 +190,7 @@ pub(super) fn split_by_sample(
             add_row(&mut split, row);
             continue;
         };
-        let key = (class_serial, frame.clone());
+        let key = (class_serial, *frame);
         let sampled = seen_from.get(&key).and_then(seen_traces);
         let vm_made = vm_made_from.get(&key);
         let chosen = match (live.estimated(), tracker_from.get(&key)) {
