@@ -314,8 +314,7 @@ fn a_sigquit_dump_shows_the_owner_and_the_waiting_threads_and_times_start_over()
         // The JVM's own count (java.lang.management's) may take one more
         // block per dump: a thread paused while blocked entering the lock
         // can block on it again when let go (seen once in a run of the
-        // suite on JDK 21:
-        // 257 counted, 258 by the JVM, after three dumps).
+        // suite on JDK 21: 257 counted, 258 by the JVM, after three dumps).
         let blocked = common::printed::<u64>(&stdout, "blocked");
         assert!(
             counts[SIGQUITS] <= blocked && blocked <= counts[SIGQUITS] + SIGQUITS as u64,
