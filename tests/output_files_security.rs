@@ -215,11 +215,15 @@ fn the_agent_refuses_a_planted_directory_link_at_start_up_and_attached() {
             .arg(common::agent_lib());
         let out = common::run_timeout(&mut attach, Duration::from_secs(120));
         common::assert_exit_code(&out, 1, &what);
+        // The agent's own line, sent back through the attach reply.
         assert_eq!(
             common::stderr_text(&out),
             format!(
-                "hprof-rs: JVM {}: the agent could not start (the JVM's standard error says why)\n",
-                target.pid()
+                "hprof-rs: JVM {}: the agent could not start: HPROF ERROR: can't create profile \
+                 file: {} ({} is a symbolic link owned by another user)\n",
+                target.pid(),
+                file.display(),
+                file.parent().unwrap().display()
             ),
             "{what}"
         );
