@@ -25,12 +25,6 @@ pub fn runs_object_clone(
     if owner.starts_with('[') {
         return true;
     }
-    let Some(signature) = class_signature(env, class) else {
-        return true;
-    };
-    if signature.starts_with('[') {
-        return true;
-    }
     let start = special.then(|| format!("L{owner};"));
     let mut looking_up = start.is_none();
     let mut current: Option<OwnedLocal<'_, kind::Class>> = None;
@@ -40,7 +34,8 @@ pub fn runs_object_clone(
         let Some(name) = class_signature(env, here) else {
             return true;
         };
-        if name == "Ljava/lang/Object;" {
+        // (An array's class declares nothing and its superclass is Object.)
+        if name == "Ljava/lang/Object;" || name.starts_with('[') {
             return true;
         }
         looking_up = looking_up || start.as_deref() == Some(name.as_str());

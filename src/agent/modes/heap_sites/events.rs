@@ -60,16 +60,17 @@ impl AllocationSites {
             return;
         }
         let env = run.jvmti.env();
+        // The thread's calling context (or maker call), read once for both.
         if let (Some(counting), Some(jni)) = (&self.bytecode, jni)
-            && counted_after_its_call(&env, counting, jni, thread, class)
+            && let Some(context) = counting.thread_context(&env, jni, thread)
         {
-            return; // the code after the clone() call counts it
-        }
-        if let (Some(counting), Some(jni)) = (&self.bytecode, jni)
-            && let Some(site) = vm_made_site(run, &env, counting, jni, (thread, class), size)
-        {
-            self.counts.allocated(site, size.max(0) as u64);
-            return;
+            if counted_after_its_call(&env, counting, jni, context, class) {
+                return; // the code after the clone() call counts it
+            }
+            if let Some(site) = vm_made_site(run, &env, counting, (thread, class), context, size) {
+                self.counts.allocated(site, size.max(0) as u64);
+                return;
+            }
         }
         let depth = if self.bytecode.is_some() {
             // Objects the VM made that no calling context placed (the
@@ -510,18 +511,15 @@ const EARLY_EVENT_KEY: u64 = u64::MAX - 2;
 const WALK_EACH: u32 = u32::MAX;
 
 /// Whether the object the VM just made is the copy of a `clone()` call of
-/// rewritten code that ran Object.clone (the thread's field names the
-/// call): the code after the call counts it (`counted_clones.rs`).
+/// rewritten code that ran Object.clone (`context`, the thread's field,
+/// names the call): the code after the call counts it (`counted_clones.rs`).
 fn counted_after_its_call(
     env: &Jvmti,
     counting: &BytecodeCounting,
     jni: &JniEnv,
-    thread: LocalThread<'_>,
+    context: u64,
     class: LocalClass<'_>,
 ) -> bool {
-    let Some(context) = counting.thread_context(env, jni, thread) else {
-        return false;
-    };
     let call_site = crate::bci::window_call_sites(context)[0];
     counting
         .clones
@@ -545,11 +543,10 @@ fn vm_made_site(
     run: &Run,
     env: &Jvmti,
     counting: &BytecodeCounting,
-    jni: &JniEnv,
     (thread, class): (LocalThread<'_>, LocalClass<'_>),
+    context: u64,
     size: i64,
 ) -> Option<u32> {
-    let context = counting.thread_context(env, jni, thread)?;
     let class_tag = jvm::tag_of(env, class);
     let key = [VM_MADE_KEY, class_tag, context];
     if class_tag != 0
