@@ -17,13 +17,14 @@ pub mod sites;
 pub mod times;
 pub mod written;
 
-use crate::format::ascii::{self, LineInfo, Section, TraceFrame, TraceSection};
+use crate::format::ascii::{self, LineInfo, Section, TraceFrame};
 use crate::format::binary::{self, FileHeader, Record, RecordBody, Version};
 use crate::format::names::signature_to_name;
 use crate::format::settings::RunSettings;
-use crate::model::{LINE_UNKNOWN, Model, TraceEntry};
+use crate::model::{FrameEntry, LINE_UNKNOWN, Model, TraceEntry};
 use crate::options::Format;
 use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
 use std::time::Instant;
 use written::Written;
 
@@ -502,16 +503,21 @@ impl Emitter {
     /// Writes the traces `serials` into `out`, one copy of an entry at a
     /// time (a program's traces can be tens of megabytes).
     fn traces(&self, model: &mut Model, serials: &[u32], out: &mut Vec<u8>) {
+        // Deep traces share most of their frames: each frame's line is
+        // rendered once per call (at depth=64 a program's exit dump printed
+        // two million frame lines of about fifty thousand frames).
+        let mut frame_lines: FxHashMap<u64, Vec<u8>> = FxHashMap::default();
         for &serial in serials {
-            let Some(trace) = model.traces.get(serial).cloned() else {
-                continue;
-            };
             match self.format {
                 Format::Ascii => {
-                    let section = Section::Trace(ascii_trace(model, &trace));
-                    ascii::writer::write_section(&section, out);
+                    if let Some(trace) = model.traces.get(serial) {
+                        write_ascii_trace(model, trace, &mut frame_lines, out);
+                    }
                 }
                 Format::Binary => {
+                    let Some(trace) = model.traces.get(serial).cloned() else {
+                        continue;
+                    };
                     for &frame_id in &trace.key.frames {
                         self.frame_record(model, frame_id, out);
                     }
@@ -528,12 +534,13 @@ impl Emitter {
 
     /// Writes the FRAME record of `frame_id` (and its strings) if not yet written.
     fn frame_record(&self, model: &mut Model, frame_id: u64, out: &mut Vec<u8>) {
+        if model.frames.get(frame_id).is_none() || !self.written.lock().frame(frame_id) {
+            return;
+        }
+        // Cloned only when written: `name` below needs the model mutably.
         let Some(frame) = model.frames.get(frame_id).cloned() else {
             return;
         };
-        if !self.written.lock().frame(frame_id) {
-            return;
-        }
         let method_name_id = self.name(model, &frame.method_name, out);
         let signature_id = self.name(model, &frame.method_signature, out);
         let source_file_id = match &frame.source_file {
@@ -552,33 +559,49 @@ impl Emitter {
     }
 }
 
-/// The ASCII form of a trace: dotted class names, `<Unknown Source>` and
-/// `Unknown line` where the facts are missing.
-fn ascii_trace(model: &Model, trace: &TraceEntry) -> TraceSection {
-    let frames = trace
-        .key
-        .frames
-        .iter()
-        .filter_map(|&id| model.frames.get(id))
-        .map(|frame| TraceFrame {
-            class_name: signature_to_name(&frame.class_signature),
-            method_name: frame.method_name.clone(),
-            source_file: frame
-                .source_file
-                .clone()
-                .unwrap_or_else(|| "<Unknown Source>".into()),
-            line: if frame.line == LINE_UNKNOWN || frame.line <= 0 {
-                LineInfo::Unknown
-            } else {
-                LineInfo::Line(frame.line as u32)
-            },
-        })
-        .collect();
-    TraceSection {
-        serial: trace.serial,
-        thread_serial: trace.key.thread_serial,
-        phase: trace.key.phase.map(str::to_owned),
-        frames,
+/// Writes `trace` as an ASCII TRACE block, each frame's line taken from
+/// `frame_lines` or rendered into it.
+fn write_ascii_trace(
+    model: &Model,
+    trace: &TraceEntry,
+    frame_lines: &mut FxHashMap<u64, Vec<u8>>,
+    out: &mut Vec<u8>,
+) {
+    let key = &trace.key;
+    ascii::writer::write_trace_head(trace.serial, key.thread_serial, key.phase, out);
+    let mut written = 0;
+    for &id in &key.frames {
+        if let Some(line) = frame_lines.get(&id) {
+            out.extend_from_slice(line);
+            written += 1;
+        } else if let Some(frame) = model.frames.get(id) {
+            let mut line = Vec::new();
+            ascii::writer::write_trace_frame(&ascii_frame(frame), &mut line);
+            out.extend_from_slice(&line);
+            frame_lines.insert(id, line);
+            written += 1;
+        }
+    }
+    if written == 0 {
+        ascii::writer::write_empty_trace(out);
+    }
+}
+
+/// How an ASCII TRACE block prints `frame`: dotted class name,
+/// `<Unknown Source>` and `Unknown line` where the facts are missing.
+fn ascii_frame(frame: &FrameEntry) -> TraceFrame {
+    TraceFrame {
+        class_name: signature_to_name(&frame.class_signature),
+        method_name: frame.method_name.clone(),
+        source_file: frame
+            .source_file
+            .clone()
+            .unwrap_or_else(|| "<Unknown Source>".into()),
+        line: if frame.line == LINE_UNKNOWN || frame.line <= 0 {
+            LineInfo::Unknown
+        } else {
+            LineInfo::Line(frame.line as u32)
+        },
     }
 }
 

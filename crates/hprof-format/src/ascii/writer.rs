@@ -169,30 +169,57 @@ pub fn write_file_header(version: &str, created: &str, prelude: &str, out: &mut 
 
 /// A TRACE record: header line and frame lines (`\t<empty>` for no frames).
 pub fn write_trace(trace: &TraceSection, out: &mut Vec<u8>) {
-    put!(out, "TRACE {}:", trace.serial);
-    if let Some(thread) = trace.thread_serial {
+    write_trace_head(
+        trace.serial,
+        trace.thread_serial,
+        trace.phase.as_deref(),
+        out,
+    );
+    if trace.frames.is_empty() {
+        write_empty_trace(out);
+    }
+    for frame in &trace.frames {
+        write_trace_frame(frame, out);
+    }
+}
+
+/// A TRACE block's first line. With [`write_trace_frame`] and
+/// [`write_empty_trace`], lets a writer that prints many traces over the
+/// same frames render each frame line once.
+pub fn write_trace_head(
+    serial: u32,
+    thread_serial: Option<u32>,
+    phase: Option<&str>,
+    out: &mut Vec<u8>,
+) {
+    put!(out, "TRACE {serial}:");
+    if let Some(thread) = thread_serial {
         put!(out, " (thread={thread})");
     }
-    if let Some(phase) = &trace.phase {
+    if let Some(phase) = phase {
         put!(out, " (from {phase} phase of JVM)");
     }
     out.push(b'\n');
-    if trace.frames.is_empty() {
-        out.extend_from_slice(b"\t<empty>\n");
-    }
-    for frame in &trace.frames {
-        let TraceFrame {
-            class_name,
-            method_name,
-            source_file,
-            line,
-        } = frame;
-        put!(
-            out,
-            "\t{class_name}.{method_name}({source_file}:{})\n",
-            LineText(*line)
-        );
-    }
+}
+
+/// The line a TRACE block without frames has.
+pub fn write_empty_trace(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"\t<empty>\n");
+}
+
+/// One frame line of a TRACE block.
+pub fn write_trace_frame(frame: &TraceFrame, out: &mut Vec<u8>) {
+    let TraceFrame {
+        class_name,
+        method_name,
+        source_file,
+        line,
+    } = frame;
+    put!(
+        out,
+        "\t{class_name}.{method_name}({source_file}:{})\n",
+        LineText(*line)
+    );
 }
 
 /// The line part of a frame line.
