@@ -55,6 +55,10 @@ pub struct Options {
     /// The timing output uses the old "prof" format (`cpu=old`). Only ever
     /// true together with `cpu_times`; a later `cpu=times` clears it.
     pub cpu_old: bool,
+    /// hprof-rs addition, `cpu=wall`: every live thread sampled every
+    /// `interval` ms of wall-clock time, whatever it is doing, with its
+    /// state (`modes/cpu_wall`).
+    pub cpu_wall: bool,
     /// `monitor=y`.
     pub monitor: bool,
     pub format: Format,
@@ -136,6 +140,7 @@ impl Default for Options {
             cpu_samples: false,
             cpu_times: false,
             cpu_old: false,
+            cpu_wall: false,
             monitor: false,
             format: Format::Ascii,
             destination: Destination::File(None),
@@ -379,11 +384,12 @@ impl<'a> Parser<'a> {
                 "all" => (options.heap_dump, options.heap_sites) = (true, true),
                 _ => return Err("heap option value must be dump|sites|all".into()),
             },
-            "cpu" => match input.value("syntax error parsing cpu=y|samples|times|old")? {
+            "cpu" => match input.value("syntax error parsing cpu=y|samples|times|old|wall")? {
                 "samples" | "y" => options.cpu_samples = true,
                 "times" => (options.cpu_times, options.cpu_old) = (true, false),
                 "old" => (options.cpu_times, options.cpu_old) = (true, true),
-                _ => return Err("cpu option value must be y|samples|times|old".into()),
+                "wall" => options.cpu_wall = true,
+                _ => return Err("cpu option value must be y|samples|times|old|wall".into()),
             },
             "depth" => {
                 let text = input.value("syntax error parsing depth=DECIMAL")?;
@@ -495,6 +501,12 @@ impl<'a> Parser<'a> {
                 return Err("monitor=y is not supported with format=b".into());
             }
         }
+        // hprof-rs addition: cpu=wall's samples are a CPU SAMPLES section of
+        // their own; beside another cpu= mode a reader could not tell them
+        // apart.
+        if o.cpu_wall && (o.cpu_samples || o.cpu_times) {
+            return Err("cpu=wall samples every thread by the clock: it cannot be combined with cpu=samples, cpu=times or cpu=old".into());
+        }
         if o.alloc_count_bytecode && o.alloc_interval != 0 {
             return Err("alloc_count=bytecode|sites counts every allocation: it cannot be combined with alloc_interval".into());
         }
@@ -516,7 +528,8 @@ impl<'a> Parser<'a> {
             o.timing_by_samples = o.cpu_times && !o.cpu_old && !o.class_filter.is_active();
         }
         o.prof_trace_depth = if o.cpu_old { 2 } else { o.depth };
-        if !(o.cpu_samples || o.cpu_times || o.monitor || o.heap_sites || o.heap_dump) {
+        if !(o.cpu_samples || o.cpu_times || o.cpu_wall || o.monitor || o.heap_sites || o.heap_dump)
+        {
             o.heap_dump = true;
             o.heap_sites = true;
         }

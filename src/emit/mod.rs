@@ -21,6 +21,7 @@ use crate::format::ascii::{self, LineInfo, Section, TraceFrame};
 use crate::format::binary::{self, FileHeader, Record, RecordBody, Version};
 use crate::format::names::signature_to_name;
 use crate::format::settings::RunSettings;
+use crate::format::wall_states::{self, WallStateRow};
 use crate::model::{FrameEntry, LINE_UNKNOWN, Model, TraceEntry};
 use crate::options::Format;
 use parking_lot::Mutex;
@@ -442,6 +443,51 @@ impl Emitter {
                 ascii::writer::write_section(&section, &mut out);
             }
             Format::Binary => self.record(cpu::binary_record(samples, cutoff), &mut out),
+        }
+        out
+    }
+
+    /// cpu=wall's samples: the traces of the listed rows, then a CPU
+    /// SAMPLES section whose BEGIN line carries the wall-clock mark, with
+    /// the listed traces' split by state after it (ASCII: a WALL STATES
+    /// block) or before it (binary: the text of a UTF8 record).
+    pub fn wall_samples(
+        &self,
+        model: &mut Model,
+        samples: &[cpu::TraceCount],
+        states: &[WallStateRow],
+        cutoff: f64,
+        created: String,
+    ) -> Vec<u8> {
+        let rows = cpu::rank(samples, cutoff);
+        let listed: Vec<u32> = rows.iter().map(|r| r.trace_serial).collect();
+        let states: Vec<WallStateRow> = listed
+            .iter()
+            .filter_map(|serial| states.iter().find(|s| s.trace_serial == *serial))
+            .copied()
+            .collect();
+        let mut out = self.class_loads(model);
+        out.extend(self.unprinted_traces_of(model, &listed));
+        let created = format!("{created} {}", ascii::WALL_CLOCK_MARK);
+        match self.format {
+            Format::Ascii => {
+                let section = Section::Cpu(cpu::ascii_section(samples, cutoff, created));
+                ascii::writer::write_section(&section, &mut out);
+                ascii::writer::write_section(&Section::WallStates(states), &mut out);
+            }
+            Format::Binary => {
+                // Written before every CPU SAMPLES record it goes with,
+                // even when an earlier dump wrote the same text.
+                let text = wall_states::utf8_text(&states);
+                let id = model.names.intern(&text);
+                self.written.lock().name(id);
+                let body = RecordBody::Utf8 {
+                    id,
+                    text: text.into_bytes(),
+                };
+                self.record(body, &mut out);
+                self.record(cpu::binary_record(samples, cutoff), &mut out);
+            }
         }
         out
     }

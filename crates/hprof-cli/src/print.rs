@@ -260,6 +260,7 @@ fn section_kind(section: &Section) -> &'static str {
         Section::Sites(_) => "SITES",
         Section::SitesTotals(_) => "SITES TOTALS",
         Section::Cpu(_) => "CPU",
+        Section::WallStates(_) => "WALL STATES",
         Section::OldProf(_) => "OLD PROF",
         Section::MonitorWait { .. } => "WAIT",
         Section::MonitorWaited { .. } => "WAITED",

@@ -167,6 +167,7 @@ fn section_kind(section: &Section) -> &'static str {
         Section::Sites(_) => "SITES",
         Section::SitesTotals(_) => "SITES TOTALS",
         Section::Cpu(cpu) => ascii::writer::cpu_title(cpu.title),
+        Section::WallStates(_) => "WALL STATES",
         Section::OldProf(_) => "cpu=old table",
         Section::MonitorWait { .. } => "WAIT",
         Section::MonitorWaited { .. } => "WAITED",

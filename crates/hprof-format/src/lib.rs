@@ -102,6 +102,7 @@ pub mod commands;
 pub mod identify;
 pub mod names;
 pub mod settings;
+pub mod wall_states;
 
 /// The README's code examples, compiled and run as doctests.
 #[cfg(doctest)]

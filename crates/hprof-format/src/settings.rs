@@ -25,6 +25,9 @@ pub struct RunSettings {
     pub sites_depth: Option<u32>,
     /// `interval=`: the CPU sampling interval in milliseconds.
     pub interval_ms: Option<u32>,
+    /// `wall_clock=1`: the CPU SAMPLES are wall-clock samples (`cpu=wall`:
+    /// every thread, whatever it was doing), not samples of CPU use.
+    pub wall_clock: Option<u32>,
 }
 
 impl RunSettings {
@@ -34,6 +37,7 @@ impl RunSettings {
             ("depth", self.depth),
             ("sites_depth", self.sites_depth),
             ("interval", self.interval_ms),
+            ("wall_clock", self.wall_clock),
         ];
         let mut line = PREFIX.to_owned();
         for (key, value) in pairs {
@@ -60,6 +64,7 @@ impl RunSettings {
                 "depth" => settings.depth = Some(value),
                 "sites_depth" => settings.sites_depth = Some(value),
                 "interval" => settings.interval_ms = Some(value),
+                "wall_clock" => settings.wall_clock = Some(value),
                 _ => {}
             }
         }
@@ -69,6 +74,11 @@ impl RunSettings {
     /// The settings of the first settings line in `text` (an ASCII prelude).
     pub fn find_in(text: &str) -> Option<RunSettings> {
         text.lines().find_map(RunSettings::from_line)
+    }
+
+    /// Whether the file's CPU SAMPLES are wall-clock samples (`cpu=wall`).
+    pub fn is_wall_clock(&self) -> bool {
+        self.wall_clock.is_some_and(|v| v != 0)
     }
 
     /// The most frames a trace of the SITES table keeps.
@@ -87,6 +97,7 @@ mod tests {
             depth: Some(16),
             sites_depth: Some(4),
             interval_ms: Some(7),
+            wall_clock: None,
         };
         assert_eq!(
             all.line(),
@@ -115,9 +126,13 @@ mod tests {
                 depth: Some(8),
                 sites_depth: None,
                 interval_ms: Some(20),
+                wall_clock: None,
             }
         );
         assert_eq!(RunSettings::from_line("depth=8"), None);
+        let wall = RunSettings::from_line("hprof-rs settings: interval=10 wall_clock=1").unwrap();
+        assert!(wall.is_wall_clock());
+        assert!(!read.is_wall_clock());
         assert_eq!(RunSettings::from_line(" hprof-rs settings: depth=8"), None);
     }
 

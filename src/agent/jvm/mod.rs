@@ -234,6 +234,14 @@ pub fn thread_cpu_time(env: &Jvmti, thread: LocalThread<'_>) -> Option<i64> {
     unsafe { env.get_thread_cpu_time(thread.raw()) }.ok()
 }
 
+/// JVMTI's state bits of `thread` (`JVMTI_THREAD_STATE_*`); None when
+/// JVMTI cannot tell.
+pub fn thread_state(env: &Jvmti, thread: LocalThread<'_>) -> Option<i32> {
+    // SAFETY: `thread` is a live reference (a `Local`); a thread that has
+    // ended is reported in the bits (TERMINATED), not as an error.
+    unsafe { env.get_thread_state(thread.raw()) }.ok()
+}
+
 /// What JVMTI says about `thread`; empty names where it cannot tell.
 pub fn thread_facts(env: &Jvmti, thread: LocalThread<'_>) -> ThreadFacts {
     // SAFETY: `thread` is live (a `Local`) or null for the current thread.

@@ -3,6 +3,7 @@
 
 pub use crate::agent::modes::cpu_samples::CpuSamples;
 pub use crate::agent::modes::cpu_times::MethodTimes;
+pub use crate::agent::modes::cpu_wall::WallSamples;
 pub use crate::agent::modes::heap_dump::HeapDump;
 pub use crate::agent::modes::heap_sites::{Allocated, AllocationSites, Reported};
 pub use crate::agent::modes::monitor::Monitors;
@@ -23,6 +24,7 @@ pub struct Engines {
     pub heap_dump: Option<HeapDump>,
     pub allocation_sites: Option<AllocationSites>,
     pub cpu_samples: Option<CpuSamples>,
+    pub wall_samples: Option<WallSamples>,
     pub method_times: Option<MethodTimes>,
     pub lock_waits: Option<LockWaits>,
 }
@@ -181,6 +183,9 @@ impl Engines {
                 }
             }),
             cpu_samples,
+            wall_samples: options
+                .cpu_wall
+                .then(|| WallSamples::new(options.interval_ms)),
             method_times,
             lock_waits: options.monitor.then(|| LockWaits::new(options.depth)),
         }
@@ -190,11 +195,12 @@ impl Engines {
     /// prints the traces it refers to first): the order in which they
     /// start, see threads come and go, and dump.
     pub fn all(&self) -> impl Iterator<Item = &dyn Engine> {
-        let all: [Option<&dyn Engine>; 6] = [
+        let all: [Option<&dyn Engine>; 7] = [
             self.monitors.as_ref().map(|e| e as &dyn Engine),
             self.heap_dump.as_ref().map(|e| e as &dyn Engine),
             self.allocation_sites.as_ref().map(|e| e as &dyn Engine),
             self.cpu_samples.as_ref().map(|e| e as &dyn Engine),
+            self.wall_samples.as_ref().map(|e| e as &dyn Engine),
             self.method_times.as_ref().map(|e| e as &dyn Engine),
             self.lock_waits.as_ref().map(|e| e as &dyn Engine),
         ];

@@ -34,13 +34,14 @@ pub fn id_size(options: &Options) -> u32 {
 }
 
 /// The CONTROL SETTINGS flags: allocation traces with heap=sites, CPU
-/// sampling with cpu=samples.
+/// sampling with cpu=samples and cpu=wall (whose CPU SAMPLES the settings
+/// line marks as wall-clock samples).
 pub fn control_flags(options: &Options) -> u32 {
     let mut flags = 0;
     if options.heap_sites {
         flags |= binary::CONTROL_ALLOC_TRACES;
     }
-    if options.cpu_samples {
+    if options.cpu_samples || options.cpu_wall {
         flags |= binary::CONTROL_CPU_SAMPLING;
     }
     flags
@@ -117,6 +118,7 @@ pub fn settings(options: &Options) -> RunSettings {
         depth: Some(options.depth),
         sites_depth,
         interval_ms: Some(options.interval_ms),
+        wall_clock: options.cpu_wall.then_some(1),
     }
 }
 

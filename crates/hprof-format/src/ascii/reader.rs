@@ -10,7 +10,7 @@ use super::scan::{Line, Lines, columns, dec, hex, percent, scan};
 use super::sections::*;
 use super::writer::{
     CPU_TITLES, LOCK_TIME_TITLES, MONITOR_HOLDERS_TITLES, MONITOR_TIME_TITLES, OLD_PROF_TITLES,
-    SITES_TITLES, SITES_TOTALS_LABELS, SITES_TOTALS_TITLES,
+    SITES_TITLES, SITES_TOTALS_LABELS, SITES_TOTALS_TITLES, WALL_STATES_TITLES,
 };
 use crate::ParseError;
 
@@ -69,7 +69,7 @@ fn is_header_line(text: &str) -> bool {
 type SectionParser = fn(&Line, &mut Lines) -> Result<Section, ParseError>;
 
 /// Which parser handles a section, by the start of its first line.
-const PARSERS: [(&str, SectionParser); 15] = [
+const PARSERS: [(&str, SectionParser); 16] = [
     ("JAVA PROFILE ", parse_header),
     ("THREAD START ", parse_thread_start),
     ("THREAD END ", parse_thread_end),
@@ -78,6 +78,7 @@ const PARSERS: [(&str, SectionParser); 15] = [
     ("SITES TOTALS BEGIN", parse_sites_totals),
     ("CPU SAMPLES BEGIN ", parse_cpu),
     ("CPU TIME (ms) BEGIN ", parse_cpu),
+    ("WALL STATES BEGIN", parse_wall_states),
     ("LOCK TIME BEGIN ", parse_lock_time),
     (OLD_PROF_TITLES, parse_old_prof),
     ("WAIT: ", parse_wait),
@@ -427,6 +428,19 @@ fn parse_cpu(begin: &Line, lines: &mut Lines) -> Result<Section, ParseError> {
         created: created.to_string(),
         rows,
     }))
+}
+
+fn parse_wall_states(begin: &Line, lines: &mut Lines) -> Result<Section, ParseError> {
+    if begin.text != "WALL STATES BEGIN" {
+        return Err(fault(begin, "malformed WALL STATES BEGIN line"));
+    }
+    let body = block_body(begin, lines, "WALL STATES END")?;
+    let rows = parse_rows(
+        without_titles(&body, WALL_STATES_TITLES),
+        "WALL STATES row",
+        crate::wall_states::row_of,
+    )?;
+    Ok(Section::WallStates(rows))
 }
 
 /// `%s BEGIN (total = %d) %s`: the printed title, its kind, the total and the time stamp.

@@ -199,6 +199,17 @@ pub struct CpuSection {
     pub rows: Vec<CpuRow>,
 }
 
+/// What the BEGIN line of `cpu=wall`'s CPU SAMPLES ends with, after the
+/// time stamp (HPROF's readers take the rest of the line as the date).
+pub const WALL_CLOCK_MARK: &str = "(wall clock: every thread, whatever its state)";
+
+impl CpuSection {
+    /// Whether these are `cpu=wall`'s wall-clock samples.
+    pub fn is_wall_clock(&self) -> bool {
+        self.title == CpuTitle::Samples && self.created.ends_with(WALL_CLOCK_MARK)
+    }
+}
+
 /// One row of the `cpu=old` table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OldProfRow {
@@ -532,6 +543,9 @@ pub enum Section {
     SitesTotals(SitesTotals),
     /// `CPU SAMPLES BEGIN` or `CPU TIME (ms) BEGIN` ... `END`.
     Cpu(CpuSection),
+    /// `WALL STATES BEGIN` ... `WALL STATES END` (hprof-rs's addition,
+    /// after the CPU SAMPLES of `cpu=wall`): each trace's samples by state.
+    WallStates(Vec<crate::wall_states::WallStateRow>),
     /// The `cpu=old` table, headed by `count callee caller time`.
     OldProf(Vec<OldProfRow>),
     /// `WAIT: MONITOR %s, timeout=%d, thread %d`

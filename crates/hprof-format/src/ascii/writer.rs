@@ -93,6 +93,7 @@ pub fn write_section(section: &Section, out: &mut Vec<u8>) {
         Section::Sites(sites) => write_sites(sites, out),
         Section::SitesTotals(totals) => write_sites_totals(totals, out),
         Section::Cpu(cpu) => write_cpu(cpu, out),
+        Section::WallStates(rows) => write_wall_states(rows, out),
         Section::OldProf(rows) => write_old_prof(rows, out),
         Section::MonitorWait {
             signature,
@@ -310,6 +311,23 @@ fn write_cpu(cpu: &CpuSection, out: &mut Vec<u8>) {
         }
     }
     put!(out, "{title} END\n");
+}
+
+/// Column titles of WALL STATES, aligned over its rows.
+pub const WALL_STATES_TITLES: &str =
+    " trace    running     native    blocked    waiting   sleeping";
+
+fn write_wall_states(rows: &[crate::wall_states::WallStateRow], out: &mut Vec<u8>) {
+    out.extend_from_slice(b"WALL STATES BEGIN\n");
+    put!(out, "{WALL_STATES_TITLES}\n");
+    for row in rows {
+        put!(out, "{:6}", row.trace_serial);
+        for count in row.counts {
+            put!(out, " {count:10}");
+        }
+        out.push(b'\n');
+    }
+    out.extend_from_slice(b"WALL STATES END\n");
 }
 
 /// The `%4u %5.2f%% %5.2f%% %7u %5u` columns shared by CPU and MONITOR TIME rows.

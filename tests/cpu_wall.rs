@@ -1,0 +1,115 @@
+//! cpu=wall on real JVMs: every thread sampled by the clock, whatever it
+//! does, with its state; each state's share of a thread's samples is the
+//! share of its time it spent so.
+
+mod common;
+
+use common::AsciiProfile;
+use hprof_rs::format::ascii::{CpuTitle, Section};
+use hprof_rs::format::settings::RunSettings;
+use hprof_rs::format::wall_states::{STATES, WallStateRow};
+use std::collections::HashSet;
+use std::fs;
+
+/// The shares WallStates measured of its worker's life, in STATES' order.
+fn measured_shares(stdout: &str) -> [f64; 5] {
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("WallStates shares:"))
+        .unwrap_or_else(|| panic!("no shares line in {stdout:?}"));
+    let mut shares = [f64::NAN; 5];
+    for word in line.split_whitespace() {
+        let (name, value) = word.split_once('=').expect("name=value");
+        let column = STATES.iter().position(|s| *s == name).expect("a state");
+        shares[column] = value.parse().expect("a number");
+    }
+    assert!(shares.iter().all(|s| s.is_finite()), "{line}");
+    shares
+}
+
+/// The worker thread's samples by state, from the last WALL STATES block
+/// (traces carry their thread with thread=y).
+fn worker_samples(profile: &AsciiProfile) -> [u64; 5] {
+    let threads = profile.threads();
+    let worker = threads
+        .iter()
+        .find(|(_, name)| name.as_str() == "wall-worker")
+        .map(|(serial, _)| *serial)
+        .unwrap_or_else(|| panic!("no THREAD START for wall-worker in {}", profile.what));
+    let traces: HashSet<u32> = profile
+        .traces()
+        .filter(|t| t.thread_serial == Some(worker))
+        .map(|t| t.serial)
+        .collect();
+    let rows: &Vec<WallStateRow> = profile
+        .sections
+        .iter()
+        .rev()
+        .find_map(|s| match s {
+            Section::WallStates(rows) => Some(rows),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no WALL STATES block in {}", profile.what));
+    let mut samples = [0u64; 5];
+    for row in rows.iter().filter(|r| traces.contains(&r.trace_serial)) {
+        for (sum, count) in samples.iter_mut().zip(row.counts) {
+            *sum += count;
+        }
+    }
+    samples
+}
+
+/// Each state's share of the worker's samples is within 3 points of the
+/// share of its time the worker measured in it.
+fn assert_shares_match(label: &str, samples: [u64; 5], measured: [f64; 5]) {
+    let total: u64 = samples.iter().sum();
+    assert!(total >= 1000, "{label}: only {total} samples of the worker");
+    let shares: Vec<String> = samples
+        .iter()
+        .map(|&n| format!("{:.1}", 100.0 * n as f64 / total as f64))
+        .collect();
+    println!("{label}: sampled {shares:?} of {total}, measured {measured:?}");
+    for (column, name) in STATES.iter().enumerate() {
+        let share = 100.0 * samples[column] as f64 / total as f64;
+        assert!(
+            (share - measured[column]).abs() <= 3.0,
+            "{label}: {name} is {share:.1}% of the worker's {total} samples, measured \
+             {:.1}% (samples {samples:?}, measured {measured:?})",
+            measured[column]
+        );
+    }
+}
+
+#[test]
+fn each_states_share_of_a_threads_samples_is_the_share_of_its_time() {
+    common::on_each(&common::jdks(), |jdk| {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("cpu-wall-{label}"));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg(common::agentpath_arg(
+            "cpu=wall,thread=y,interval=2,cutoff=0",
+        ))
+        .args(["WallStates", "40"]);
+        let out = common::run(&mut cmd);
+        common::assert_success(&out, &format!("WallStates on {label}"));
+        let path = dir.join("java.hprof.txt");
+        let text = fs::read_to_string(&path).expect("the profile");
+        assert!(
+            RunSettings::find_in(&text).is_some_and(|s| s.is_wall_clock()),
+            "{label}: the settings line says wall_clock=1"
+        );
+        let profile = AsciiProfile::read(&path);
+        let section = profile
+            .last_cpu()
+            .unwrap_or_else(|| panic!("{label}: no CPU SAMPLES block"));
+        assert_eq!(section.title, CpuTitle::Samples);
+        assert!(section.is_wall_clock(), "{label}: {}", section.created);
+        let rows_total: u64 = section.rows.iter().map(|r| r.count).sum();
+        assert_eq!(
+            rows_total, section.total,
+            "{label}: cutoff=0 lists every trace"
+        );
+        let measured = measured_shares(&common::stdout_text(&out));
+        assert_shares_match(label, worker_samples(&profile), measured);
+    });
+}
