@@ -16,8 +16,9 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  *   WallStates shares: running=30.1 native=15.2 blocked=19.9 waiting=15.0 sleeping=19.8
  *
- * Usage: WallStates [cycles] [wait-ms before starting] (defaults 40, 0).
- * The wait lets an attached profile begin before the worker starts.
+ * Usage: WallStates [cycles] [go] (default 40 cycles). With "go" it
+ * prints READY and waits for a line on its standard input before it
+ * starts, so that a profile attached meanwhile sees the worker's whole life.
  */
 public class WallStates {
     static final Object MONITOR = new Object();
@@ -28,9 +29,10 @@ public class WallStates {
 
     public static void main(String[] args) throws Exception {
         int cycles = args.length > 0 ? Integer.parseInt(args[0]) : 40;
-        long waitMs = args.length > 1 ? Long.parseLong(args[1]) : 0;
-        if (waitMs > 0) {
-            Thread.sleep(waitMs);
+        if (args.length > 1 && args[1].equals("go")) {
+            System.out.println("READY");
+            System.out.flush();
+            new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
         }
         ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
         Thread peer = new Thread(() -> answerLate(server), "wall-peer");

@@ -4,12 +4,15 @@
 
 mod common;
 
-use common::AsciiProfile;
+use common::{AsciiProfile, Spawned};
 use hprof_rs::format::ascii::{CpuTitle, Section};
 use hprof_rs::format::settings::RunSettings;
 use hprof_rs::format::wall_states::{STATES, WallStateRow};
 use std::collections::HashSet;
 use std::fs;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
 
 /// The shares WallStates measured of its worker's life, in STATES' order.
 fn measured_shares(stdout: &str) -> [f64; 5] {
@@ -80,36 +83,73 @@ fn assert_shares_match(label: &str, samples: [u64; 5], measured: [f64; 5]) {
     }
 }
 
+/// The worker's samples and the shares it measured, from the profile at
+/// `path` and the program's standard output.
+fn check_profile(label: &str, path: &Path, stdout: &str) {
+    let text = fs::read_to_string(path).expect("the profile");
+    assert!(
+        RunSettings::find_in(&text).is_some_and(|s| s.is_wall_clock()),
+        "{label}: the settings line says wall_clock=1"
+    );
+    let profile = AsciiProfile::read_whole_file(path);
+    let section = profile
+        .last_cpu()
+        .unwrap_or_else(|| panic!("{label}: no CPU SAMPLES block"));
+    assert_eq!(section.title, CpuTitle::Samples);
+    assert!(section.is_wall_clock(), "{label}: {}", section.created);
+    let rows_total: u64 = section.rows.iter().map(|r| r.count).sum();
+    assert_eq!(
+        rows_total, section.total,
+        "{label}: cutoff=0 lists every trace"
+    );
+    assert_shares_match(label, worker_samples(&profile), measured_shares(stdout));
+}
+
+/// The options both tests profile with: 2 ms ticks give the worker about
+/// 2,000 samples in its 4 s.
+const OPTIONS: &str = "cpu=wall,thread=y,interval=2,cutoff=0";
+
 #[test]
 fn each_states_share_of_a_threads_samples_is_the_share_of_its_time() {
     common::on_each(&common::jdks(), |jdk| {
         let label = &jdk.label;
         let dir = common::scratch_dir(&format!("cpu-wall-{label}"));
         let mut cmd = common::java_command(jdk, &dir);
-        cmd.arg(common::agentpath_arg(
-            "cpu=wall,thread=y,interval=2,cutoff=0",
-        ))
-        .args(["WallStates", "40"]);
+        cmd.arg(common::agentpath_arg(OPTIONS))
+            .args(["WallStates", "40"]);
         let out = common::run(&mut cmd);
         common::assert_success(&out, &format!("WallStates on {label}"));
-        let path = dir.join("java.hprof.txt");
-        let text = fs::read_to_string(&path).expect("the profile");
-        assert!(
-            RunSettings::find_in(&text).is_some_and(|s| s.is_wall_clock()),
-            "{label}: the settings line says wall_clock=1"
-        );
-        let profile = AsciiProfile::read(&path);
-        let section = profile
-            .last_cpu()
-            .unwrap_or_else(|| panic!("{label}: no CPU SAMPLES block"));
-        assert_eq!(section.title, CpuTitle::Samples);
-        assert!(section.is_wall_clock(), "{label}: {}", section.created);
-        let rows_total: u64 = section.rows.iter().map(|r| r.count).sum();
-        assert_eq!(
-            rows_total, section.total,
-            "{label}: cutoff=0 lists every trace"
-        );
-        let measured = measured_shares(&common::stdout_text(&out));
-        assert_shares_match(label, worker_samples(&profile), measured);
+        let stdout = common::stdout_text(&out);
+        check_profile(label, &dir.join("java.hprof.txt"), &stdout);
+    });
+}
+
+/// The same, with the profile attached to the running JVM before the
+/// worker starts (`hprof-rs attach PID cpu=wall,...`); the exit dump is
+/// written when the program ends.
+#[test]
+fn attached_each_states_share_is_the_share_of_its_time() {
+    common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
+        let label = &format!("{} attached", jdk.label);
+        let dir = common::scratch_dir(&format!("cpu-wall-attached-{}", jdk.label));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.args(["WallStates", "40", "go"])
+            .stdin(std::process::Stdio::piped());
+        let mut target = Spawned::spawn(&mut cmd);
+        target.wait_for_line("READY", Duration::from_secs(60));
+        let mut attach = Command::new(common::hprof_rs_bin());
+        attach
+            .arg("attach")
+            .arg(target.pid().to_string())
+            .arg(format!("{OPTIONS},file=wall.txt"))
+            .arg("--agent")
+            .arg(common::agent_lib())
+            .current_dir(&dir);
+        let attached = common::run_timeout(&mut attach, Duration::from_secs(120));
+        common::assert_success(&attached, &format!("{label}: attach"));
+        target.send_line("go");
+        let out = target.wait_timeout(Duration::from_secs(120));
+        common::assert_success(&out, label);
+        check_profile(label, &dir.join("wall.txt"), &common::stdout_text(&out));
     });
 }
