@@ -161,6 +161,8 @@ MODES = {m.key: m for m in [
     Mode("times-nothing", "cpu=times,include=nothing.matches.*",
          "cpu=times,include=nothing.matches.*", ("CPU TIME (ms) BEGIN",)),
     Mode("monitor", "monitor=y", "monitor=y", ("MONITOR TIME BEGIN", "MONITOR DUMP BEGIN")),
+    # cpu=wall (an hprof-rs addition): every thread sampled every 10 ms of wall-clock time.
+    Mode("wall", "cpu=wall", "cpu=wall", ("WALL STATES BEGIN",)),
     Mode("dump", "heap=dump", "heap=dump", ("HEAP DUMP BEGIN",)),
     Mode("dump-b", "heap=dump,format=b", "heap=dump,format=b",
          binary_tags=frozenset(HPROF_HEAP_DUMP_TAGS)),
@@ -265,6 +267,10 @@ def workloads(work: Path) -> List[Workload]:
         Workload("lucene", "lucene", "Lucene 4.10 indexes 40,000 generated documents in memory "
                  "and answers 2,000 queries", ["-cp", classpath(cp, LUCENE_JARS), "LuceneLoad"],
                  PROFILING_MODES),
+        Workload("idle2000", "idle2000", "2,000 threads: 1,990 wait on a latch, 10 sort arrays",
+                 ["-cp", cp, "IdleThreads", "2000", "10", "1500"], ["none", "wall"]),
+        Workload("idle200", "idle200", "200 threads: 190 wait on a latch, 10 sort arrays",
+                 ["-cp", cp, "IdleThreads", "200", "10", "1500"], ["none", "wall"]),
         Workload("version", "startup: java -version", "`java -version`", ["-version"],
                  STARTUP_MODES, startup=True),
         Workload("hello", "startup: Hello World", "a Hello World class",
@@ -543,9 +549,10 @@ class Row:
 
 def offered_modes(workload) -> List[str]:
     """The modes a workload can run: its own, and for a profiling workload the comparison
-    modes of cpu=samples and the filtered cpu=times, and heap=sites' previous start (run only
-    when --modes names them)."""
-    extra = SAMPLES_COMPARISON_MODES + FILTERED_TIMES_MODES if workload.modes is PROFILING_MODES else []
+    modes of cpu=samples, the filtered cpu=times and cpu=wall, and heap=sites' previous start
+    (run only when --modes names them)."""
+    extra = (SAMPLES_COMPARISON_MODES + FILTERED_TIMES_MODES + ["wall"]
+             if workload.modes is PROFILING_MODES else [])
     if workload.modes is PROFILING_MODES or workload.modes is STARTUP_MODES:
         extra = extra + SITES_COMPARISON_MODES
     return workload.modes + extra
@@ -929,6 +936,7 @@ def parse_args(argv):
     p.add_argument("--workloads",
                    default="javac,rhino,h2,fop,saxon,clojure,lucene,version,hello,heapdump",
                    help="comma-separated subset of: javac,rhino,h2,log4j,fop,saxon,clojure,"
+                        "idle2000,idle200,"
                    "lucene,version,hello,heapdump")
     p.add_argument("--modes", default=None,
                    help="comma-separated modes (no agent is always run): "

@@ -16,9 +16,10 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  *   WallStates shares: running=30.1 native=15.2 blocked=19.9 waiting=15.0 sleeping=19.8
  *
- * Usage: WallStates [cycles] [go] (default 40 cycles). With "go" it
- * prints READY and waits for a line on its standard input before it
- * starts, so that a profile attached meanwhile sees the worker's whole life.
+ * Usage: WallStates [cycles [go|now [blocked-ms]]] (defaults 40, now, 20).
+ * With "go" it prints READY and waits for a line on its standard input
+ * before it starts, so that a profile attached meanwhile sees the worker's
+ * whole life; blocked-ms is how long the monitor is held against it.
  */
 public class WallStates {
     static final Object MONITOR = new Object();
@@ -26,9 +27,13 @@ public class WallStates {
     static volatile int holderHas;
     static volatile int lockerHas;
     static volatile boolean done;
+    static volatile long blockedMs = 20;
 
     public static void main(String[] args) throws Exception {
         int cycles = args.length > 0 ? Integer.parseInt(args[0]) : 40;
+        if (args.length > 2) {
+            blockedMs = Long.parseLong(args[2]);
+        }
         if (args.length > 1 && args[1].equals("go")) {
             System.out.println("READY");
             System.out.flush();
@@ -133,7 +138,7 @@ public class WallStates {
             }
             synchronized (MONITOR) {
                 holderHas = 2;
-                sleepQuietly(20);
+                sleepQuietly(blockedMs);
             }
         }
     }

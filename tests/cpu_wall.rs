@@ -105,12 +105,25 @@ fn check_profile(label: &str, path: &Path, stdout: &str) {
     assert_shares_match(label, worker_samples(&profile), measured_shares(stdout));
 }
 
-/// The options both tests profile with: 2 ms ticks give the worker about
+/// The options the tests profile with: 2 ms ticks give the worker about
 /// 2,000 samples in its 4 s.
 const OPTIONS: &str = "cpu=wall,thread=y,interval=2,cutoff=0";
 
+/// Held by each test while its JVMs run: the shares are checked with one
+/// JVM at a time. On 2 cores shared by three JVMs the sampler thread waits
+/// for a core, its ticks come late and the running share came out up to
+/// 4 points low (the running thread's stack walk is what delays it).
+static ONE_JVM_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_jvm_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_JVM_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[test]
 fn each_states_share_of_a_threads_samples_is_the_share_of_its_time() {
+    let _alone = one_jvm_at_a_time();
     common::on_each(&common::jdks(), |jdk| {
         let label = &jdk.label;
         let dir = common::scratch_dir(&format!("cpu-wall-{label}"));
@@ -129,6 +142,7 @@ fn each_states_share_of_a_threads_samples_is_the_share_of_its_time() {
 /// written when the program ends.
 #[test]
 fn attached_each_states_share_is_the_share_of_its_time() {
+    let _alone = one_jvm_at_a_time();
     common::on_each(&common::jdks_of(&[11, 17, 21, 25]), |jdk| {
         let label = &format!("{} attached", jdk.label);
         let dir = common::scratch_dir(&format!("cpu-wall-attached-{}", jdk.label));
@@ -152,4 +166,81 @@ fn attached_each_states_share_is_the_share_of_its_time() {
         common::assert_success(&out, label);
         check_profile(label, &dir.join("wall.txt"), &common::stdout_text(&out));
     });
+}
+
+/// `hprof-rs` with `args`, its output.
+fn tool(args: &[&str]) -> std::process::Output {
+    common::run(Command::new(common::hprof_rs_bin()).args(args))
+}
+
+/// `go tool pprof ARGS FILE`'s standard output.
+fn go_pprof(args: &[&str], file: &Path) -> String {
+    let out = common::run(
+        Command::new("go")
+            .args(["tool", "pprof"])
+            .args(args)
+            .arg(file),
+    );
+    common::assert_success(&out, &format!("go tool pprof {args:?}"));
+    common::stdout_text(&out)
+}
+
+/// The tools read the states: top's table by state, folded stacks with the
+/// state as their leaf, pprof's `state` label and wall nanoseconds, from
+/// ASCII and binary files; and a diff gate on the time blocked in a method
+/// fails when the fixture holds its monitor twice as long.
+#[test]
+fn the_tools_show_the_states_and_gate_on_them() {
+    let _alone = one_jvm_at_a_time();
+    let jdk = common::jdk_preferring(17);
+    let dir = common::scratch_dir("cpu-wall-tools");
+    let profile = |file: &str, blocked_ms: &str| -> std::path::PathBuf {
+        let mut cmd = common::java_command(&jdk, &dir);
+        cmd.arg(common::agentpath_arg(&format!("{OPTIONS},{file}")))
+            .args(["WallStates", "20", "now", blocked_ms]);
+        common::assert_success(&common::run(&mut cmd), file);
+        dir.join(file.rsplit('=').next().expect("file=NAME"))
+    };
+    let base = profile("file=base.txt", "20");
+    let new = profile("file=new.txt", "40");
+    let binary = profile("format=b,file=wall.hprof", "20");
+    let path = |p: &Path| p.to_str().expect("UTF-8 path").to_owned();
+
+    for file in [&base, &binary] {
+        let out = tool(&["top", &path(file)]);
+        common::assert_success(&out, "top");
+        let text = common::stdout_text(&out);
+        assert!(
+            text.contains("Samples by thread state (cpu=wall):"),
+            "{text}"
+        );
+        for state in STATES {
+            assert!(text.contains(&format!("[{state}]")), "{state}: {text}");
+        }
+    }
+
+    let out = tool(&["collapse", &path(&base)]);
+    common::assert_success(&out, "collapse");
+    let folded = common::stdout_text(&out);
+    let blocked_in_work = folded
+        .lines()
+        .any(|l| l.contains("WallStates.work;") && l.contains(";[blocked] "));
+    assert!(blocked_in_work, "{folded}");
+
+    let pb = dir.join("base.pb.gz");
+    let out = tool(&["convert", &path(&base), "--to", "pprof", "-o", &path(&pb)]);
+    common::assert_success(&out, "convert");
+    let top = go_pprof(&["-top", "-sample_index=wall"], &pb);
+    for state in STATES {
+        assert!(top.contains(&format!("[{state}]")), "{state}: {top}");
+    }
+    let tags = go_pprof(&["-tags"], &pb);
+    assert!(tags.contains("state") && tags.contains("blocked"), "{tags}");
+
+    let gate =
+        |expression: &str| tool(&["diff", "--fail-if", expression, &path(&base), &path(&new)]);
+    let out = gate("state blocked in WallStates.work > +10%");
+    common::assert_exit_code(&out, 1, "twice the time blocked fails the gate");
+    let out = gate("state sleeping in WallStates.work > +50%");
+    common::assert_success(&out, "the same time asleep passes the gate");
 }

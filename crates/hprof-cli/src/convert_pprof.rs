@@ -171,6 +171,7 @@ fn message(samples: &Samples, comments: &[String]) -> PprofProfile {
     let sample_type: Vec<ValueType> = samples.kinds.iter().map(|&k| b.value_type(k)).collect();
     let thread_key = b.string("thread");
     let monitor_key = b.string("monitor");
+    let state_key = b.string("state");
     let mut out = Vec::with_capacity(samples.samples.len());
     for sample in &samples.samples {
         let mut location_id = Vec::with_capacity(sample.frames.len() + 1);
@@ -189,6 +190,7 @@ fn message(samples: &Samples, comments: &[String]) -> PprofProfile {
         let labels = [
             (thread_key, sample.thread.as_deref()),
             (monitor_key, sample.monitor),
+            (state_key, sample.state),
         ];
         for (key, text) in labels {
             if let Some(text) = text {

@@ -18,6 +18,7 @@ use hprof_format::binary::reader::{RecordStream, parse_body};
 use hprof_format::binary::{BasicType, FileHeader, RecordBody};
 use hprof_format::names::signature_to_name;
 use hprof_format::settings::{self, RunSettings};
+use hprof_format::wall_states::{self, WallStateRow};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::Path;
@@ -518,6 +519,51 @@ fn marked_if_cut(mut frames: Vec<String>, depth: Option<u32>) -> Vec<String> {
     frames
 }
 
+/// The leaf a cpu=wall sample's state is drawn as: `[blocked]`.
+pub fn state_leaf(state: &str) -> String {
+    format!("[{state}]")
+}
+
+/// The state a leaf drawn by [`state_leaf`] names, if it is one.
+pub fn state_of_leaf(leaf: &str) -> Option<&'static str> {
+    let name = leaf.strip_prefix('[')?.strip_suffix(']')?;
+    wall_states::STATES.iter().copied().find(|s| *s == name)
+}
+
+/// cpu=wall's samples split by state: a stack whose trace has a row
+/// becomes one stack per state it was sampled in, the state as its leaf
+/// (where an allocated class is drawn), so that flame graphs, folded stacks
+/// and the report show it. Samples a row does not account for stay whole.
+fn split_by_state(stacks: Vec<Weighted>, rows: &[WallStateRow]) -> Vec<Weighted> {
+    let by_trace: HashMap<u32, &WallStateRow> = rows.iter().map(|r| (r.trace_serial, r)).collect();
+    let mut split = Vec::with_capacity(stacks.len());
+    for stack in stacks {
+        let Some(row) = by_trace.get(&stack.trace) else {
+            split.push(stack);
+            continue;
+        };
+        let mut rest = stack.value;
+        for (state, &count) in wall_states::STATES.iter().zip(&row.counts) {
+            let count = count.min(rest);
+            if count > 0 {
+                rest -= count;
+                split.push(Weighted {
+                    class: Some(state_leaf(state)),
+                    value: count,
+                    ..stack.clone()
+                });
+            }
+        }
+        if rest > 0 {
+            split.push(Weighted {
+                value: rest,
+                ..stack
+            });
+        }
+    }
+    split
+}
+
 /// Reads an ASCII profile held in memory.
 pub fn read_ascii(text: &[u8]) -> Result<Profile, ParseError> {
     Ok(from_sections(ascii::reader::parse_file(text)?))
@@ -590,6 +636,12 @@ fn from_sections(sections: Vec<Section>) -> Profile {
                     profile.times = Some((stacks, cpu.total));
                 } else {
                     profile.samples = Some((stacks, cpu.total));
+                }
+            }
+            // (After the CPU SAMPLES block it splits.)
+            Section::WallStates(rows) => {
+                if let Some((stacks, total)) = profile.samples.take() {
+                    profile.samples = Some((split_by_state(stacks, &rows), total));
                 }
             }
             Section::SitesTotals(totals) => {
@@ -691,6 +743,11 @@ struct BinaryTables {
     /// thread serial -> name id
     threads: HashMap<u32, u64>,
     samples: Option<(Vec<(u32, u64)>, u64)>,
+    /// cpu=wall: the states of the traces of the last CPU SAMPLES record
+    /// (the UTF8 record written before it).
+    wall_states: Option<Vec<WallStateRow>>,
+    /// A wall-states UTF8 record not yet followed by its CPU SAMPLES.
+    pending_wall_states: Option<Vec<WallStateRow>>,
     sites: Option<Vec<hprof_format::binary::AllocSite>>,
     sites_totals: Option<StatedSiteTotals>,
     /// The objects of the heap dumps, if any, per class.
@@ -737,6 +794,9 @@ fn collect_record(body: RecordBody, tables: &mut BinaryTables) {
             if let Some(layout) = ObjectLayout::from_note(text.as_bytes()) {
                 tables.layout_note = Some(layout);
             }
+            if let Some(rows) = wall_states::from_utf8_text(&text) {
+                tables.pending_wall_states = Some(rows);
+            }
             tables.utf8.insert(id, text);
         }
         RecordBody::LoadClass {
@@ -782,6 +842,7 @@ fn collect_record(body: RecordBody, tables: &mut BinaryTables) {
                 .map(|s| (s.trace_serial, u64::from(s.count)))
                 .collect();
             tables.samples = Some((rows, u64::from(total)));
+            tables.wall_states = tables.pending_wall_states.take();
         }
         RecordBody::AllocSites {
             sites,
@@ -873,7 +934,10 @@ fn resolve(header: &FileHeader, mut tables: BinaryTables) -> Profile {
                 calls: 0,
             })
             .collect();
-        (stacks, *total)
+        match &tables.wall_states {
+            Some(states) => (split_by_state(stacks, states), *total),
+            None => (stacks, *total),
+        }
     });
     let sites = tables.sites.as_ref().map(|sites| {
         sites

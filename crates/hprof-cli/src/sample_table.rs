@@ -3,7 +3,7 @@
 //! each a stack with the thread it ran on and one value per kind of cost,
 //! and the table's totals, which the file states and the samples sum to.
 
-use super::profile::{Profile, SourceLine, Weighted};
+use super::profile::{Profile, SourceLine, Weighted, state_of_leaf};
 use std::borrow::Cow;
 
 /// Which table of the file to convert.
@@ -69,6 +69,8 @@ pub struct Sample<'a> {
     pub thread: Option<Cow<'a, str>>,
     /// The monitor's or lock's class, for contention.
     pub monitor: Option<&'a str>,
+    /// cpu=wall: the state the thread was in (its leaf names it too).
+    pub state: Option<&'static str>,
     pub values: Vec<u64>,
 }
 
@@ -145,6 +147,7 @@ fn sample<'a>(
         leaf: None,
         thread: thread_of(profile, trace),
         monitor: None,
+        state: None,
         values,
     }
 }
@@ -161,11 +164,21 @@ pub fn samples(profile: &Profile, table: Table, interval_ms: u64) -> Samples<'_>
         Table::Cpu => {
             let (stacks, total) = profile.samples.as_ref().unwrap_or(&NO_STACKS);
             let total = *total;
+            // cpu=wall's samples are of wall-clock time, each with its state.
+            let clock = match profile.settings.is_wall_clock() {
+                true => kind("wall", "nanoseconds"),
+                false => kind("cpu", "nanoseconds"),
+            };
             let mut samples: Vec<Sample> = stacks
                 .iter()
                 .map(|w| {
                     let values = vec![w.value, w.value.saturating_mul(interval_ns)];
-                    sample(profile, Cow::Borrowed(&w.frames), w.trace, values)
+                    let mut one = sample(profile, Cow::Borrowed(&w.frames), w.trace, values);
+                    if let Some(state) = w.class.as_deref().and_then(state_of_leaf) {
+                        one.leaf = w.class.as_deref();
+                        one.state = Some(state);
+                    }
+                    one
                 })
                 .collect();
             let listed = sum(stacks.iter().map(|w| w.value));
@@ -177,14 +190,14 @@ pub fn samples(profile: &Profile, table: Table, interval_ms: u64) -> Samples<'_>
             }
             Samples {
                 table,
-                kinds: vec![kind("samples", "count"), kind("cpu", "nanoseconds")],
+                kinds: vec![kind("samples", "count"), clock],
                 main: 0,
                 totals: vec![
                     total.max(listed),
                     total.max(listed).saturating_mul(interval_ns),
                 ],
                 samples,
-                period: Some((kind("cpu", "nanoseconds"), interval_ns)),
+                period: Some((clock, interval_ns)),
             }
         }
         Table::Time => {

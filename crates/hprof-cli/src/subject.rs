@@ -2,7 +2,7 @@
 //! check that every subject matches something in at least one of the two
 //! profiles compared (a threshold that matches nothing could never fail).
 
-use super::profile::{Profile, What, describe_kinds};
+use super::profile::{Profile, What, describe_kinds, state_leaf};
 use super::threshold::{Subject, Threshold};
 use super::top::{class_costs, method_costs};
 
@@ -23,6 +23,16 @@ pub fn subject_value(profile: &Profile, what: What, subject: &Subject) -> Option
             .filter(|s| s.class.as_deref() == Some(class) && s.frames.first() == Some(method))
             .map(|s| s.value)
             .reduce(u64::saturating_add),
+        Subject::State { state, method } => {
+            let leaf = state_leaf(state);
+            profile
+                .stacks(what)
+                .iter()
+                .filter(|s| s.class.as_deref() == Some(leaf.as_str()))
+                .filter(|s| method.as_ref().is_none_or(|m| s.frames.contains(m)))
+                .map(|s| s.value)
+                .reduce(u64::saturating_add)
+        }
     }
 }
 
@@ -99,13 +109,21 @@ fn describe_subject(subject: &Subject) -> String {
         Subject::Site { class, method } => {
             format!("no {class} was allocated directly in {method} in either profile")
         }
+        Subject::State {
+            state,
+            method: None,
+        } => format!("no sample is in state {state} in either profile (cpu=wall's)"),
+        Subject::State {
+            state,
+            method: Some(method),
+        } => format!("no sample in state {state} has {method} on its stack in either profile"),
     }
 }
 
 /// The names a method or class threshold could have meant.
 fn known_names(profile: &Profile, what: What, subject: &Subject) -> Vec<String> {
     match subject {
-        Subject::Method { .. } | Subject::Site { .. } => {
+        Subject::Method { .. } | Subject::Site { .. } | Subject::State { .. } => {
             method_costs(&profile.stacks(what)).into_keys().collect()
         }
         Subject::Class { objects, .. } => class_costs(&profile.stacks(class_kind(*objects)))
@@ -120,7 +138,11 @@ fn suggestion(subject: &Subject, known: &[String]) -> String {
     let given = match subject {
         Subject::Method { name, .. } | Subject::Class { name, .. } => name,
         Subject::Site { method, .. } if !known.contains(method) => method,
-        Subject::Site { .. } | Subject::Total(_) => return String::new(),
+        Subject::State {
+            method: Some(method),
+            ..
+        } if !known.contains(method) => method,
+        Subject::Site { .. } | Subject::State { .. } | Subject::Total(_) => return String::new(),
     };
     let mut close: Vec<&String> = known
         .iter()

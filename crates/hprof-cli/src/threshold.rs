@@ -30,6 +30,12 @@ pub enum Subject {
         class: String,
         method: String,
     },
+    /// cpu=wall: the samples in a thread state, of stacks through `method`
+    /// when given (`state blocked in Dao.query`).
+    State {
+        state: String,
+        method: Option<String>,
+    },
 }
 
 /// A parsed `--fail-if`.
@@ -89,8 +95,24 @@ fn subject(words: &[&str]) -> Result<Subject, String> {
         ["class", name, "bytes"] => Ok(Subject::Class { name: (*name).into(), objects: false }),
         ["class", name, "objects"] => Ok(Subject::Class { name: (*name).into(), objects: true }),
         ["site", class, "at", method] => Ok(Subject::Site { class: (*class).into(), method: (*method).into() }),
-        _ => Err("expected `total`, `alloc.total`..., `method NAME self|total`, `class NAME bytes|objects` or `site CLASS at METHOD`".into()),
+        ["state", state] => state_subject(state, None),
+        ["state", state, "in", method] => state_subject(state, Some(method)),
+        _ => Err("expected `total`, `alloc.total`..., `method NAME self|total`, `class NAME bytes|objects`, `site CLASS at METHOD` or `state STATE [in METHOD]`".into()),
     }
+}
+
+/// `state STATE [in METHOD]`, STATE one of cpu=wall's.
+fn state_subject(state: &str, method: Option<&str>) -> Result<Subject, String> {
+    if !hprof_format::wall_states::STATES.contains(&state) {
+        return Err(format!(
+            "unknown state {state:?}: cpu=wall's are {}",
+            hprof_format::wall_states::STATES.join(", ")
+        ));
+    }
+    Ok(Subject::State {
+        state: state.into(),
+        method: method.map(Into::into),
+    })
 }
 
 /// Parses one `--fail-if` expression.
@@ -151,6 +173,19 @@ mod tests {
             }
         );
         assert!(!t.above && !t.percent && t.limit == -1000.0);
+        let t = parse("state blocked in Dao.query > +10%").unwrap();
+        assert_eq!(
+            t.subject,
+            Subject::State {
+                state: "blocked".into(),
+                method: Some("Dao.query".into())
+            }
+        );
+        assert!(
+            parse("state parked > 1%")
+                .unwrap_err()
+                .contains("unknown state")
+        );
         assert!(parse("alloc.total +5%").is_err());
         assert!(parse("bogus > 5%").is_err());
         assert!(parse("total > five").is_err());

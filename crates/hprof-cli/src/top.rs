@@ -214,8 +214,13 @@ pub fn render(report: &Top) -> String {
         );
         table(&mut out, "Top methods by self cost:", &report.by_self);
         if !report.classes.is_empty() {
-            let _ = writeln!(out, "\nTop allocated classes:");
-            let _ = writeln!(out, "{:>6} {:>14} {:>7}  class", "rank", unit, "share");
+            // cpu=wall's samples carry their state where a site has its class.
+            let (title, column) = match what {
+                What::Cpu => ("Samples by thread state (cpu=wall):", "state"),
+                _ => ("Top allocated classes:", "class"),
+            };
+            let _ = writeln!(out, "\n{title}");
+            let _ = writeln!(out, "{:>6} {:>14} {:>7}  {column}", "rank", unit, "share");
             for (i, row) in report.classes.iter().enumerate() {
                 let _ = writeln!(
                     out,

@@ -94,8 +94,11 @@ impl Session {
     fn cpu_section(&mut self, target: &Target<'_>, jni: &JniEnv, cutoff: f64) {
         let run = target.run;
         let engines = target.engines;
-        if engines.cpu_samples.is_none() && engines.method_times.is_none() {
-            return self.not_applicable("CPU SAMPLES", "cpu=samples or cpu=times");
+        if engines.cpu_samples.is_none()
+            && engines.method_times.is_none()
+            && engines.wall_samples.is_none()
+        {
+            return self.not_applicable("CPU SAMPLES", "cpu=samples, cpu=times or cpu=wall");
         }
         write_section(target, || {
             if let Some(times) = &engines.method_times {
@@ -106,6 +109,9 @@ impl Session {
             let mut out = Vec::new();
             if let Some(samples) = &engines.cpu_samples {
                 out.extend(samples.requested_section(run, &mut model, cutoff));
+            }
+            if let Some(wall) = &engines.wall_samples {
+                out.extend(wall.requested_section(run, &mut model, cutoff));
             }
             if let Some(times) = &engines.method_times {
                 times.section(run, &mut model, cutoff, &mut out);
@@ -128,16 +134,25 @@ impl Session {
                 None => self.not_applicable("CONTROL allocation tracking", "heap=sites"),
             },
             Control::SamplingOn { thread } | Control::SamplingOff { thread } => {
-                let Some(samples) = &engines.cpu_samples else {
-                    return self.not_applicable("CONTROL cpu sampling", "cpu=samples");
+                let (samples, wall) = (&engines.cpu_samples, &engines.wall_samples);
+                if samples.is_none() && wall.is_none() {
+                    return self.not_applicable("CONTROL cpu sampling", "cpu=samples or cpu=wall");
+                }
+                let set = |serial: Option<u32>, on: bool| {
+                    if let Some(samples) = samples {
+                        samples.set_sampling(serial, on);
+                    }
+                    if let Some(wall) = wall {
+                        wall.set_sampling(serial, on);
+                    }
                 };
                 let on = matches!(control, Control::SamplingOn { .. });
                 // (HPROF's "off" for ID 0 turned nothing off: it cleared
                 // its pause flag instead.)
                 if thread == 0 {
-                    samples.set_sampling(None, on);
+                    set(None, on);
                 } else if let Some(serial) = thread_serial(run, thread) {
-                    samples.set_sampling(Some(serial), on);
+                    set(Some(serial), on);
                 } else {
                     eprintln!(
                         "HPROF ERROR: CONTROL from the front end: no thread has object ID 0x{thread:x}; ignored"
@@ -147,6 +162,9 @@ impl Session {
             Control::ClearCpu => {
                 if let Some(samples) = &engines.cpu_samples {
                     samples.clear();
+                }
+                if let Some(wall) = &engines.wall_samples {
+                    wall.clear();
                 }
                 if let Some(times) = &engines.method_times {
                     times.clear_costs(run, jni);

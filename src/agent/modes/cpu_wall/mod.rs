@@ -34,7 +34,7 @@ use parking_lot::Mutex;
 use rotation::{Rotation, Turn};
 use states::{State, is_alive};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -49,6 +49,8 @@ pub const WALL_SAMPLER_THREAD_NAME: &str = "HPROF wall sampling thread";
 struct Watched {
     thread: GlobalRef<kind::Thread>,
     serial: u32,
+    /// Its samples count (a `net=` front end's CONTROL can turn it off).
+    sampled: bool,
     turn: Turn,
     /// What its last stack walk found.
     last: Option<LastLook>,
@@ -66,7 +68,10 @@ struct LastLook {
 /// A stack a tick walked.
 struct Walked {
     serial: u32,
+    /// Half-intervals since its last look (see `credit`).
     weight: u64,
+    /// Its last look, which the first half of the time goes to.
+    previous: Option<LastLook>,
     cpu_ns: i64,
     state: State,
     frames: Vec<RawFrame>,
@@ -77,6 +82,8 @@ struct Walked {
 struct Roster {
     rotation: Rotation,
     threads: Vec<Watched>,
+    /// Whether a thread that arrives is sampled.
+    new_threads_unsampled: bool,
 }
 
 fn turn_of(watched: &mut Watched) -> &mut Turn {
@@ -89,11 +96,42 @@ pub struct WallSamples {
     /// The sampler's clock: looks are weighed by the time between them.
     epoch: Instant,
     roster: Mutex<Roster>,
-    /// Samples per (trace, state) since the last dump.
+    /// Half-intervals per (trace, state) since the last dump (halved to
+    /// samples when written, `in_samples`).
     counts: Mutex<HashMap<(u32, State), u64>>,
     stop: AtomicBool,
     wake: (Sender<()>, Receiver<()>),
     sampler: Mutex<Option<JoinHandle<()>>>,
+    /// What the sampler did, for verbose=y's line at the end.
+    effort: Effort,
+}
+
+/// The sampler's own counts.
+#[derive(Default)]
+struct Effort {
+    ticks: AtomicU64,
+    looks: AtomicU64,
+    walks: AtomicU64,
+    most_threads: AtomicU64,
+    /// The sampler thread's CPU time when it ended, in ns.
+    cpu_ns: AtomicU64,
+}
+
+impl Effort {
+    /// `HPROF: cpu=wall: 812 ticks ...`, what the sampler cost.
+    fn line(&self) -> String {
+        let ticks = self.ticks.load(Ordering::Relaxed);
+        let cpu_ns = self.cpu_ns.load(Ordering::Relaxed);
+        format!(
+            "HPROF: cpu=wall: {ticks} ticks over at most {} threads, {} looks, {} stacks \
+             walked; the sampler used {} ms of CPU ({} us a tick)",
+            self.most_threads.load(Ordering::Relaxed),
+            self.looks.load(Ordering::Relaxed),
+            self.walks.load(Ordering::Relaxed),
+            cpu_ns / 1_000_000,
+            cpu_ns / 1_000 / ticks.max(1)
+        )
+    }
 }
 
 impl WallSamples {
@@ -106,6 +144,7 @@ impl WallSamples {
             stop: AtomicBool::new(false),
             wake: bounded(1),
             sampler: Mutex::new(None),
+            effort: Effort::default(),
         }
     }
 
@@ -115,9 +154,11 @@ impl WallSamples {
         };
         let turn = Rotation::arrival(self.now_ns());
         let mut roster = self.roster.lock();
+        let sampled = !roster.new_threads_unsampled;
         roster.threads.push(Watched {
             thread: GlobalRef::new(jni, thread),
             serial,
+            sampled,
             turn,
             last: None,
         });
@@ -157,6 +198,8 @@ impl WallSamples {
                         next = now + self.interval;
                     }
                 }
+                let cpu_ns = crate::sys::thread_cpu_ns();
+                self.effort.cpu_ns.store(cpu_ns, Ordering::Relaxed);
                 vm.detach();
             });
         match spawned {
@@ -200,9 +243,9 @@ impl WallSamples {
                         .traces
                         .intern(&env, &mut model, &walk.frames, walk.serial),
                 };
-                if walk.weight > 0 {
-                    *counts.entry((trace, walk.state)).or_default() += walk.weight;
-                }
+                let now = (trace, walk.state);
+                let before = walk.previous.map(|p| (p.trace, p.state));
+                credit(&mut counts, before, now, walk.weight);
                 let last = LastLook {
                     cpu_ns: walk.cpu_ns,
                     state: walk.state,
@@ -210,8 +253,8 @@ impl WallSamples {
                 };
                 counted.push((walk.serial, last));
             }
-            for (trace, state, weight) in again.into_iter().filter(|a| a.2 > 0) {
-                *counts.entry((trace, state)).or_default() += weight;
+            for (trace, state, weight) in again {
+                credit(&mut counts, None, (trace, state), weight);
             }
         }
         let mut roster = self.roster.lock();
@@ -236,10 +279,21 @@ impl WallSamples {
             now_ns,
             interval_ns,
         );
+        let effort = &self.effort;
+        effort.ticks.fetch_add(1, Ordering::Relaxed);
+        effort
+            .looks
+            .fetch_add(looks.len() as u64, Ordering::Relaxed);
+        effort
+            .most_threads
+            .fetch_max(roster.threads.len() as u64, Ordering::Relaxed);
         let mut again: Vec<(u32, State, u64)> = Vec::new();
         let mut to_walk: Vec<(usize, u64, i64)> = Vec::new();
         for (index, weight) in looks {
             let watched = &roster.threads[index];
+            if !watched.sampled {
+                continue; // (its time passes uncounted)
+            }
             let thread = watched.thread.local();
             let Some(bits) = jvm::thread_state(env, thread).filter(|&b| is_alive(b)) else {
                 continue;
@@ -261,6 +315,9 @@ impl WallSamples {
             .map(|&(index, _, _)| roster.threads[index].thread.local())
             .collect();
         let stacks = jvm::stacks_of(env, &threads, run.traces.depth);
+        effort
+            .walks
+            .fetch_add(threads.len() as u64, Ordering::Relaxed);
         let walked = to_walk
             .iter()
             .zip(stacks)
@@ -268,6 +325,7 @@ impl WallSamples {
             .map(|(&(index, weight, cpu_ns), stack)| Walked {
                 serial: roster.threads[index].serial,
                 weight,
+                previous: roster.threads[index].last,
                 cpu_ns,
                 state: State::of(stack.state),
                 frames: stack.frames,
@@ -292,12 +350,13 @@ impl WallSamples {
     fn section(
         run: &Run,
         model: &mut Model,
-        counts: &HashMap<(u32, State), u64>,
+        halves: &HashMap<(u32, State), u64>,
         cutoff: f64,
     ) -> Vec<u8> {
+        let counts = in_samples(halves);
         let mut per_trace: HashMap<u32, u64> = HashMap::new();
         let mut by_state: HashMap<u32, WallStateRow> = HashMap::new();
-        for (&(trace, state), &count) in counts {
+        for (&(trace, state), &count) in &counts {
             *per_trace.entry(trace).or_default() += count;
             let row = by_state.entry(trace).or_insert(WallStateRow {
                 trace_serial: trace,
@@ -310,6 +369,82 @@ impl WallSamples {
         run.emitter
             .wall_samples(model, &samples, &states, cutoff, ctime_now())
     }
+}
+
+/// What a `net=` front end can ask of cpu=wall.
+impl WallSamples {
+    /// The section so far, with `cutoff`; the counts go on.
+    pub fn requested_section(&self, run: &Run, model: &mut Model, cutoff: f64) -> Vec<u8> {
+        let counts = self.counts.lock().clone();
+        Self::section(run, model, &counts, cutoff)
+    }
+
+    /// The counts start over.
+    pub fn clear(&self) {
+        self.counts.lock().clear();
+    }
+
+    /// Samples of the thread `serial` (or of every thread: `None`, and
+    /// the threads that start from now on) count from now on, or no longer.
+    pub fn set_sampling(&self, serial: Option<u32>, on: bool) {
+        let mut roster = self.roster.lock();
+        if serial.is_none() {
+            roster.new_threads_unsampled = !on;
+        }
+        for watched in &mut roster.threads {
+            if serial.is_none_or(|s| s == watched.serial) {
+                watched.sampled = on;
+            }
+        }
+    }
+}
+
+/// Adds a look's `halves` (half-intervals since the thread's previous look)
+/// to the counts: the first half of the time to what the previous look saw
+/// (`before`), the rest to what this one sees (`now`). The thread changed
+/// state somewhere in between, and a tick that came late (the stack walk of
+/// a running thread brings the JVM to a safepoint, which can hold the
+/// sampler up) would otherwise give all of its delay to the state after it.
+fn credit(
+    counts: &mut HashMap<(u32, State), u64>,
+    before: Option<(u32, State)>,
+    now: (u32, State),
+    halves: u64,
+) {
+    let first = match before {
+        Some(before) if before != now => halves / 2,
+        _ => 0,
+    };
+    if first > 0 {
+        if let Some(before) = before {
+            *counts.entry(before).or_default() += first;
+        }
+    }
+    if halves > first {
+        *counts.entry(now).or_default() += halves - first;
+    }
+}
+
+/// Half-intervals to samples: each count halved, the odd halves' extra
+/// samples given to the largest of them (then by trace and state, so the
+/// file is the same for the same counts), so that the total is the total
+/// time in intervals, rounded.
+fn in_samples(halves: &HashMap<(u32, State), u64>) -> HashMap<(u32, State), u64> {
+    let total: u64 = halves.values().sum();
+    let mut samples: HashMap<(u32, State), u64> =
+        halves.iter().map(|(&key, &h)| (key, h / 2)).collect();
+    let mut odd: Vec<((u32, State), u64)> = halves
+        .iter()
+        .filter(|(_, h)| *h % 2 == 1)
+        .map(|(&key, &h)| (key, h))
+        .collect();
+    odd.sort_by_key(|&((trace, state), h)| (std::cmp::Reverse(h), trace, state.column()));
+    let extra = total.div_ceil(2) - samples.values().sum::<u64>();
+    for (key, _) in odd.into_iter().take(extra as usize) {
+        *samples.entry(key).or_default() += 1;
+    }
+    samples.retain(|_, n| *n > 0);
+    samples
 }
 
 impl Engine for WallSamples {
@@ -361,8 +496,12 @@ impl Engine for WallSamples {
         }
     }
 
-    fn stop(&self, _run: &Run, _jni: Option<&JniEnv>) {
+    /// The sampler stops; verbose=y says what it cost.
+    fn stop(&self, run: &Run, _jni: Option<&JniEnv>) {
         self.stop_sampler();
+        if run.options.verbose {
+            eprintln!("{}", self.effort.line());
+        }
     }
 
     fn detach(&self, _run: &Run, jni: Option<&JniEnv>) {
@@ -378,5 +517,37 @@ impl Engine for WallSamples {
         // Counts start over after each dump, as CPU SAMPLES' do.
         let counts = std::mem::take(&mut *self.counts.lock());
         out.extend(Self::section(run, model, &counts, run.options.cutoff));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_looks_time_is_shared_with_the_state_seen_before_it() {
+        let mut counts = HashMap::new();
+        let (running, sleeping) = ((1, State::Running), (2, State::Sleeping));
+        credit(&mut counts, None, running, 2);
+        credit(&mut counts, Some(running), running, 2);
+        // Late by four intervals, and asleep now: half of it ran.
+        credit(&mut counts, Some(running), sleeping, 10);
+        assert_eq!(counts[&running], 2 + 2 + 5);
+        assert_eq!(counts[&sleeping], 5);
+    }
+
+    #[test]
+    fn halves_become_samples_that_add_up_to_the_time() {
+        let halves = HashMap::from([
+            ((1, State::Running), 9),
+            ((1, State::Blocked), 3),
+            ((2, State::Waiting), 4),
+        ]);
+        let samples = in_samples(&halves);
+        // 16 halves: 8 samples; the odd 9 and 3 give their half to the 9.
+        assert_eq!(samples.values().sum::<u64>(), 8);
+        assert_eq!(samples[&(1, State::Running)], 5);
+        assert_eq!(samples[&(1, State::Blocked)], 1);
+        assert_eq!(samples[&(2, State::Waiting)], 2);
     }
 }

@@ -1,9 +1,11 @@
 //! Which threads a wall-clock tick looks at, and what each look stands for.
 //!
 //! A tick looks at no more than `budget` threads, going round the list from
-//! where the last tick stopped. Each look stands for the time since that
+//! where the last tick stopped. Each look is given the time since that
 //! thread's previous look (since its arrival, for its first), in whole
-//! intervals, the remainder carried to its next look: its weight. With no
+//! half-intervals, the remainder carried to its next look: its weight (the
+//! engine shares it between the state seen at the previous look and the
+//! one seen now, see `mod.rs`). With no
 //! more threads than the budget every thread is looked at every tick
 //! (weight 1 while ticks come on time); with more, each is looked at every
 //! `ceil(threads / budget)` ticks and its weight makes up for the time
@@ -37,7 +39,7 @@ impl Rotation {
     }
 
     /// A tick at `now_ns` over `items` (one per live thread, each with its
-    /// turn): the indexes to look at and each one's weight in intervals of
+    /// turn): the indexes to look at and each one's weight in halves of
     /// `interval_ns`, at most `budget` of them. Each chosen turn moves to
     /// now.
     pub fn next_tick<T>(
@@ -52,7 +54,7 @@ impl Rotation {
         if count == 0 {
             return Vec::new();
         }
-        let interval_ns = interval_ns.max(1);
+        let half_ns = (interval_ns / 2).max(1);
         let take = count.min(budget.max(1));
         let start = self.cursor % count;
         self.cursor = (start + take) % count;
@@ -62,8 +64,8 @@ impl Rotation {
                 let turn = turn_of(&mut items[index]);
                 let owed = now_ns.saturating_sub(turn.last_ns) + turn.carry_ns;
                 turn.last_ns = now_ns;
-                turn.carry_ns = owed % interval_ns;
-                (index, owed / interval_ns)
+                turn.carry_ns = owed % half_ns;
+                (index, owed / half_ns)
             })
             .collect()
     }
@@ -79,14 +81,15 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    /// Under the budget every thread is looked at every tick, weight 1.
+    /// Under the budget every thread is looked at every tick, weight one
+    /// interval (two halves).
     #[test]
     fn few_threads_are_each_looked_at_every_tick() {
         let mut rotation = Rotation::default();
         let mut turns = vec![Rotation::arrival(0); 3];
         for tick in 1..=5 {
             let looks = rotation.next_tick(&mut turns, itself, 8, tick * 10 * MS, 10 * MS);
-            assert_eq!(looks, vec![(0, 1), (1, 1), (2, 1)]);
+            assert_eq!(looks, vec![(0, 2), (1, 2), (2, 2)]);
         }
     }
 
@@ -105,7 +108,7 @@ mod tests {
             }
         }
         for (index, turn) in turns.iter().enumerate() {
-            assert_eq!(weight_of[index] * 10 * MS, turn.last_ns);
+            assert_eq!(weight_of[index] * 5 * MS, turn.last_ns);
             assert!(turn.last_ns >= 28 * 10 * MS, "{turns:?}");
         }
     }
@@ -121,7 +124,7 @@ mod tests {
             let looks = rotation.next_tick(&mut turns, itself, 8, now_ms * MS, 10 * MS);
             total += looks[0].1;
         }
-        assert_eq!(total, 10);
+        assert_eq!(total, 20);
         assert_eq!(turns[0].carry_ns, 0);
     }
 
@@ -131,8 +134,8 @@ mod tests {
         let mut rotation = Rotation::default();
         let mut turns = vec![Rotation::arrival(0), Rotation::arrival(45 * MS)];
         let looks = rotation.next_tick(&mut turns, itself, 8, 50 * MS, 10 * MS);
-        assert_eq!(looks, vec![(0, 5), (1, 0)]);
+        assert_eq!(looks, vec![(0, 10), (1, 1)]);
         let looks = rotation.next_tick(&mut turns, itself, 8, 60 * MS, 10 * MS);
-        assert_eq!(looks, vec![(0, 1), (1, 1)]);
+        assert_eq!(looks, vec![(0, 2), (1, 2)]);
     }
 }
