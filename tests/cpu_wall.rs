@@ -219,6 +219,21 @@ fn the_tools_show_the_states_and_gate_on_them() {
         }
     }
 
+    // hprof2flamegraph, which knows CPU SAMPLES only, reads every sample.
+    if let Some(theirs) = common::stackcollapse_hprof() {
+        let out = common::run(Command::new(theirs).arg(&base));
+        common::assert_success(&out, "stackcollapse-hprof");
+        let sum: u64 = common::stdout_text(&out)
+            .lines()
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum();
+        let total = AsciiProfile::read_whole_file(&base)
+            .last_cpu()
+            .expect("CPU SAMPLES")
+            .total;
+        assert_eq!(sum, total, "stackcollapse-hprof's counts");
+    }
+
     let out = tool(&["collapse", &path(&base)]);
     common::assert_success(&out, "collapse");
     let folded = common::stdout_text(&out);

@@ -14,6 +14,7 @@ use super::listen::output_file;
 use super::profile::{self, Profile, What};
 use super::sample_table::{self, Samples, Table};
 use super::{collapse, diff, diff_output, top};
+use hprof_format::wall_states;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -166,15 +167,23 @@ fn add_table(data: &mut Data, profile: &Profile, samples: &Samples) {
                 What::Time
             };
             let mut note = format!("total {total} {unit}");
+            let wall = profile.settings.is_wall_clock();
             if let Some((_, period_ns)) = samples.period.filter(|_| what == What::Cpu) {
                 let seconds = total.saturating_mul(period_ns) as f64 / 1e9;
+                let (each, sum) = match wall {
+                    true => ("wall-clock time of every thread", "of threads' time"),
+                    false => ("a thread's CPU", "of CPU"),
+                };
                 note.push_str(&format!(
-                    ", one per {} ms of a thread's CPU: about {seconds:.1} s of CPU",
+                    ", one per {} ms of {each}: about {seconds:.1} s {sum}",
                     period_ns / NS_PER_MS
                 ));
             }
             hot_methods(data, profile, what, samples.table, (total, &note), unit);
             if samples.table == Table::Cpu {
+                if wall {
+                    states_by_cost(data, samples, total);
+                }
                 threads_by_cost(data, samples, total);
             }
         }
@@ -225,6 +234,30 @@ fn hot_methods(
         &title,
         note,
         &["method", "self", "self %", "total", "total %"],
+        rows,
+    );
+}
+
+/// cpu=wall: the samples in each thread state.
+fn states_by_cost(data: &mut Data, samples: &Samples, total: u64) {
+    let mut by_state = [0u64; 5];
+    for sample in &samples.samples {
+        let column = sample
+            .state
+            .and_then(|s| wall_states::STATES.iter().position(|n| *n == s));
+        if let Some(column) = column {
+            by_state[column] = by_state[column].saturating_add(sample.values[0]);
+        }
+    }
+    let rows = wall_states::STATES
+        .iter()
+        .zip(by_state)
+        .map(|(state, n)| vec![json!(format!("[{state}]")), json!(n), percent(n, total)])
+        .collect();
+    data.table(
+        "CPU SAMPLES (wall clock): thread states",
+        "each sample is one interval of one thread's wall-clock time".into(),
+        &["state", "samples", "share"],
         rows,
     );
 }
