@@ -259,3 +259,67 @@ fn the_tools_show_the_states_and_gate_on_them() {
     let out = gate("state sleeping in WallStates.work > +50%");
     common::assert_success(&out, "the same time asleep passes the gate");
 }
+
+/// A carrier running a virtual thread is sampled as that virtual thread:
+/// its own frames (`VirtualSpin.spin` over `VirtualThread.run`, no carrier
+/// frames below), charged to it by name, running, about one sample per
+/// interval of the time it ran (JDK 21 and 25).
+#[test]
+fn a_mounted_virtual_thread_is_sampled_with_its_own_stack() {
+    let _alone = one_jvm_at_a_time();
+    common::on_each(&common::jdks_of(&[21, 25]), |jdk| {
+        let label = &jdk.label;
+        let dir = common::scratch_dir(&format!("cpu-wall-virtual-{label}"));
+        let mut cmd = common::java_command(jdk, &dir);
+        cmd.arg(common::agentpath_arg(
+            "cpu=wall,thread=y,depth=64,interval=5,cutoff=0",
+        ))
+        .args(["VirtualSpin", "8", "400"]);
+        let out = common::run(&mut cmd);
+        common::assert_success(&out, &format!("VirtualSpin on {label}"));
+        let spin_ms = common::printed::<f64>(&common::stdout_text(&out), "spin_ms");
+        let path = dir.join("java.hprof.txt");
+        let profile = AsciiProfile::read_whole_file(&path);
+        let threads = profile.threads();
+        let rows = profile
+            .sections
+            .iter()
+            .rev()
+            .find_map(|s| match s {
+                Section::WallStates(rows) => Some(rows.clone()),
+                _ => None,
+            })
+            .expect("a WALL STATES block");
+        let mut in_spin = 0;
+        for row in &rows {
+            let frames = profile.frames(row.trace_serial);
+            if frames.first().is_none_or(|f| f != "VirtualSpin.spin") {
+                continue;
+            }
+            let trace = profile.trace(row.trace_serial);
+            let name = trace
+                .thread_serial
+                .and_then(|serial| threads.get(&serial))
+                .cloned()
+                .unwrap_or_default();
+            assert!(
+                name.starts_with("spinner-"),
+                "{label}: spin() charged to {name:?}, not its virtual thread"
+            );
+            assert!(
+                frames.iter().any(|f| f == "java.lang.VirtualThread.run")
+                    && !frames.iter().any(|f| f.contains("ForkJoinWorkerThread")),
+                "{label}: not the virtual thread's own stack: {frames:?}"
+            );
+            assert_eq!(row.total(), row.counts[0], "{label}: spin() only runs");
+            in_spin += row.total();
+        }
+        // spin_ms is the wall time the eight spin()s ran, summed.
+        let expected = spin_ms / 5.0;
+        println!("{label}: spin() got {in_spin} samples for {spin_ms} ms");
+        assert!(
+            (0.7 * expected..=1.1 * expected + 5.0).contains(&(in_spin as f64)),
+            "{label}: spin() got {in_spin} samples for {spin_ms} ms at 5 ms"
+        );
+    });
+}

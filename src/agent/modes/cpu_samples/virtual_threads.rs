@@ -81,13 +81,48 @@ fn contained(event: &str, body: impl FnOnce(&'static Run, &'static VirtualThread
 }
 
 /// The signature the mount and unmount events call with.
-type MountCallback = unsafe extern "C" fn(*mut jvmti::jvmtiEnv, *mut jni::JNIEnv, jni::jthread);
+pub type MountCallback = unsafe extern "C" fn(*mut jvmti::jvmtiEnv, *mut jni::JNIEnv, jni::jthread);
 
 /// A [`MountCallback`] as JVMTI's variadic extension event type.
 fn as_extension_event(callback: MountCallback) -> jvmtiExtensionEvent {
     // SAFETY: the mount events pass exactly these three pointers (see
     // `on_mount`); only the declared type differs.
     unsafe { std::mem::transmute::<MountCallback, jvmtiExtensionEvent>(callback) }
+}
+
+/// The extension event indexes of VirtualThreadMount and Unmount, when
+/// the JVM has them (JDK 21 and later).
+fn mount_event_indexes(env: &Jvmti) -> Option<(i32, i32)> {
+    let events = env.get_extension_events().ok()?;
+    let index_of = |id: &str| {
+        events
+            .iter()
+            .find(|e| e.id.as_deref() == Some(id))
+            .map(|e| e.extension_event_index)
+    };
+    Some((index_of(MOUNT_EVENT)?, index_of(UNMOUNT_EVENT)?))
+}
+
+/// Whether the JVM has the mount and unmount events.
+pub fn has_mount_events(env: &Jvmti) -> bool {
+    mount_event_indexes(env).is_some()
+}
+
+/// Turns HotSpot's VirtualThreadMount and VirtualThreadUnmount extension
+/// events on, calling `mount` and `unmount` on the carrier (only one
+/// engine of a run uses them: cpu=samples or cpu=wall).
+pub fn enable_mount_events(env: &Jvmti, mount: MountCallback, unmount: MountCallback) -> bool {
+    let Some((on, off)) = mount_event_indexes(env) else {
+        return false;
+    };
+    let (mount, unmount) = (as_extension_event(mount), as_extension_event(unmount));
+    // HotSpot posts an extension event once it has a callback and is
+    // enabled like a standard event, by its index.
+    env.set_extension_event_callback(on, Some(mount)).is_ok()
+        && env.set_extension_event_callback(off, Some(unmount)).is_ok()
+        && env
+            .enable_events_global(&[on as jvmti::jvmtiEvent, off as jvmti::jvmtiEvent])
+            .is_ok()
 }
 
 /// `VirtualThreadMount(jvmtiEnv*, JNIEnv*, jthread)`, called through
@@ -118,30 +153,10 @@ impl VirtualThreads {
     /// Turns the mount and unmount events on for `self`. False when the JVM
     /// has no such events (before JDK 21) or they are on already.
     pub fn enable(&'static self, run: &'static Run) -> bool {
-        let env = run.jvmti.env();
-        let Ok(events) = env.get_extension_events() else {
-            return false;
-        };
-        let index_of = |id: &str| {
-            events
-                .iter()
-                .find(|e| e.id.as_deref() == Some(id))
-                .map(|e| e.extension_event_index)
-        };
-        let (Some(on), Some(off)) = (index_of(MOUNT_EVENT), index_of(UNMOUNT_EVENT)) else {
-            return false;
-        };
-        if ACTIVE.set((run, self)).is_err() {
+        if !has_mount_events(&run.jvmti.env()) || ACTIVE.set((run, self)).is_err() {
             return false;
         }
-        let (mount, unmount) = (as_extension_event(on_mount), as_extension_event(on_unmount));
-        // HotSpot posts an extension event once it has a callback and is
-        // enabled like a standard event, by its index.
-        env.set_extension_event_callback(on, Some(mount)).is_ok()
-            && env.set_extension_event_callback(off, Some(unmount)).is_ok()
-            && env
-                .enable_events_global(&[on as jvmti::jvmtiEvent, off as jvmti::jvmtiEvent])
-                .is_ok()
+        enable_mount_events(&run.jvmti.env(), on_mount, on_unmount)
     }
 
     /// VirtualThreadMount, on the carrier: its samples are `thread`'s now.

@@ -18,11 +18,14 @@
 //!   (one pause of the JVM per tick, not one per thread), with the state
 //!   each had at that moment.
 
+mod mounted;
 mod rotation;
 mod states;
 
+use crate::agent::jvm::native_thread::{self, current_tid};
 use crate::agent::jvm::{self, GlobalRef, LocalThread, RawFrame, VmHandle, kind};
 use crate::agent::run::engine::{Engine, Run};
+use crate::agent::run::threads;
 use crate::agent::run::threads::mark_agent_thread;
 use crate::emit::clock::ctime_now;
 use crate::emit::cpu::samples_from;
@@ -49,6 +52,9 @@ pub const WALL_SAMPLER_THREAD_NAME: &str = "HPROF wall sampling thread";
 struct Watched {
     thread: GlobalRef<kind::Thread>,
     serial: u32,
+    /// Its kernel id, when known: a carrier's mounted virtual thread is
+    /// found by it.
+    tid: Option<libc::pid_t>,
     /// Its samples count (a `net=` front end's CONTROL can turn it off).
     sampled: bool,
     turn: Turn,
@@ -68,6 +74,9 @@ struct LastLook {
 /// A stack a tick walked.
 struct Walked {
     serial: u32,
+    /// The virtual thread walked instead of its carrier (a local
+    /// reference of this tick), whose sample it is.
+    virtual_thread: Option<jni::jobject>,
     /// Half-intervals since its last look (see `credit`).
     weight: u64,
     /// Its last look, which the first half of the time goes to.
@@ -104,6 +113,11 @@ pub struct WallSamples {
     sampler: Mutex<Option<JoinHandle<()>>>,
     /// What the sampler did, for verbose=y's line at the end.
     effort: Effort,
+    /// The virtual thread each carrier runs, when the JVM has virtual
+    /// threads (JDK 21+; set up at start).
+    mounted: mounted::Mounted,
+    /// Whether `mounted` is kept (the capability and the events are on).
+    follows_virtual_threads: AtomicBool,
 }
 
 /// The sampler's own counts.
@@ -145,10 +159,18 @@ impl WallSamples {
             wake: bounded(1),
             sampler: Mutex::new(None),
             effort: Effort::default(),
+            mounted: mounted::Mounted::default(),
+            follows_virtual_threads: AtomicBool::new(false),
         }
     }
 
-    fn watch(&self, jni: Option<&JniEnv>, thread: LocalThread<'_>, serial: u32) {
+    fn watch(
+        &self,
+        jni: Option<&JniEnv>,
+        thread: LocalThread<'_>,
+        serial: u32,
+        tid: Option<libc::pid_t>,
+    ) {
         let Some(jni) = jni else {
             return;
         };
@@ -158,6 +180,7 @@ impl WallSamples {
         roster.threads.push(Watched {
             thread: GlobalRef::new(jni, thread),
             serial,
+            tid,
             sampled,
             turn,
             last: None,
@@ -226,26 +249,36 @@ impl WallSamples {
     /// One tick: look at this tick's threads, count each look. The roster
     /// is not held while the model is locked (a ThreadStart holds the model
     /// when it adds its thread to the roster).
-    fn tick(&self, run: &Run, _jni: &JniEnv) {
+    fn tick(&self, run: &Run, jni: &JniEnv) {
         if !run.lifecycle.accepting_events() {
             return;
         }
         let env = run.jvmti.env();
-        let (again, walked) = self.look(run, &env);
+        let (again, walked) = self.look(run, &env, jni);
         let mut counted: Vec<(u32, LastLook)> = Vec::with_capacity(walked.len());
         {
             let mut model = run.model.lock();
             let mut counts = self.counts.lock();
             for walk in walked {
+                let owner = match walk.virtual_thread {
+                    // SAFETY: a local reference made this tick, on this
+                    // thread; the tick's local frame deletes it after.
+                    Some(raw) => {
+                        let thread: LocalThread<'_> = unsafe { jvm::Local::new(raw) };
+                        threads::thread_serial(run, &env, &mut model, thread, &[])
+                    }
+                    None => walk.serial,
+                };
                 let trace = match walk.frames.is_empty() {
-                    true => run.traces.intern_no_java_frames(&mut model, walk.serial),
-                    false => run
-                        .traces
-                        .intern(&env, &mut model, &walk.frames, walk.serial),
+                    true => run.traces.intern_no_java_frames(&mut model, owner),
+                    false => run.traces.intern(&env, &mut model, &walk.frames, owner),
                 };
                 let now = (trace, walk.state);
                 let before = walk.previous.map(|p| (p.trace, p.state));
                 credit(&mut counts, before, now, walk.weight);
+                if walk.virtual_thread.is_some() {
+                    continue; // (the carrier's own stack is looked at afresh)
+                }
                 let last = LastLook {
                     cpu_ns: walk.cpu_ns,
                     state: walk.state,
@@ -267,7 +300,7 @@ impl WallSamples {
 
     /// The looks of one tick, under the roster's lock: the samples that
     /// repeat a thread's last trace, and the stacks walked for the others.
-    fn look(&self, run: &Run, env: &Jvmti) -> (Vec<(u32, State, u64)>, Vec<Walked>) {
+    fn look(&self, run: &Run, env: &Jvmti, jni: &JniEnv) -> (Vec<(u32, State, u64)>, Vec<Walked>) {
         let mut roster = self.roster.lock();
         let roster = &mut *roster;
         let interval_ns = self.interval.as_nanos() as u64;
@@ -288,11 +321,22 @@ impl WallSamples {
             .most_threads
             .fetch_max(roster.threads.len() as u64, Ordering::Relaxed);
         let mut again: Vec<(u32, State, u64)> = Vec::new();
-        let mut to_walk: Vec<(usize, u64, i64)> = Vec::new();
+        let mut to_walk: Vec<(usize, u64, i64, Option<jni::jobject>)> = Vec::new();
+        let follows_virtual = self.follows_virtual_threads.load(Ordering::Relaxed);
         for (index, weight) in looks {
             let watched = &roster.threads[index];
             if !watched.sampled {
                 continue; // (its time passes uncounted)
+            }
+            // A carrier running a virtual thread: the virtual thread's
+            // stack and state are the sample (its own CPU clock is not).
+            let mounted = watched
+                .tid
+                .filter(|_| follows_virtual)
+                .and_then(|tid| self.mounted.on(jni, tid));
+            if let Some(virtual_thread) = mounted {
+                to_walk.push((index, weight, -1, Some(virtual_thread)));
+                continue;
             }
             let thread = watched.thread.local();
             let Some(bits) = jvm::thread_state(env, thread).filter(|&b| is_alive(b)) else {
@@ -304,7 +348,7 @@ impl WallSamples {
                 Some(last) if cpu_ns >= 0 && last.cpu_ns == cpu_ns && last.state == state => {
                     again.push((last.trace, state, weight));
                 }
-                _ => to_walk.push((index, weight, cpu_ns)),
+                _ => to_walk.push((index, weight, cpu_ns, None)),
             }
         }
         if to_walk.is_empty() {
@@ -312,7 +356,11 @@ impl WallSamples {
         }
         let threads: Vec<LocalThread<'_>> = to_walk
             .iter()
-            .map(|&(index, _, _)| roster.threads[index].thread.local())
+            .map(|&(index, _, _, virtual_thread)| match virtual_thread {
+                // SAFETY: a live local reference made this tick (`on`).
+                Some(raw) => unsafe { jvm::Local::new(raw) },
+                None => roster.threads[index].thread.local(),
+            })
             .collect();
         let stacks = jvm::stacks_of(env, &threads, run.traces.depth);
         effort
@@ -322,10 +370,14 @@ impl WallSamples {
             .iter()
             .zip(stacks)
             .filter(|(_, stack)| is_alive(stack.state))
-            .map(|(&(index, weight, cpu_ns), stack)| Walked {
+            .map(|(&(index, weight, cpu_ns, virtual_thread), stack)| Walked {
                 serial: roster.threads[index].serial,
+                virtual_thread,
                 weight,
-                previous: roster.threads[index].last,
+                previous: match virtual_thread {
+                    Some(_) => None,
+                    None => roster.threads[index].last,
+                },
                 cpu_ns,
                 state: State::of(stack.state),
                 frames: stack.frames,
@@ -455,9 +507,18 @@ impl Engine for WallSamples {
         potential: &jvmti::jvmtiCapabilities,
     ) {
         caps.set_can_get_thread_cpu_time(potential.can_get_thread_cpu_time());
+        // (JVMTI takes a virtual thread's reference only with it: JDK 21+.)
+        if potential.can_support_virtual_threads() {
+            caps.set_can_support_virtual_threads(true);
+            self.follows_virtual_threads.store(true, Ordering::Relaxed);
+        }
     }
 
+    /// The mount events go on (JDK 21+), then the sampler starts.
     fn start(&'static self, run: &'static Run, _jni: Option<&JniEnv>) {
+        if self.follows_virtual_threads.load(Ordering::Relaxed) && !self.mounted.enable(run) {
+            self.follows_virtual_threads.store(false, Ordering::Relaxed);
+        }
         self.start_sampler(run.vm, run);
     }
 
@@ -468,17 +529,24 @@ impl Engine for WallSamples {
         thread: LocalThread<'_>,
         serial: u32,
     ) {
-        self.watch(jni, thread, serial);
+        // (On the new thread itself.)
+        self.watch(jni, thread, serial, Some(current_tid()));
     }
 
+    /// A thread running at the attach: its kernel id read out of HotSpot,
+    /// when it can be (`jvm/native_thread.rs`).
     fn thread_running_at_attach(
         &self,
-        _run: &Run,
+        run: &Run,
         jni: Option<&JniEnv>,
         thread: LocalThread<'_>,
         serial: u32,
     ) {
-        self.watch(jni, thread, serial);
+        let tid = jni.and_then(|jni| {
+            let natives = native_thread::native_threads(jni, &run.jvmti.env()).ok()?;
+            natives.of(jni, thread).map(|n| n.tid)
+        });
+        self.watch(jni, thread, serial, tid);
     }
 
     /// The thread leaves the roster (the sampler holds the roster's lock
