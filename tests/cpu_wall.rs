@@ -323,3 +323,46 @@ fn a_mounted_virtual_thread_is_sampled_with_its_own_stack() {
         );
     });
 }
+
+/// An attached cpu=wall profile stopped while the program runs: the file
+/// is complete, the sampler thread is gone, the program goes on to its end.
+#[test]
+fn attached_and_stopped_the_sampler_goes_and_the_program_goes_on() {
+    let _alone = one_jvm_at_a_time();
+    let jdk = common::jdk_preferring(21);
+    let dir = common::scratch_dir("cpu-wall-attach-stop");
+    let mut cmd = common::java_command(&jdk, &dir);
+    cmd.args(["WallStates", "30", "go"])
+        .stdin(std::process::Stdio::piped());
+    let mut target = Spawned::spawn(&mut cmd);
+    target.wait_for_line("READY", Duration::from_secs(60));
+    let pid = target.pid();
+    let attach = |options: &str| {
+        let mut cmd = Command::new(common::hprof_rs_bin());
+        cmd.arg("attach")
+            .arg(pid.to_string())
+            .arg(options)
+            .arg("--agent")
+            .arg(common::agent_lib())
+            .current_dir(&dir);
+        let out = common::run_timeout(&mut cmd, Duration::from_secs(120));
+        common::assert_success(&out, &format!("attach {options}"));
+    };
+    attach("cpu=wall,file=stopped.txt");
+    target.send_line("go");
+    std::thread::sleep(Duration::from_millis(1000));
+    attach("stop");
+    let samplers = fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("the JVM's threads")
+        .flatten()
+        .filter_map(|t| fs::read_to_string(t.path().join("comm")).ok())
+        .filter(|name| name.starts_with("HPROF wall"))
+        .count();
+    assert_eq!(samplers, 0, "the sampler thread is gone after the stop");
+    let out = target.wait_timeout(Duration::from_secs(120));
+    common::assert_success(&out, "WallStates goes on to its end");
+    assert!(common::stdout_text(&out).contains("WallStates shares:"));
+    let profile = AsciiProfile::read_whole_file(&dir.join("stopped.txt"));
+    let section = profile.last_cpu().expect("CPU SAMPLES");
+    assert!(section.is_wall_clock() && section.total > 0, "{section:?}");
+}

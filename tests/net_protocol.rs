@@ -17,7 +17,7 @@
 mod common;
 
 use common::{AsciiProfile, Jdk, Spawned};
-use hprof_rs::format::ascii::{CpuTitle, SitesSection};
+use hprof_rs::format::ascii::{CpuTitle, Section, SitesSection};
 use hprof_rs::format::binary::reader::RecordReader;
 use std::collections::BTreeSet;
 use std::fs;
@@ -765,4 +765,53 @@ fn listen_on_port_0_prints_the_port_the_system_picked_and_a_jvm_connects_there()
         1,
         "the exit dump's SITES"
     );
+}
+
+/// cpu=wall beside heap=sites and monitor=y over `net=`: the `cpu`
+/// command writes its samples so far (marked wall-clock, with their
+/// states), `control clear-cpu` starts them over, and the exit dump has
+/// every section.
+#[test]
+fn cpu_wall_beside_heap_sites_and_monitor_answers_the_cpu_commands() {
+    common::on_each(&common::jdks_of(&[17, 21]), |jdk| {
+        let dir = common::scratch_dir(&format!("net-wall-{}", jdk.label));
+        let options = "cpu=wall,heap=sites,monitor=y";
+        let (front, jvm) = serve(jdk, &dir, options);
+        thread::sleep(Duration::from_secs(1));
+        front.send("cpu --cutoff 0");
+        front.send("control clear-cpu");
+        front.send("cpu --cutoff 0");
+        front.send("exit");
+        let out = jvm.wait_timeout(PATIENCE);
+        let what = format!("{} {options}", jdk.label);
+        common::assert_exit_code(&out, 0, &format!("{what}: EXIT is System.exit(0)"));
+        let file = front.finish();
+        let profile = AsciiProfile::read_whole_file(&file);
+        let cpu: Vec<_> = profile.cpu_blocks().collect();
+        assert_eq!(cpu.len(), 3, "{what}: 2 requested + the exit dump's");
+        assert!(cpu.iter().all(|c| c.is_wall_clock()), "{what}: marked");
+        let states = profile
+            .sections
+            .iter()
+            .filter(|s| matches!(s, Section::WallStates(_)))
+            .count();
+        assert_eq!(states, 3, "{what}: a WALL STATES block after each");
+        assert!(
+            common::cpu_count_in(cpu[0], "NetServer.spin") > 0,
+            "{what}: the busy method is sampled: {:?}",
+            cpu[0].rows
+        );
+        assert!(
+            cpu[1].total < cpu[0].total,
+            "{what}: cleared just before: {} then {}",
+            cpu[0].total,
+            cpu[1].total
+        );
+        assert!(profile.sites_blocks().count() >= 1, "{what}: SITES");
+        let monitor = profile
+            .sections
+            .iter()
+            .any(|s| matches!(s, Section::MonitorDump { .. }));
+        assert!(monitor, "{what}: MONITOR DUMP");
+    });
 }
