@@ -211,9 +211,20 @@ impl WallSamples {
                         break;
                     }
                     // Local references made during a tick go with its frame.
+                    // A panic ends the sampling, said once; the thread still
+                    // detaches from the JVM.
                     if let Ok(frame) = jni.push_local_frame(16) {
-                        self.tick(run, &jni);
+                        let ticked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            self.tick(run, &jni)
+                        }));
                         drop(frame);
+                        if ticked.is_err() {
+                            eprintln!(
+                                "HPROF ERROR: internal error in the wall sampling thread; \
+                                 sampling stops, the program continues"
+                            );
+                            break;
+                        }
                     }
                     next += self.interval;
                     let now = Instant::now();
