@@ -998,6 +998,43 @@ mod tests {
         );
     }
 
+    /// cpu=wall's CPU SAMPLES (its mark after the date) and WALL STATES
+    /// read back as written.
+    #[test]
+    fn wall_clock_samples_and_their_states_read_back() {
+        use crate::ascii::writer::write_section;
+        use crate::wall_states::WallStateRow;
+        let cpu = CpuSection {
+            title: CpuTitle::Samples,
+            total: 7,
+            created: format!("Mon Dec  7 15:10:12 2026 {WALL_CLOCK_MARK}"),
+            rows: vec![CpuRow {
+                rank: 1,
+                self_percent: 100.0,
+                accum_percent: 100.0,
+                count: 7,
+                trace_serial: 300_001,
+                method: Some("A.b".into()),
+            }],
+        };
+        let states = vec![WallStateRow {
+            trace_serial: 300_001,
+            counts: [3, 0, 4, 0, 0],
+        }];
+        let mut text = Vec::new();
+        write_section(&Section::Cpu(cpu.clone()), &mut text);
+        write_section(&Section::WallStates(states.clone()), &mut text);
+        let read = parse(&text).unwrap();
+        let [Section::Cpu(read_cpu), Section::WallStates(read_states)] = &read[..] else {
+            panic!("{read:?}")
+        };
+        assert!(read_cpu.is_wall_clock());
+        assert_eq!(read_cpu, &cpu);
+        assert_eq!(read_states, &states);
+        let bad = "WALL STATES BEGIN\n 300001 1 2\nWALL STATES END\n";
+        assert!(error_of(bad).message.contains("WALL STATES row"));
+    }
+
     #[test]
     fn sites_totals_need_their_titles_and_both_rows() {
         let good = "SITES TOTALS BEGIN\n\
