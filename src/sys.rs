@@ -34,23 +34,23 @@ pub fn address_space_is_limited() -> bool {
 /// (CLOCK_MONOTONIC), which `std::time::Instant` uses too but does not
 /// show as a number.
 pub fn monotonic_ns() -> u64 {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+    clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 /// CPU time the calling thread has used, in ns (CLOCK_THREAD_CPUTIME_ID).
 pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// The clock `clock` in ns; only clocks every Linux process has are asked.
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: a valid out-pointer; every Linux thread has this clock.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    // SAFETY: a valid out-pointer; the callers pass CLOCK_MONOTONIC or
+    // CLOCK_THREAD_CPUTIME_ID, which always exist on Linux.
+    unsafe { libc::clock_gettime(clock, &mut now) };
     now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
 

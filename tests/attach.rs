@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{AsciiProfile, Jdk, Spawned, namespaces};
+use common::{AsciiProfile, Jdk, Spawned, attach, namespaces};
 use hprof_rs::format::ascii::{CpuTitle, Section};
 use std::collections::HashMap;
 use std::fs;
@@ -33,18 +33,6 @@ const TARGET_SECONDS: &str = "11";
 const PROFILED: Duration = Duration::from_millis(2500);
 const READY_WAIT: Duration = Duration::from_secs(60);
 const EXIT_WAIT: Duration = Duration::from_secs(120);
-
-/// `hprof-rs attach PID ARGS...` run in `dir`.
-fn attach(dir: &Path, pid: i32, options: &str) -> Output {
-    let mut cmd = Command::new(common::hprof_rs_bin());
-    cmd.arg("attach")
-        .arg(pid.to_string())
-        .arg(options)
-        .arg("--agent")
-        .arg(common::agent_lib())
-        .current_dir(dir);
-    common::run_timeout(&mut cmd, Duration::from_secs(120))
-}
 
 /// Attaches with `options`, which must succeed.
 fn attach_ok(dir: &Path, pid: i32, options: &str, what: &str) {

@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{Jdk, Spawned, namespaces};
+use common::{Jdk, Spawned, attach, attach_with, namespaces};
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -56,22 +56,6 @@ fn as_nobody(program: impl AsRef<std::ffi::OsStr>) -> Command {
     ])
     .arg(program);
     cmd
-}
-
-/// `hprof-rs attach PID OPTIONS --agent AGENT`, run in `dir`.
-fn attach_with(dir: &Path, pid: i32, options: &str, agent: &Path) -> Output {
-    let mut cmd = Command::new(common::hprof_rs_bin());
-    cmd.arg("attach")
-        .arg(pid.to_string())
-        .arg(options)
-        .arg("--agent")
-        .arg(agent)
-        .current_dir(dir);
-    common::run_timeout(&mut cmd, Duration::from_secs(120))
-}
-
-fn attach(dir: &Path, pid: i32, options: &str) -> Output {
-    attach_with(dir, pid, options, &common::agent_lib())
 }
 
 /// The attach failed with exit code 1 and one line holding `says`.

@@ -151,15 +151,8 @@ fn attached_each_states_share_is_the_share_of_its_time() {
             .stdin(std::process::Stdio::piped());
         let mut target = Spawned::spawn(&mut cmd);
         target.wait_for_line("READY", Duration::from_secs(60));
-        let mut attach = Command::new(common::hprof_rs_bin());
-        attach
-            .arg("attach")
-            .arg(target.pid().to_string())
-            .arg(format!("{OPTIONS},file=wall.txt"))
-            .arg("--agent")
-            .arg(common::agent_lib())
-            .current_dir(&dir);
-        let attached = common::run_timeout(&mut attach, Duration::from_secs(120));
+        let options = format!("{OPTIONS},file=wall.txt");
+        let attached = common::attach(&dir, target.pid(), &options);
         common::assert_success(&attached, &format!("{label}: attach"));
         target.send_line("go");
         let out = target.wait_timeout(Duration::from_secs(120));
@@ -338,14 +331,7 @@ fn attached_and_stopped_the_sampler_goes_and_the_program_goes_on() {
     target.wait_for_line("READY", Duration::from_secs(60));
     let pid = target.pid();
     let attach = |options: &str| {
-        let mut cmd = Command::new(common::hprof_rs_bin());
-        cmd.arg("attach")
-            .arg(pid.to_string())
-            .arg(options)
-            .arg("--agent")
-            .arg(common::agent_lib())
-            .current_dir(&dir);
-        let out = common::run_timeout(&mut cmd, Duration::from_secs(120));
+        let out = common::attach(&dir, pid, options);
         common::assert_success(&out, &format!("attach {options}"));
     };
     attach("cpu=wall,file=stopped.txt");

@@ -646,6 +646,24 @@ pub fn run(cmd: &mut Command) -> Output {
     run_timeout(cmd, DEFAULT_TIMEOUT)
 }
 
+/// `hprof-rs attach PID OPTIONS --agent AGENT`, run in `dir`, with two
+/// minutes to end.
+pub fn attach_with(dir: &Path, pid: i32, options: &str, agent: &Path) -> Output {
+    let mut cmd = Command::new(hprof_rs_bin());
+    cmd.arg("attach")
+        .arg(pid.to_string())
+        .arg(options)
+        .arg("--agent")
+        .arg(agent)
+        .current_dir(dir);
+    run_timeout(&mut cmd, Duration::from_secs(120))
+}
+
+/// [`attach_with`] the agent built here ([`agent_lib`]).
+pub fn attach(dir: &Path, pid: i32, options: &str) -> Output {
+    attach_with(dir, pid, options, &agent_lib())
+}
+
 /// [`run`] with a timeout of its own: past it the process gets SIGQUIT (a
 /// JVM then prints its threads to stderr), then SIGKILL, and the test panics
 /// with everything it printed.
