@@ -26,6 +26,7 @@ use crate::model::{FrameEntry, LINE_UNKNOWN, Model, TraceEntry};
 use crate::options::Format;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
+use std::collections::HashMap;
 use std::time::Instant;
 use written::Written;
 
@@ -447,15 +448,16 @@ impl Emitter {
         out
     }
 
-    /// cpu=wall's samples: the traces of the listed rows, then a CPU
-    /// SAMPLES section whose BEGIN line carries the wall-clock mark, with
-    /// the listed traces' split by state after it (ASCII: a WALL STATES
+    /// cpu=wall's samples (`states`: each trace's split, by trace serial):
+    /// the traces of the listed rows, then a CPU SAMPLES section whose
+    /// BEGIN line carries the wall-clock mark, with the listed traces'
+    /// split by state after it (ASCII: a WALL STATES
     /// block) or before it (binary: the text of a UTF8 record).
     pub fn wall_samples(
         &self,
         model: &mut Model,
         samples: &[cpu::TraceCount],
-        states: &[WallStateRow],
+        states: &HashMap<u32, WallStateRow>,
         cutoff: f64,
         created: String,
     ) -> Vec<u8> {
@@ -463,7 +465,7 @@ impl Emitter {
         let listed: Vec<u32> = rows.iter().map(|r| r.trace_serial).collect();
         let states: Vec<WallStateRow> = listed
             .iter()
-            .filter_map(|serial| states.iter().find(|s| s.trace_serial == *serial))
+            .filter_map(|serial| states.get(serial))
             .copied()
             .collect();
         let mut out = self.class_loads(model);

@@ -73,6 +73,9 @@ struct LastLook {
 
 /// A stack a tick walked.
 struct Walked {
+    /// Its place in the roster when looked at (a thread that ended since
+    /// may have moved another there) and its serial.
+    index: usize,
     serial: u32,
     /// The virtual thread walked instead of its carrier (a local
     /// reference of this tick), whose sample it is.
@@ -266,7 +269,7 @@ impl WallSamples {
         }
         let env = run.jvmti.env();
         let (again, walked) = self.look(run, &env, jni);
-        let mut counted: Vec<(u32, LastLook)> = Vec::with_capacity(walked.len());
+        let mut counted: Vec<(usize, u32, LastLook)> = Vec::with_capacity(walked.len());
         {
             let mut model = run.model.lock();
             let mut counts = self.counts.lock();
@@ -295,16 +298,23 @@ impl WallSamples {
                     state: walk.state,
                     trace,
                 };
-                counted.push((walk.serial, last));
+                counted.push((walk.index, walk.serial, last));
             }
             for (trace, state, weight) in again {
                 credit(&mut counts, None, (trace, state), weight);
             }
         }
+        // Each thread is where the look found it unless a thread ended
+        // meanwhile: its place is then searched for.
         let mut roster = self.roster.lock();
-        for (serial, last) in counted {
-            if let Some(watched) = roster.threads.iter_mut().find(|w| w.serial == serial) {
-                watched.last = Some(last);
+        for (index, serial, last) in counted {
+            let threads = &mut roster.threads;
+            let at = match threads.get(index) {
+                Some(w) if w.serial == serial => Some(index),
+                _ => threads.iter().position(|w| w.serial == serial),
+            };
+            if let Some(at) = at {
+                threads[at].last = Some(last);
             }
         }
     }
@@ -382,6 +392,7 @@ impl WallSamples {
             .zip(stacks)
             .filter(|(_, stack)| is_alive(stack.state))
             .map(|(&(index, weight, cpu_ns, virtual_thread), stack)| Walked {
+                index,
                 serial: roster.threads[index].serial,
                 virtual_thread,
                 weight,
@@ -428,9 +439,8 @@ impl WallSamples {
             row.counts[state.column()] += count;
         }
         let samples = samples_from(model, &per_trace);
-        let states: Vec<WallStateRow> = by_state.into_values().collect();
         run.emitter
-            .wall_samples(model, &samples, &states, cutoff, ctime_now())
+            .wall_samples(model, &samples, &by_state, cutoff, ctime_now())
     }
 }
 
