@@ -17,7 +17,11 @@
 //! * The others' stacks are taken in one `GetThreadListStackTraces` call
 //!   (one pause of the JVM per tick, not one per thread), with the state
 //!   each had at that moment.
+//! * A look that finds a thread in another state than its last look did
+//!   splits the time between them by the CPU the thread used
+//!   (`apportion.rs`).
 
+mod apportion;
 mod mounted;
 mod rotation;
 mod states;
@@ -31,10 +35,11 @@ use crate::emit::clock::ctime_now;
 use crate::emit::cpu::samples_from;
 use crate::format::wall_states::WallStateRow;
 use crate::model::Model;
+use apportion::{CpuShares, credit, in_samples};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
-use rotation::{Rotation, Turn};
+use rotation::Rotation;
 use states::{State, is_alive};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -57,7 +62,12 @@ struct Watched {
     tid: Option<libc::pid_t>,
     /// Its samples count (a `net=` front end's CONTROL can turn it off).
     sampled: bool,
-    turn: Turn,
+    /// When it was last looked at (or arrived), in ns of the sampler's
+    /// clock: its next look stands for the time since.
+    seen_ns: u64,
+    /// Its share of a CPU in each state, for splitting a gap in which it
+    /// changed state (`apportion.rs`).
+    cpu_shares: CpuShares,
     /// What its last stack walk found.
     last: Option<LastLook>,
 }
@@ -80,10 +90,10 @@ struct Walked {
     /// The virtual thread walked instead of its carrier (a local
     /// reference of this tick), whose sample it is.
     virtual_thread: Option<jni::jobject>,
-    /// Half-intervals since its last look (see `credit`).
-    weight: u64,
-    /// Its last look, which the first half of the time goes to.
-    previous: Option<LastLook>,
+    /// The time since its last look.
+    gap_ns: u64,
+    /// Its last look, and the part of the gap spent as it saw.
+    previous: Option<(LastLook, u64)>,
     cpu_ns: i64,
     state: State,
     frames: Vec<RawFrame>,
@@ -98,18 +108,14 @@ struct Roster {
     new_threads_unsampled: bool,
 }
 
-fn turn_of(watched: &mut Watched) -> &mut Turn {
-    &mut watched.turn
-}
-
 /// State of cpu=wall.
 pub struct WallSamples {
     interval: Duration,
-    /// The sampler's clock: looks are weighed by the time between them.
+    /// The sampler's clock: each look counts the time since the last.
     epoch: Instant,
     roster: Mutex<Roster>,
-    /// Half-intervals per (trace, state) since the last dump (halved to
-    /// samples when written, `in_samples`).
+    /// Time per (trace, state) since the last dump, in ns (in samples of
+    /// the interval when written, `in_samples`).
     counts: Mutex<HashMap<(u32, State), u64>>,
     stop: AtomicBool,
     wake: (Sender<()>, Receiver<()>),
@@ -177,7 +183,7 @@ impl WallSamples {
         let Some(jni) = jni else {
             return;
         };
-        let turn = Rotation::arrival(self.now_ns());
+        let seen_ns = self.now_ns();
         let mut roster = self.roster.lock();
         let sampled = !roster.new_threads_unsampled;
         roster.threads.push(Watched {
@@ -185,7 +191,8 @@ impl WallSamples {
             serial,
             tid,
             sampled,
-            turn,
+            seen_ns,
+            cpu_shares: CpuShares::default(),
             last: None,
         });
     }
@@ -288,8 +295,14 @@ impl WallSamples {
                     false => run.traces.intern(&env, &mut model, &walk.frames, owner),
                 };
                 let now = (trace, walk.state);
-                let before = walk.previous.map(|p| (p.trace, p.state));
-                credit(&mut counts, before, now, walk.weight);
+                let before_ns = match walk.previous {
+                    Some((last, ns)) if (last.trace, last.state) != now => {
+                        credit(&mut counts, (last.trace, last.state), ns);
+                        ns
+                    }
+                    _ => 0,
+                };
+                credit(&mut counts, now, walk.gap_ns.saturating_sub(before_ns));
                 if walk.virtual_thread.is_some() {
                     continue; // (the carrier's own stack is looked at afresh)
                 }
@@ -300,8 +313,8 @@ impl WallSamples {
                 };
                 counted.push((walk.index, walk.serial, last));
             }
-            for (trace, state, weight) in again {
-                credit(&mut counts, None, (trace, state), weight);
+            for (trace, state, gap_ns) in again {
+                credit(&mut counts, (trace, state), gap_ns);
             }
         }
         // Each thread is where the look found it unless a thread ended
@@ -325,14 +338,9 @@ impl WallSamples {
         let mut roster = self.roster.lock();
         let roster = &mut *roster;
         let interval_ns = self.interval.as_nanos() as u64;
-        let now_ns = self.now_ns();
-        let looks = roster.rotation.next_tick(
-            &mut roster.threads,
-            turn_of,
-            LOOKS_PER_TICK,
-            now_ns,
-            interval_ns,
-        );
+        let looks = roster
+            .rotation
+            .next_tick(roster.threads.len(), LOOKS_PER_TICK);
         let effort = &self.effort;
         effort.ticks.fetch_add(1, Ordering::Relaxed);
         effort
@@ -342,11 +350,13 @@ impl WallSamples {
             .most_threads
             .fetch_max(roster.threads.len() as u64, Ordering::Relaxed);
         let mut again: Vec<(u32, State, u64)> = Vec::new();
-        let mut to_walk: Vec<(usize, u64, i64, Option<jni::jobject>)> = Vec::new();
+        // (place, the virtual thread it runs)
+        let mut to_walk: Vec<(usize, Option<jni::jobject>)> = Vec::new();
         let follows_virtual = self.follows_virtual_threads.load(Ordering::Relaxed);
-        for (index, weight) in looks {
-            let watched = &roster.threads[index];
+        for index in looks {
+            let watched = &mut roster.threads[index];
             if !watched.sampled {
+                watched.seen_ns = self.now_ns();
                 continue; // (its time passes uncounted)
             }
             // A carrier running a virtual thread: the virtual thread's
@@ -356,7 +366,7 @@ impl WallSamples {
                 .filter(|_| follows_virtual)
                 .and_then(|tid| self.mounted.on(jni, tid));
             if let Some(virtual_thread) = mounted {
-                to_walk.push((index, weight, -1, Some(virtual_thread)));
+                to_walk.push((index, Some(virtual_thread)));
                 continue;
             }
             let thread = watched.thread.local();
@@ -367,9 +377,13 @@ impl WallSamples {
             let cpu_ns = jvm::thread_cpu_time(env, thread).unwrap_or(-1);
             match watched.last {
                 Some(last) if cpu_ns >= 0 && last.cpu_ns == cpu_ns && last.state == state => {
-                    again.push((last.trace, state, weight));
+                    let now_ns = self.now_ns();
+                    let gap_ns = now_ns.saturating_sub(watched.seen_ns);
+                    watched.seen_ns = now_ns;
+                    watched.cpu_shares.learn(state, gap_ns, 0, interval_ns);
+                    again.push((last.trace, state, gap_ns));
                 }
-                _ => to_walk.push((index, weight, cpu_ns, None)),
+                _ => to_walk.push((index, None)),
             }
         }
         if to_walk.is_empty() {
@@ -377,7 +391,7 @@ impl WallSamples {
         }
         let threads: Vec<LocalThread<'_>> = to_walk
             .iter()
-            .map(|&(index, _, _, virtual_thread)| match virtual_thread {
+            .map(|&(index, virtual_thread)| match virtual_thread {
                 // SAFETY: a live local reference made this tick (`on`).
                 Some(raw) => unsafe { jvm::Local::new(raw) },
                 None => roster.threads[index].thread.local(),
@@ -387,24 +401,57 @@ impl WallSamples {
         effort
             .walks
             .fetch_add(threads.len() as u64, Ordering::Relaxed);
-        let walked = to_walk
-            .iter()
-            .zip(stacks)
-            .filter(|(_, stack)| is_alive(stack.state))
-            .map(|(&(index, weight, cpu_ns, virtual_thread), stack)| Walked {
+        let mut walked = Vec::with_capacity(stacks.len());
+        drop(threads);
+        for (&(index, virtual_thread), stack) in to_walk.iter().zip(stacks) {
+            if !is_alive(stack.state) {
+                continue;
+            }
+            let state = State::of(stack.state);
+            let watched = &mut roster.threads[index];
+            // The walk saw the thread at a safepoint that ended about when
+            // it returned: the look's time and CPU clock are read after it,
+            // so that a running thread that changed state while the JVM
+            // came to the safepoint has that time counted as running.
+            let (cpu_ns, previous) = match virtual_thread {
+                Some(_) => (-1, None),
+                None => {
+                    let thread = watched.thread.local();
+                    (
+                        jvm::thread_cpu_time(env, thread).unwrap_or(-1),
+                        watched.last,
+                    )
+                }
+            };
+            let now_ns = self.now_ns();
+            let gap_ns = now_ns.saturating_sub(watched.seen_ns);
+            watched.seen_ns = now_ns;
+            let previous = previous.map(|last| {
+                let cpu_used = (cpu_ns >= 0 && last.cpu_ns >= 0)
+                    .then(|| cpu_ns.saturating_sub(last.cpu_ns).max(0) as u64);
+                if last.state == state {
+                    if let Some(cpu_used) = cpu_used {
+                        watched
+                            .cpu_shares
+                            .learn(state, gap_ns, cpu_used, interval_ns);
+                    }
+                }
+                let before_ns = watched
+                    .cpu_shares
+                    .time_before(last.state, state, gap_ns, cpu_used);
+                (last, before_ns)
+            });
+            walked.push(Walked {
                 index,
-                serial: roster.threads[index].serial,
+                serial: watched.serial,
                 virtual_thread,
-                weight,
-                previous: match virtual_thread {
-                    Some(_) => None,
-                    None => roster.threads[index].last,
-                },
+                gap_ns,
+                previous,
                 cpu_ns,
-                state: State::of(stack.state),
+                state,
                 frames: stack.frames,
-            })
-            .collect();
+            });
+        }
         (again, walked)
     }
 
@@ -422,12 +469,13 @@ impl WallSamples {
 
     /// The section of `counts`, rows under `cutoff` left out.
     fn section(
+        &self,
         run: &Run,
         model: &mut Model,
-        halves: &HashMap<(u32, State), u64>,
+        counted: &HashMap<(u32, State), u64>,
         cutoff: f64,
     ) -> Vec<u8> {
-        let counts = in_samples(halves);
+        let counts = in_samples(counted, self.interval.as_nanos() as u64);
         let mut per_trace: HashMap<u32, u64> = HashMap::new();
         let mut by_state: HashMap<u32, WallStateRow> = HashMap::new();
         for (&(trace, state), &count) in &counts {
@@ -449,7 +497,7 @@ impl WallSamples {
     /// The section so far, with `cutoff`; the counts go on.
     pub fn requested_section(&self, run: &Run, model: &mut Model, cutoff: f64) -> Vec<u8> {
         let counts = self.counts.lock().clone();
-        Self::section(run, model, &counts, cutoff)
+        self.section(run, model, &counts, cutoff)
     }
 
     /// The counts start over.
@@ -470,54 +518,6 @@ impl WallSamples {
             }
         }
     }
-}
-
-/// Adds a look's `halves` (half-intervals since the thread's previous look)
-/// to the counts: the first half of the time to what the previous look saw
-/// (`before`), the rest to what this one sees (`now`). The thread changed
-/// state somewhere in between, and a tick that came late (the stack walk of
-/// a running thread brings the JVM to a safepoint, which can hold the
-/// sampler up) would otherwise give all of its delay to the state after it.
-fn credit(
-    counts: &mut HashMap<(u32, State), u64>,
-    before: Option<(u32, State)>,
-    now: (u32, State),
-    halves: u64,
-) {
-    let first = match before {
-        Some(before) if before != now => halves / 2,
-        _ => 0,
-    };
-    if first > 0 {
-        if let Some(before) = before {
-            *counts.entry(before).or_default() += first;
-        }
-    }
-    if halves > first {
-        *counts.entry(now).or_default() += halves - first;
-    }
-}
-
-/// Half-intervals to samples: each count halved, the odd halves' extra
-/// samples given to the largest of them (then by trace and state, so the
-/// file is the same for the same counts), so that the total is the total
-/// time in intervals, rounded.
-fn in_samples(halves: &HashMap<(u32, State), u64>) -> HashMap<(u32, State), u64> {
-    let total: u64 = halves.values().sum();
-    let mut samples: HashMap<(u32, State), u64> =
-        halves.iter().map(|(&key, &h)| (key, h / 2)).collect();
-    let mut odd: Vec<((u32, State), u64)> = halves
-        .iter()
-        .filter(|(_, h)| *h % 2 == 1)
-        .map(|(&key, &h)| (key, h))
-        .collect();
-    odd.sort_by_key(|&((trace, state), h)| (std::cmp::Reverse(h), trace, state.column()));
-    let extra = total.div_ceil(2) - samples.values().sum::<u64>();
-    for (key, _) in odd.into_iter().take(extra as usize) {
-        *samples.entry(key).or_default() += 1;
-    }
-    samples.retain(|_, n| *n > 0);
-    samples
 }
 
 impl Engine for WallSamples {
@@ -605,38 +605,6 @@ impl Engine for WallSamples {
     fn dump_section(&self, run: &Run, model: &mut Model, out: &mut Vec<u8>) {
         // Counts start over after each dump, as CPU SAMPLES' do.
         let counts = std::mem::take(&mut *self.counts.lock());
-        out.extend(Self::section(run, model, &counts, run.options.cutoff));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_looks_time_is_shared_with_the_state_seen_before_it() {
-        let mut counts = HashMap::new();
-        let (running, sleeping) = ((1, State::Running), (2, State::Sleeping));
-        credit(&mut counts, None, running, 2);
-        credit(&mut counts, Some(running), running, 2);
-        // Late by four intervals, and asleep now: half of it ran.
-        credit(&mut counts, Some(running), sleeping, 10);
-        assert_eq!(counts[&running], 2 + 2 + 5);
-        assert_eq!(counts[&sleeping], 5);
-    }
-
-    #[test]
-    fn halves_become_samples_that_add_up_to_the_time() {
-        let halves = HashMap::from([
-            ((1, State::Running), 9),
-            ((1, State::Blocked), 3),
-            ((2, State::Waiting), 4),
-        ]);
-        let samples = in_samples(&halves);
-        // 16 halves: 8 samples; the odd 9 and 3 give their half to the 9.
-        assert_eq!(samples.values().sum::<u64>(), 8);
-        assert_eq!(samples[&(1, State::Running)], 5);
-        assert_eq!(samples[&(1, State::Blocked)], 1);
-        assert_eq!(samples[&(2, State::Waiting)], 2);
+        out.extend(self.section(run, model, &counts, run.options.cutoff));
     }
 }

@@ -1,27 +1,12 @@
-//! Which threads a wall-clock tick looks at, and what each look stands for.
+//! Which threads a wall-clock tick looks at.
 //!
 //! A tick looks at no more than `budget` threads, going round the list from
-//! where the last tick stopped. Each look is given the time since that
-//! thread's previous look (since its arrival, for its first), in whole
-//! half-intervals, the remainder carried to its next look: its weight (the
-//! engine shares it between the state seen at the previous look and the
-//! one seen now, see `mod.rs`). With no
-//! more threads than the budget every thread is looked at every tick
-//! (weight 1 while ticks come on time); with more, each is looked at every
-//! `ceil(threads / budget)` ticks and its weight makes up for the time
-//! between. A tick that comes late (the sampler was not scheduled, a pause
-//! of the JVM) is made up for the same way. So a thread's samples add up
-//! to the intervals it lived, whatever the thread count and the sampler's
-//! delays, and a tick costs at most `budget` looks.
-
-/// A thread's place in the rotation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Turn {
-    /// When it was last looked at (or arrived), in ns of the sampler's clock.
-    pub last_ns: u64,
-    /// The part of an interval its last look left uncounted.
-    pub carry_ns: u64,
-}
+//! where the last tick stopped. With no more threads than the budget every
+//! thread is looked at every tick; with more, each is looked at every
+//! `ceil(threads / budget)` ticks. Each look stands for the time since the
+//! thread's previous look (since its arrival, for its first), whatever the
+//! thread count and the sampler's delays (`apportion.rs`), so no time is
+//! lost or counted twice, and a tick costs at most `budget` looks.
 
 /// The rotation's position.
 #[derive(Debug, Default)]
@@ -30,44 +15,16 @@ pub struct Rotation {
 }
 
 impl Rotation {
-    /// A thread arriving at `now_ns`: its first look counts from then.
-    pub fn arrival(now_ns: u64) -> Turn {
-        Turn {
-            last_ns: now_ns,
-            carry_ns: 0,
-        }
-    }
-
-    /// A tick at `now_ns` over `items` (one per live thread, each with its
-    /// turn): the indexes to look at and each one's weight in halves of
-    /// `interval_ns`, at most `budget` of them. Each chosen turn moves to
-    /// now.
-    pub fn next_tick<T>(
-        &mut self,
-        items: &mut [T],
-        turn_of: fn(&mut T) -> &mut Turn,
-        budget: usize,
-        now_ns: u64,
-        interval_ns: u64,
-    ) -> Vec<(usize, u64)> {
-        let count = items.len();
+    /// The places, among `count` live threads, that this tick looks at: at
+    /// most `budget` of them, going on from where the last tick stopped.
+    pub fn next_tick(&mut self, count: usize, budget: usize) -> Vec<usize> {
         if count == 0 {
             return Vec::new();
         }
-        let half_ns = (interval_ns / 2).max(1);
         let take = count.min(budget.max(1));
         let start = self.cursor % count;
         self.cursor = (start + take) % count;
-        (0..take)
-            .map(|k| {
-                let index = (start + k) % count;
-                let turn = turn_of(&mut items[index]);
-                let owed = now_ns.saturating_sub(turn.last_ns) + turn.carry_ns;
-                turn.last_ns = now_ns;
-                turn.carry_ns = owed % half_ns;
-                (index, owed / half_ns)
-            })
-            .collect()
+        (0..take).map(|k| (start + k) % count).collect()
     }
 }
 
@@ -75,67 +32,38 @@ impl Rotation {
 mod tests {
     use super::*;
 
-    fn itself(turn: &mut Turn) -> &mut Turn {
-        turn
-    }
-
-    const MS: u64 = 1_000_000;
-
-    /// Under the budget every thread is looked at every tick, weight one
-    /// interval (two halves).
+    /// Under the budget every thread is looked at every tick.
     #[test]
     fn few_threads_are_each_looked_at_every_tick() {
         let mut rotation = Rotation::default();
-        let mut turns = vec![Rotation::arrival(0); 3];
-        for tick in 1..=5 {
-            let looks = rotation.next_tick(&mut turns, itself, 8, tick * 10 * MS, 10 * MS);
-            assert_eq!(looks, vec![(0, 2), (1, 2), (2, 2)]);
+        for _ in 0..5 {
+            assert_eq!(rotation.next_tick(3, 8), vec![0, 1, 2]);
         }
     }
 
-    /// Over the budget the looks go round, and each thread's weights add
-    /// up to the intervals up to its last look.
+    /// Over the budget the looks go round: each of 10 threads is looked at
+    /// 12 times in 30 ticks of 4.
     #[test]
-    fn many_threads_take_turns_and_weigh_the_time_between() {
+    fn many_threads_take_turns() {
         let mut rotation = Rotation::default();
-        let mut turns = vec![Rotation::arrival(0); 10];
-        let mut weight_of = [0u64; 10];
-        for tick in 1..=30 {
-            let looks = rotation.next_tick(&mut turns, itself, 4, tick * 10 * MS, 10 * MS);
+        let mut looks_of = [0; 10];
+        for _ in 0..30 {
+            let looks = rotation.next_tick(10, 4);
             assert_eq!(looks.len(), 4);
-            for (index, weight) in looks {
-                weight_of[index] += weight;
+            for index in looks {
+                looks_of[index] += 1;
             }
         }
-        for (index, turn) in turns.iter().enumerate() {
-            assert_eq!(weight_of[index] * 5 * MS, turn.last_ns);
-            assert!(turn.last_ns >= 28 * 10 * MS, "{turns:?}");
-        }
+        assert_eq!(looks_of, [12; 10]);
     }
 
-    /// A late tick counts the intervals it missed; early and late ticks
-    /// carry their remainders, so no time is lost or counted twice.
+    /// When the roster shrinks the cursor stays inside it.
     #[test]
-    fn late_and_uneven_ticks_lose_no_time() {
+    fn the_rotation_follows_a_roster_that_shrinks() {
         let mut rotation = Rotation::default();
-        let mut turns = vec![Rotation::arrival(0)];
-        let mut total = 0;
-        for now_ms in [9, 21, 30, 75, 79, 100] {
-            let looks = rotation.next_tick(&mut turns, itself, 8, now_ms * MS, 10 * MS);
-            total += looks[0].1;
-        }
-        assert_eq!(total, 20);
-        assert_eq!(turns[0].carry_ns, 0);
-    }
-
-    /// A thread arriving late counts from its arrival.
-    #[test]
-    fn a_late_thread_counts_from_its_arrival() {
-        let mut rotation = Rotation::default();
-        let mut turns = vec![Rotation::arrival(0), Rotation::arrival(45 * MS)];
-        let looks = rotation.next_tick(&mut turns, itself, 8, 50 * MS, 10 * MS);
-        assert_eq!(looks, vec![(0, 10), (1, 1)]);
-        let looks = rotation.next_tick(&mut turns, itself, 8, 60 * MS, 10 * MS);
-        assert_eq!(looks, vec![(0, 2), (1, 2)]);
+        assert_eq!(rotation.next_tick(10, 4), vec![0, 1, 2, 3]);
+        assert_eq!(rotation.next_tick(10, 4), vec![4, 5, 6, 7]);
+        assert_eq!(rotation.next_tick(5, 4), vec![3, 4, 0, 1]);
+        assert!(rotation.next_tick(0, 4).is_empty());
     }
 }
