@@ -103,6 +103,42 @@ fn check_profile(label: &str, path: &Path, stdout: &str) {
         "{label}: cutoff=0 lists every trace"
     );
     assert_shares_match(label, worker_samples(&profile), measured_shares(stdout));
+    assert_idle_jvm_threads_are_not_running(label, &profile);
+}
+
+/// A thread JVMTI calls runnable that has no Java frame and uses no CPU
+/// waits inside the JVM (JDK 17 and later's Notification Thread, all of
+/// its life): it is counted as waiting. Only its first look, which has no
+/// earlier CPU clock to compare with, may count as running: at most a
+/// sample or two of the hundreds of its 4 s.
+fn assert_idle_jvm_threads_are_not_running(label: &str, profile: &AsciiProfile) {
+    let frameless: HashSet<u32> = profile
+        .traces()
+        .filter(|t| {
+            t.frames
+                .first()
+                .is_some_and(|f| f.class_name == "<no Java frames>")
+        })
+        .map(|t| t.serial)
+        .collect();
+    let Some(rows) = profile.sections.iter().rev().find_map(|s| match s {
+        Section::WallStates(rows) => Some(rows),
+        _ => None,
+    }) else {
+        panic!("{label}: no WALL STATES block");
+    };
+    let column = |name: &str| STATES.iter().position(|s| *s == name).expect("a state");
+    let (running, waiting) = (column("running"), column("waiting"));
+    for row in rows.iter().filter(|r| frameless.contains(&r.trace_serial)) {
+        let total: u64 = row.counts.iter().sum();
+        let running = row.counts[running];
+        assert!(
+            running <= 3 && (total < 100 || row.counts[waiting] * 10 >= total * 9),
+            "{label}: TRACE {} (no Java frames) counts {running} running of {total} samples: {:?}",
+            row.trace_serial,
+            row.counts
+        );
+    }
 }
 
 /// The options the tests profile with: 2 ms ticks give the worker about

@@ -40,7 +40,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use jvmti_bindings::prelude::*;
 use parking_lot::Mutex;
 use rotation::Rotation;
-use states::{State, is_alive};
+use states::{State, counted, is_alive};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
@@ -77,8 +77,11 @@ struct Watched {
 struct LastLook {
     /// Its CPU clock then, in ns (-1: unknown, never the same as now).
     cpu_ns: i64,
+    /// The state it was counted in (`states::counted`).
     state: State,
     trace: u32,
+    /// Whether the walk found no Java frame.
+    no_java_frames: bool,
 }
 
 /// A stack a tick walked.
@@ -310,6 +313,7 @@ impl WallSamples {
                     cpu_ns: walk.cpu_ns,
                     state: walk.state,
                     trace,
+                    no_java_frames: walk.frames.is_empty(),
                 };
                 counted.push((walk.index, walk.serial, last));
             }
@@ -373,15 +377,19 @@ impl WallSamples {
             let Some(bits) = jvm::thread_state(env, thread).filter(|&b| is_alive(b)) else {
                 continue;
             };
-            let state = State::of(bits);
+            let reported = State::of(bits);
             let cpu_ns = jvm::thread_cpu_time(env, thread).unwrap_or(-1);
             match watched.last {
-                Some(last) if cpu_ns >= 0 && last.cpu_ns == cpu_ns && last.state == state => {
+                Some(last)
+                    if cpu_ns >= 0
+                        && last.cpu_ns == cpu_ns
+                        && last.state == counted(reported, last.no_java_frames, true) =>
+                {
                     let now_ns = self.now_ns();
                     let gap_ns = now_ns.saturating_sub(watched.seen_ns);
                     watched.seen_ns = now_ns;
-                    watched.cpu_shares.learn(state, gap_ns, 0, interval_ns);
-                    again.push((last.trace, state, gap_ns));
+                    watched.cpu_shares.learn(last.state, gap_ns, 0, interval_ns);
+                    again.push((last.trace, last.state, gap_ns));
                 }
                 _ => to_walk.push((index, None)),
             }
@@ -407,7 +415,7 @@ impl WallSamples {
             if !is_alive(stack.state) {
                 continue;
             }
-            let state = State::of(stack.state);
+            let reported = State::of(stack.state);
             let watched = &mut roster.threads[index];
             // The walk saw the thread at a safepoint that ended about when
             // it returned: the look's time and CPU clock are read after it,
@@ -426,6 +434,8 @@ impl WallSamples {
             let now_ns = self.now_ns();
             let gap_ns = now_ns.saturating_sub(watched.seen_ns);
             watched.seen_ns = now_ns;
+            let cpu_still = previous.is_some_and(|last| cpu_ns >= 0 && last.cpu_ns == cpu_ns);
+            let state = counted(reported, stack.frames.is_empty(), cpu_still);
             let previous = previous.map(|last| {
                 let cpu_used = (cpu_ns >= 0 && last.cpu_ns >= 0)
                     .then(|| cpu_ns.saturating_sub(last.cpu_ns).max(0) as u64);

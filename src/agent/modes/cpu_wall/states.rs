@@ -45,6 +45,21 @@ impl State {
     }
 }
 
+/// The state a look counts a thread in. JVMTI reports a thread that waits
+/// inside the JVM, on a lock of the JVM's own, as runnable: the JVM's
+/// Notification Thread does so all its life, and was counted as running
+/// for its whole life (as much as a busy thread). Such a thread has no
+/// Java frame and its CPU clock stands still, so with both it is counted
+/// as waiting. A thread with no Java frame that uses the CPU is running
+/// (in the JVM's code), and one whose CPU clock is unknown stays running.
+pub fn counted(reported: State, no_java_frames: bool, cpu_still: bool) -> State {
+    if reported == State::Running && no_java_frames && cpu_still {
+        State::Waiting
+    } else {
+        reported
+    }
+}
+
 /// Whether the bits are of a thread that has started and not ended.
 pub fn is_alive(bits: i32) -> bool {
     bits & jvmti::JVMTI_THREAD_STATE_ALIVE != 0 && bits & jvmti::JVMTI_THREAD_STATE_TERMINATED == 0
@@ -79,6 +94,11 @@ mod tests {
             State::Waiting
         );
         assert!(is_alive(runnable));
+        // Runnable with no Java frame and a CPU clock standing still: waiting.
+        assert_eq!(counted(State::Running, true, true), State::Waiting);
+        assert_eq!(counted(State::Running, true, false), State::Running);
+        assert_eq!(counted(State::Running, false, true), State::Running);
+        assert_eq!(counted(State::Native, true, true), State::Native);
         assert!(!is_alive(JVMTI_THREAD_STATE_TERMINATED));
         assert!(!is_alive(0));
     }
