@@ -25,6 +25,7 @@ const MODES: &[&str] = &[
     "cpu=old",
     "heap=all,cpu=samples,format=b",
     "monitor=y",
+    "cpu=wall,thread=y",
 ];
 
 /// Bound on one run: far above what any of them needs.
