@@ -331,7 +331,13 @@ fn ten_sigquits_in_a_row() {
 fn sigterm_and_sigint_during_a_dump() {
     on_each(|jdk| {
         let dir = common::scratch_dir(&format!("stress-term-{}", jdk.label));
-        let modes = ["heap=dump", "heap=dump,format=b", "heap=sites", "cpu=times"];
+        let modes = [
+            "heap=dump",
+            "heap=dump,format=b",
+            "heap=sites",
+            "cpu=times",
+            "cpu=wall",
+        ];
         for (signal, code) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
             for (index, mode) in modes.iter().enumerate() {
                 let file = profile_path(&dir, index, mode);
