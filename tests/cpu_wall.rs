@@ -108,9 +108,11 @@ fn check_profile(label: &str, path: &Path, stdout: &str) {
 
 /// A thread JVMTI calls runnable that has no Java frame and uses no CPU
 /// waits inside the JVM (JDK 17 and later's Notification Thread, all of
-/// its life): it is counted as waiting. Only its first look, which has no
-/// earlier CPU clock to compare with, may count as running: at most a
-/// sample or two of the hundreds of its 4 s.
+/// its life): it is counted as waiting. Its first look, which has no
+/// earlier CPU clock to compare with, counts as running, and so do the
+/// looks after the rare moments it works (2 to 5 samples of about 2,070
+/// in the runs so far, against all 2,070 before): at most 3 and 1% of
+/// its samples.
 fn assert_idle_jvm_threads_are_not_running(label: &str, profile: &AsciiProfile) {
     let frameless: HashSet<u32> = profile
         .traces()
@@ -133,7 +135,7 @@ fn assert_idle_jvm_threads_are_not_running(label: &str, profile: &AsciiProfile) 
         let total: u64 = row.counts.iter().sum();
         let running = row.counts[running];
         assert!(
-            running <= 3 && (total < 100 || row.counts[waiting] * 10 >= total * 9),
+            running <= 3 + total / 100 && (total < 100 || row.counts[waiting] * 10 >= total * 9),
             "{label}: TRACE {} (no Java frames) counts {running} running of {total} samples: {:?}",
             row.trace_serial,
             row.counts
