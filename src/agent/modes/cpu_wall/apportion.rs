@@ -67,6 +67,26 @@ impl CpuShares {
         });
     }
 
+    /// A look that found the thread in `now` after its previous look found
+    /// it in `before`, `gap_ns` ago, and that it used `cpu_ns` of CPU in
+    /// between (`None`: unknown): the share of an unchanged state is
+    /// learnt, and the part of the gap spent in `before` is returned.
+    pub fn observe(
+        &mut self,
+        before: State,
+        now: State,
+        gap_ns: u64,
+        cpu_ns: Option<u64>,
+        interval_ns: u64,
+    ) -> u64 {
+        if before == now
+            && let Some(cpu_ns) = cpu_ns
+        {
+            self.learn(now, gap_ns, cpu_ns, interval_ns);
+        }
+        self.time_before(before, now, gap_ns, cpu_ns)
+    }
+
     fn of(&self, state: State) -> Option<f64> {
         self.0[state.column()]
     }

@@ -72,6 +72,16 @@ struct Watched {
     last: Option<LastLook>,
 }
 
+impl Watched {
+    /// A look at `now_ns`: the time since the thread's previous look (or
+    /// its arrival), which this look stands for.
+    fn look_at(&mut self, now_ns: u64) -> u64 {
+        let gap_ns = now_ns.saturating_sub(self.seen_ns);
+        self.seen_ns = now_ns;
+        gap_ns
+    }
+}
+
 /// A thread's last walked sample.
 #[derive(Clone, Copy)]
 struct LastLook {
@@ -360,7 +370,7 @@ impl WallSamples {
         for index in looks {
             let watched = &mut roster.threads[index];
             if !watched.sampled {
-                watched.seen_ns = self.now_ns();
+                watched.look_at(self.now_ns());
                 continue; // (its time passes uncounted)
             }
             // A carrier running a virtual thread: the virtual thread's
@@ -385,9 +395,7 @@ impl WallSamples {
                         && last.cpu_ns == cpu_ns
                         && last.state == counted(reported, last.no_java_frames, true) =>
                 {
-                    let now_ns = self.now_ns();
-                    let gap_ns = now_ns.saturating_sub(watched.seen_ns);
-                    watched.seen_ns = now_ns;
+                    let gap_ns = watched.look_at(self.now_ns());
                     watched.cpu_shares.learn(last.state, gap_ns, 0, interval_ns);
                     again.push((last.trace, last.state, gap_ns));
                 }
@@ -409,8 +417,9 @@ impl WallSamples {
         effort
             .walks
             .fetch_add(threads.len() as u64, Ordering::Relaxed);
-        let mut walked = Vec::with_capacity(stacks.len());
+        // (The references borrow the roster, which the looks now update.)
         drop(threads);
+        let mut walked = Vec::with_capacity(stacks.len());
         for (&(index, virtual_thread), stack) in to_walk.iter().zip(stacks) {
             if !is_alive(stack.state) {
                 continue;
@@ -431,24 +440,16 @@ impl WallSamples {
                     )
                 }
             };
-            let now_ns = self.now_ns();
-            let gap_ns = now_ns.saturating_sub(watched.seen_ns);
-            watched.seen_ns = now_ns;
+            let gap_ns = watched.look_at(self.now_ns());
             let cpu_still = previous.is_some_and(|last| cpu_ns >= 0 && last.cpu_ns == cpu_ns);
             let state = counted(reported, stack.frames.is_empty(), cpu_still);
             let previous = previous.map(|last| {
                 let cpu_used = (cpu_ns >= 0 && last.cpu_ns >= 0)
                     .then(|| cpu_ns.saturating_sub(last.cpu_ns).max(0) as u64);
-                if last.state == state {
-                    if let Some(cpu_used) = cpu_used {
-                        watched
-                            .cpu_shares
-                            .learn(state, gap_ns, cpu_used, interval_ns);
-                    }
-                }
-                let before_ns = watched
-                    .cpu_shares
-                    .time_before(last.state, state, gap_ns, cpu_used);
+                let before_ns =
+                    watched
+                        .cpu_shares
+                        .observe(last.state, state, gap_ns, cpu_used, interval_ns);
                 (last, before_ns)
             });
             walked.push(Walked {
